@@ -1,0 +1,131 @@
+"""What a person sees in the terminal: histograms of the herd, tables over seeds, progress."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any
+
+import pandas as pd
+from rich.columns import Columns
+from rich.console import Console
+from rich.panel import Panel
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from harness.analysis import by_strategy, median_seed
+
+
+def histogram(counts: list[int], width: int = 40) -> str:
+    """Sandboxes per node as bars, as the reference benchmark prints them."""
+    top = max(counts, default=0) or 1
+    digits = len(str(len(counts) - 1))
+    return "\n".join(
+        f"node {i:>{digits}} |{'#' * round(c * width / top):<{width}}| {c}"
+        for i, c in enumerate(counts)
+    )
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def strategy_table(summary: pd.DataFrame, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("strategy", no_wrap=True)
+    for col in (
+        "seeds",
+        "CV mean",
+        "CV 95% CI",
+        "CV med",
+        "max",
+        "min",
+        "placed",
+        "failed",
+        "p99 ms",
+    ):
+        table.add_column(col, justify="right", no_wrap=True)
+    for _, r in by_strategy(summary).iterrows():
+        table.add_row(
+            r["strategy"],
+            str(r["seeds"]),
+            _fmt(r["cv_mean"]),
+            f"{_fmt(r['cv_lo'])}-{_fmt(r['cv_hi'])}",
+            _fmt(r["cv_median"]),
+            f"{r['max_count']:.1f}",
+            f"{r['min_count']:.1f}",
+            f"{r['placed']:.1f}",
+            f"{r['failed']:.1f}",
+            _fmt(r["p99_place_ms"], 2),
+        )
+    return table
+
+
+def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Console) -> None:
+    """Histograms of each strategy's median-CV seed side by side, then the table over seeds."""
+    summary, nodes = frames["summary"], frames["nodes"]
+    if summary.empty:
+        console.print("[yellow]no seed finished: nothing to show[/yellow]")
+        return
+    panels = []
+    for strategy in summary["strategy"].unique():
+        seed = median_seed(summary, strategy)
+        picked = nodes[(nodes["strategy"] == strategy) & (nodes["seed"] == seed)]
+        counts = picked.sort_values("node_id")["sandboxes"].tolist()
+        row = summary[(summary["strategy"] == strategy) & (summary["seed"] == seed)].iloc[0]
+        body = (
+            histogram(counts, width=30)
+            if len(counts) <= 40
+            else (f"{len(counts)} nodes: max {max(counts)}, min {min(counts)}")
+        )
+        panels.append(
+            Panel(
+                body,
+                title=f"{strategy}: seed {seed}, CV {row['cv']:.3f}",
+                subtitle="median-CV seed",
+                expand=False,
+            )
+        )
+    console.print(Columns(panels))
+    state = "" if meta.get("completed") else " [red](INCOMPLETE run)[/red]"
+    cfg = meta.get("config", {})
+    title = (
+        f"{cfg.get('run', {}).get('name', '')}: {meta.get('engine')} engine, "
+        f"{summary['nodes'].iloc[0]} nodes, K={summary['k'].iloc[0]}{state}"
+    )
+    console.print(strategy_table(summary, title))
+
+
+class LazyProgress:
+    """A progress bar that appears only once a run has taken more than `delay` seconds."""
+
+    def __init__(self, description: str, delay: float = 1.5) -> None:
+        self.description = description
+        self.delay = delay
+        self.start = time.monotonic()
+        self.bar: Progress | None = None
+        self.task: Any = None
+
+    def __call__(self, done: int, total: int, fraction: float) -> None:
+        if self.bar is None:
+            if time.monotonic() - self.start < self.delay:
+                return
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[units]}"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=Console(file=sys.stderr),
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task(self.description, total=total, units="")
+        self.bar.update(
+            self.task, completed=done + min(fraction, 1.0), units=f"{done}/{total} seeds"
+        )
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()

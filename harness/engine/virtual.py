@@ -1,0 +1,292 @@
+"""The deterministic virtual-time engine: the whole scenario as events on a VirtualClock.
+
+It only moves messages and keeps time; every rule (admission, placement, ledger) is the
+model's. An RPC is two legs: the node acts at the midpoint, the scheduler hears the answer
+at the end, so a report can fall between the two just as in the real service.
+"""
+
+from __future__ import annotations
+
+import time
+
+from harness.analysis import seed_summary
+from harness.clock import VirtualClock
+from harness.cluster import build_nodes
+from harness.config import Config
+from harness.engine import Progress, stream
+from harness.ledgers import make_ledger
+from harness.node import Node, Outcome
+from harness.report import Report
+from harness.results import NODES, REQUESTS, TIMELINE, Recorder, SeedResult, table
+from harness.scheduler import CreateRequest, PlacementRules, Scheduler, Step
+from harness.workload import client_starts, lifetime, open_loop_arrivals
+
+
+def placement_rules(config: Config) -> PlacementRules:
+    p = config.placement
+    return PlacementRules(
+        k=p.k,
+        r=p.r,
+        alpha=p.alpha,
+        too_many_starting=p.too_many_starting,
+        max_starting=p.max_starting,
+        max_attempts=p.max_attempts,
+        deadline_s=p.deadline_s,
+    )
+
+
+class _World:
+    """One (strategy, seed): nodes, scheduler replicas, clients, and the clock that runs them."""
+
+    def __init__(self, config: Config, seed: int) -> None:
+        self.config = config
+        self.clock = VirtualClock()
+        self.duration = config.run.duration_s
+        self.nodes: list[Node] = build_nodes(config, stream(seed, "cluster"))
+        cpu_counts = [n.cpu_count for n in self.nodes]
+        rules = placement_rules(config)
+        self.schedulers = [
+            Scheduler(
+                cpu_counts,
+                rules,
+                make_ledger(config.placement.strategy, cpu_counts),
+                stream(seed, f"placement/{r}"),
+            )
+            for r in range(config.placement.replicas)
+        ]
+        self.with_ids = self.schedulers[0].ledger.wants_sandbox_ids
+        self.workload_rng = stream(seed, "workload")
+        self.heartbeat_rng = stream(seed, "heartbeat")
+        self.recorder = Recorder()
+        self.next_sandbox = 0
+        c = config.cluster
+        self.create_leg = c.create_latency_ms / 2000.0
+        self.kill_leg = c.kill_latency_ms / 2000.0
+        self.report_delay = config.heartbeat.delay_ms / 1000.0
+
+    # -- set-up ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        clock = self.clock
+        # The reference syncs every node once before the run: applied at t=0, before anything.
+        self._report(self.nodes, delay=0.0)
+        hb = self.config.heartbeat
+        if hb.phase == "aligned":
+            if hb.interval_s < self.duration:
+                clock.at(hb.interval_s, self._aligned_beat)
+        else:
+            for node in self.nodes:
+                phase = self.heartbeat_rng.uniform(0.0, hb.interval_s)
+                if phase < self.duration:
+                    clock.at(phase, self._node_beat, node)
+        if self.config.run.sample_interval_s > 0:
+            clock.at(0.0, self._sample)
+        w = self.config.workload
+        if w.arrival == "closed":
+            for client, start in enumerate(client_starts(w, self.workload_rng)):
+                if start < self.duration:
+                    clock.at(start, self._issue, client)
+        else:
+            self.arrivals = open_loop_arrivals(w, self.duration, self.workload_rng)
+            self.open_clients = 0
+            first = next(self.arrivals, None)
+            if first is not None:
+                clock.at(first, self._arrival)
+
+    # -- heartbeats and samples --------------------------------------------------------------
+
+    def _report(self, nodes: list[Node], delay: float) -> None:
+        now = self.clock.now()
+        reports = [node.report(now, self.with_ids) for node in nodes]
+        if delay > 0:
+            self.clock.after(delay, self._deliver, reports)
+        else:
+            self._deliver(reports)
+
+    def _deliver(self, reports: list[Report]) -> None:
+        now = self.clock.now()
+        for scheduler in self.schedulers:
+            for report in reports:
+                scheduler.apply_report(report, now)
+
+    def _aligned_beat(self, _: None) -> None:
+        self._report(self.nodes, self.report_delay)
+        nxt = self.clock.now() + self.config.heartbeat.interval_s
+        if nxt < self.duration:
+            self.clock.at(nxt, self._aligned_beat)
+
+    def _node_beat(self, node: Node) -> None:
+        self._report([node], self.report_delay)
+        nxt = self.clock.now() + self.config.heartbeat.interval_s
+        if nxt < self.duration:
+            self.clock.at(nxt, self._node_beat, node)
+
+    def _sample(self, _: None) -> None:
+        now = self.clock.now()
+        sample = self.recorder.sample
+        for replica, scheduler in enumerate(self.schedulers):
+            believed = scheduler.ledger.believed_cpu
+            for node in self.nodes:
+                i = node.node_id
+                sample(
+                    now,
+                    i,
+                    replica,
+                    node.cpu_allocated,
+                    len(node.sandboxes),
+                    believed(i),
+                    len(scheduler.in_progress[i]),
+                    scheduler.pending_cpu[i],
+                )
+        nxt = now + self.config.run.sample_interval_s
+        if nxt <= self.duration:
+            self.clock.at(nxt, self._sample)
+
+    # -- creates ----------------------------------------------------------------------------
+
+    def _arrival(self, _: None) -> None:
+        now = self.clock.now()
+        self._issue(self.open_clients)
+        self.open_clients += 1
+        nxt = next(self.arrivals, None)
+        if nxt is not None:
+            self.clock.at(max(nxt, now), self._arrival)
+
+    def _issue(self, client: int) -> None:
+        now = self.clock.now()
+        w = self.config.workload
+        req = CreateRequest(
+            self.next_sandbox,
+            w.vcpu,
+            w.memory_mib,
+            w.usage,
+            lifetime(w, self.workload_rng),
+            now,
+            now + self.config.placement.deadline_s,
+            client,
+        )
+        self.next_sandbox += 1
+        self._send_create(req)
+
+    def _scheduler_of(self, client: int) -> Scheduler:
+        return self.schedulers[client % len(self.schedulers)]
+
+    def _send_create(self, req: CreateRequest) -> None:
+        if self._scheduler_of(req.client).start_create(req, self.clock.now()) is None:
+            self._create_done(req, Step.FAILED)
+        else:
+            self.clock.after(self.create_leg, self._node_create, req)
+
+    def _node_create(self, req: CreateRequest) -> None:
+        outcome = self.nodes[req.node].create(req.sandbox_id, req.vcpu, req.memory_mib, req.usage)
+        self.clock.after(self.create_leg, self._create_answer, (req, outcome))
+
+    def _create_answer(self, arg: tuple[CreateRequest, Outcome]) -> None:
+        req, outcome = arg
+        step = self._scheduler_of(req.client).finish_create(req, outcome, self.clock.now())
+        if step is Step.RETRY:
+            self._send_create(req)
+        else:
+            self._create_done(req, step)
+
+    def _create_done(self, req: CreateRequest, step: Step) -> None:
+        now = self.clock.now()
+        placed = step is Step.PLACED
+        self.recorder.request(
+            "create",
+            req.sandbox_id,
+            req.client,
+            req.client % len(self.schedulers),
+            req.issued_at,
+            now,
+            req.node if placed else -1,
+            req.rpcs,
+            req.skips,
+            req.attempts,
+            step.value,
+            req.failure,
+        )
+        closed = self.config.workload.arrival == "closed"
+        if placed:
+            if req.lifetime is not None and now + req.lifetime < self.duration:
+                self.clock.after(req.lifetime, self._send_kill, req)
+        elif closed:
+            self._next_cycle(req.client, self.config.workload.failure_backoff_s)
+
+    def _next_cycle(self, client: int, pause: float) -> None:
+        if self.clock.now() + pause < self.duration:
+            self.clock.after(pause, self._issue, client)
+
+    # -- kills ------------------------------------------------------------------------------
+
+    def _send_kill(self, req: CreateRequest) -> None:
+        req.issued_at = self.clock.now()
+        self.clock.after(self.kill_leg, self._node_kill, req)
+
+    def _node_kill(self, req: CreateRequest) -> None:
+        outcome = self.nodes[req.node].kill(req.sandbox_id)
+        self.clock.after(self.kill_leg, self._kill_answer, (req, outcome))
+
+    def _kill_answer(self, arg: tuple[CreateRequest, Outcome]) -> None:
+        req, outcome = arg
+        now = self.clock.now()
+        replica = req.client % len(self.schedulers)
+        self.schedulers[replica].finish_kill(
+            req.node, req.sandbox_id, req.vcpu, req.memory_mib, outcome, now
+        )
+        self.recorder.request(
+            "kill",
+            req.sandbox_id,
+            req.client,
+            replica,
+            req.issued_at,
+            now,
+            req.node,
+            1,
+            0,
+            1,
+            "killed" if outcome is Outcome.OK else "failed",
+            "" if outcome is Outcome.OK else outcome.value,
+        )
+        if self.config.workload.arrival == "closed":
+            self._next_cycle(req.client, self.config.workload.think_s)
+
+
+class VirtualEngine:
+    name = "virtual"
+
+    def run_seed(self, config: Config, seed: int, progress: Progress | None = None) -> SeedResult:
+        wall = time.perf_counter()
+        world = _World(config, seed)
+        world.start()
+        world.clock.run(progress)
+        wall = time.perf_counter() - wall
+        strategy = config.placement.strategy
+        nodes = table(
+            NODES,
+            strategy,
+            seed,
+            {
+                "node_id": [n.node_id for n in world.nodes],
+                "sandboxes": [len(n.sandboxes) for n in world.nodes],
+                "cpu_allocated": [n.cpu_allocated for n in world.nodes],
+                "initial_cpu_allocated": [n.base_cpu for n in world.nodes],
+                "peak_cpu_allocated": [n.peak_cpu_allocated for n in world.nodes],
+                "capacity": [n.capacity for n in world.nodes],
+            },
+        )
+        requests = table(REQUESTS, strategy, seed, world.recorder.requests)
+        summary = {
+            "engine": self.name,
+            "strategy": strategy,
+            "seed": seed,
+            "nodes": len(world.nodes),
+            "k": config.placement.k,
+            "replicas": config.placement.replicas,
+            **seed_summary(nodes, requests),
+            "sim_duration_s": max(world.clock.now(), config.run.duration_s),
+            "engine_wall_s": wall,
+        }
+        return SeedResult(
+            summary, nodes, requests, table(TIMELINE, strategy, seed, world.recorder.timeline)
+        )

@@ -1,0 +1,95 @@
+"""The scheduler's belief of each node's load, and the interface every ledger strategy implements.
+
+A strategy decides what the scheduler believes between two reports: nothing new (`stale`),
+pending creates (`in_progress`), its own successful calls (`optimistic`), and so on. The
+scheduler asks it two questions when it scores a node (`believed_cpu`, `counts_in_progress`)
+and tells it everything that happens (reports, creates, kills), so a new strategy is one new
+class and no engine changes.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from harness.node import Outcome
+from harness.report import Report
+
+
+class NodeView:
+    """What the scheduler last heard from one node, plus whatever its strategy adds."""
+
+    __slots__ = (
+        "cpu_allocated",
+        "cpu_count",
+        "cpu_percent",
+        "memory_allocated_mib",
+        "seq",
+        "taken_at",
+    )
+
+    def __init__(self, cpu_count: int) -> None:
+        self.cpu_count = cpu_count
+        self.cpu_allocated = 0.0
+        self.cpu_percent = 0.0
+        self.memory_allocated_mib = 0.0
+        self.seq = 0
+        self.taken_at = float("-inf")
+
+    def overwrite(self, report: Report) -> None:
+        self.cpu_count = report.cpu_count
+        self.cpu_allocated = report.cpu_allocated
+        self.cpu_percent = report.cpu_percent
+        self.memory_allocated_mib = report.memory_allocated_mib
+        self.seq = report.seq
+        self.taken_at = report.taken_at
+
+
+class Ledger:
+    """Base strategy: the view is the last report applied, blindly overwritten as upstream does.
+
+    Subclasses override the hooks they care about. Every hook gets the time as an argument; a
+    ledger never reads a clock.
+    """
+
+    name: ClassVar[str] = ""
+    counts_in_progress: ClassVar[bool] = True
+    """Whether vCPUs of creates still in flight are added to the score's `reserved`."""
+    wants_sandbox_ids: ClassVar[bool] = False
+    """Whether reports must list the node's sandbox IDs for this strategy."""
+
+    def __init__(self, cpu_counts: list[int]) -> None:
+        self.views = [NodeView(c) for c in cpu_counts]
+
+    def believed_cpu(self, node: int) -> float:
+        """Allocated vCPUs this scheduler believes the node has, excluding in-progress creates."""
+        return self.views[node].cpu_allocated
+
+    def apply_report(self, report: Report, now: float) -> None:
+        self.views[report.node_id].overwrite(report)
+
+    def create_started(
+        self, node: int, sandbox_id: int, vcpu: float, memory_mib: float, now: float
+    ) -> None:
+        """Called after the node is chosen, before the create RPC is sent."""
+
+    def create_finished(
+        self,
+        node: int,
+        sandbox_id: int,
+        vcpu: float,
+        memory_mib: float,
+        outcome: Outcome,
+        now: float,
+    ) -> None:
+        """Called when the create RPC's answer reaches the scheduler."""
+
+    def kill_finished(
+        self,
+        node: int,
+        sandbox_id: int,
+        vcpu: float,
+        memory_mib: float,
+        outcome: Outcome,
+        now: float,
+    ) -> None:
+        """Called when the kill RPC's answer reaches the scheduler."""

@@ -1,0 +1,8 @@
+"""`in_progress`: pending creates count in the score (part 1 of the merged fix, always on)."""
+
+from harness.ledger import Ledger
+
+
+class InProgressLedger(Ledger):
+    name = "in_progress"
+    counts_in_progress = True

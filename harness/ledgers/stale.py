@@ -1,0 +1,8 @@
+"""`stale`: the scheduler as it was before the fix. Only reports change the view."""
+
+from harness.ledger import Ledger
+
+
+class StaleLedger(Ledger):
+    name = "stale"
+    counts_in_progress = False

@@ -1,0 +1,108 @@
+"""A simulated node's true state and its admission control; the ground truth of every run."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from harness.report import Report
+
+
+class Outcome(StrEnum):
+    """What a node answers to a create or kill RPC."""
+
+    OK = "ok"
+    RESOURCE_EXHAUSTED = "resource_exhausted"
+    FAILED = "failed"
+
+
+class Node:
+    """True state of one node: the sandboxes it runs, by ID.
+
+    `base_cpu` is load that was there before the run (the reference's 0-4 random vCPUs); it is
+    allocated but belongs to no sandbox this harness created.
+    """
+
+    __slots__ = (
+        "base_cpu",
+        "cpu_allocated",
+        "cpu_count",
+        "cpu_percent",
+        "memory_allocated_mib",
+        "memory_mib",
+        "memory_used_mib",
+        "node_id",
+        "overcommit",
+        "peak_cpu_allocated",
+        "sandboxes",
+        "seq",
+    )
+
+    def __init__(
+        self,
+        node_id: int,
+        cpu_count: int,
+        memory_mib: float,
+        overcommit: float,
+        base_cpu: float = 0.0,
+    ) -> None:
+        self.node_id = node_id
+        self.cpu_count = cpu_count
+        self.memory_mib = memory_mib
+        self.overcommit = overcommit
+        self.base_cpu = base_cpu
+        self.sandboxes: dict[int, tuple[float, float, float]] = {}
+        self.cpu_allocated = base_cpu
+        self.peak_cpu_allocated = base_cpu
+        self.cpu_percent = 0.0
+        self.memory_allocated_mib = 0.0
+        self.memory_used_mib = 0.0
+        self.seq = 0
+
+    @property
+    def capacity(self) -> float:
+        return self.overcommit * self.cpu_count
+
+    def create(self, sandbox_id: int, vcpu: float, memory_mib: float, usage: float) -> Outcome:
+        """Admit on the true state: the node refuses when it would exceed R * cpu_count.
+
+        `usage` is the fraction of its vCPUs the sandbox keeps busy (1.0 = 100%).
+        """
+        if sandbox_id in self.sandboxes:
+            raise ValueError(f"sandbox {sandbox_id} already on node {self.node_id}")
+        if self.cpu_allocated + vcpu > self.overcommit * self.cpu_count:
+            return Outcome.RESOURCE_EXHAUSTED
+        self.sandboxes[sandbox_id] = (vcpu, memory_mib, usage)
+        self.cpu_allocated += vcpu
+        if self.cpu_allocated > self.peak_cpu_allocated:
+            self.peak_cpu_allocated = self.cpu_allocated
+        self.cpu_percent += 100.0 * vcpu * usage
+        self.memory_allocated_mib += memory_mib
+        self.memory_used_mib += memory_mib * usage
+        return Outcome.OK
+
+    def kill(self, sandbox_id: int) -> Outcome:
+        entry = self.sandboxes.pop(sandbox_id, None)
+        if entry is None:
+            return Outcome.FAILED
+        vcpu, memory_mib, usage = entry
+        self.cpu_allocated -= vcpu
+        self.cpu_percent -= 100.0 * vcpu * usage
+        self.memory_allocated_mib -= memory_mib
+        self.memory_used_mib -= memory_mib * usage
+        return Outcome.OK
+
+    def report(self, now: float, with_ids: bool = False) -> Report:
+        self.seq += 1
+        return Report(
+            node_id=self.node_id,
+            seq=self.seq,
+            taken_at=now,
+            cpu_count=self.cpu_count,
+            cpu_allocated=self.cpu_allocated,
+            cpu_percent=self.cpu_percent,
+            memory_total_mib=self.memory_mib,
+            memory_allocated_mib=self.memory_allocated_mib,
+            memory_used_mib=self.memory_used_mib,
+            sandboxes_running=len(self.sandboxes),
+            sandbox_ids=frozenset(self.sandboxes) if with_ids else None,
+        )

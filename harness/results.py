@@ -1,0 +1,274 @@
+"""Run results: Arrow schemas, the in-run recorder, and Parquet files on disk.
+
+A run folder holds `summary.parquet`, `nodes.parquet`, `requests.parquet`,
+`timeline.parquet` and `run.json`. `run.json` is written first with `"completed": false` and
+rewritten at the end, so a run that dies still says so; each (strategy, seed) is appended as
+its own row group as soon as it finishes, so what finished is readable.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import harness
+
+REQUESTS = pa.schema(
+    [
+        ("strategy", pa.string()),
+        ("seed", pa.int64()),
+        ("kind", pa.string()),
+        ("sandbox_id", pa.int64()),
+        ("client", pa.int64()),
+        ("replica", pa.int32()),
+        ("issued_at", pa.float64()),
+        ("done_at", pa.float64()),
+        ("latency_ms", pa.float64()),
+        ("node_id", pa.int32()),
+        ("rpcs", pa.int32()),
+        ("skips", pa.int32()),
+        ("attempts", pa.int32()),
+        ("outcome", pa.string()),
+        ("reason", pa.string()),
+    ]
+)
+TIMELINE = pa.schema(
+    [
+        ("strategy", pa.string()),
+        ("seed", pa.int64()),
+        ("t", pa.float64()),
+        ("node_id", pa.int32()),
+        ("replica", pa.int32()),
+        ("cpu_allocated", pa.float64()),
+        ("sandboxes", pa.int32()),
+        ("view_cpu_allocated", pa.float64()),
+        ("in_progress", pa.int32()),
+        ("in_progress_cpu", pa.float64()),
+    ]
+)
+NODES = pa.schema(
+    [
+        ("strategy", pa.string()),
+        ("seed", pa.int64()),
+        ("node_id", pa.int32()),
+        ("sandboxes", pa.int32()),
+        ("cpu_allocated", pa.float64()),
+        ("initial_cpu_allocated", pa.float64()),
+        ("peak_cpu_allocated", pa.float64()),
+        ("capacity", pa.float64()),
+    ]
+)
+SUMMARY = pa.schema(
+    [
+        ("engine", pa.string()),
+        ("strategy", pa.string()),
+        ("seed", pa.int64()),
+        ("nodes", pa.int32()),
+        ("k", pa.int32()),
+        ("replicas", pa.int32()),
+        ("requests", pa.int64()),
+        ("placed", pa.int64()),
+        ("failed", pa.int64()),
+        ("kills", pa.int64()),
+        ("cv", pa.float64()),
+        ("max_count", pa.int64()),
+        ("min_count", pa.int64()),
+        ("p50_place_ms", pa.float64()),
+        ("p99_place_ms", pa.float64()),
+        ("sim_duration_s", pa.float64()),
+        ("engine_wall_s", pa.float64()),
+    ]
+)
+TABLES = {"summary": SUMMARY, "nodes": NODES, "requests": REQUESTS, "timeline": TIMELINE}
+
+
+class ResultsError(ValueError):
+    """A folder given as results is not one (or not a readable one)."""
+
+
+def _columns(schema: pa.Schema, skip: int) -> dict[str, list]:
+    return {name: [] for name in schema.names[skip:]}
+
+
+class Recorder:
+    """Collects one (strategy, seed)'s rows as plain column lists, cheap on the hot path."""
+
+    def __init__(self) -> None:
+        self.requests = _columns(REQUESTS, 2)
+        self.timeline = _columns(TIMELINE, 2)
+
+    def request(
+        self,
+        kind: str,
+        sandbox_id: int,
+        client: int,
+        replica: int,
+        issued_at: float,
+        done_at: float,
+        node_id: int,
+        rpcs: int,
+        skips: int,
+        attempts: int,
+        outcome: str,
+        reason: str,
+    ) -> None:
+        r = self.requests
+        r["kind"].append(kind)
+        r["sandbox_id"].append(sandbox_id)
+        r["client"].append(client)
+        r["replica"].append(replica)
+        r["issued_at"].append(issued_at)
+        r["done_at"].append(done_at)
+        r["latency_ms"].append((done_at - issued_at) * 1000.0)
+        r["node_id"].append(node_id)
+        r["rpcs"].append(rpcs)
+        r["skips"].append(skips)
+        r["attempts"].append(attempts)
+        r["outcome"].append(outcome)
+        r["reason"].append(reason)
+
+    def sample(
+        self,
+        t: float,
+        node_id: int,
+        replica: int,
+        cpu_allocated: float,
+        sandboxes: int,
+        view_cpu_allocated: float,
+        in_progress: int,
+        in_progress_cpu: float,
+    ) -> None:
+        s = self.timeline
+        s["t"].append(t)
+        s["node_id"].append(node_id)
+        s["replica"].append(replica)
+        s["cpu_allocated"].append(cpu_allocated)
+        s["sandboxes"].append(sandboxes)
+        s["view_cpu_allocated"].append(view_cpu_allocated)
+        s["in_progress"].append(in_progress)
+        s["in_progress_cpu"].append(in_progress_cpu)
+
+
+def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, list]) -> pa.Table:
+    """An Arrow table of `schema` from column lists, with the strategy and seed filled in."""
+    n = len(next(iter(columns.values()))) if columns else 0
+    arrays = {
+        "strategy": pa.array([strategy] * n, pa.string()),
+        "seed": pa.array([seed] * n, pa.int64()),
+    }
+    arrays.update(columns)
+    return pa.Table.from_pydict(arrays, schema=schema)
+
+
+@dataclass
+class SeedResult:
+    """Everything one (strategy, seed) produced."""
+
+    summary: dict[str, Any]
+    nodes: pa.Table
+    requests: pa.Table
+    timeline: pa.Table
+
+
+class RunWriter:
+    """Writes a run folder incrementally; use as a context manager so it is always closed."""
+
+    def __init__(
+        self,
+        out_dir: Path,
+        config: dict[str, Any],
+        strategies: list[str],
+        seeds: list[int],
+        engine: str,
+    ) -> None:
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.meta: dict[str, Any] = {
+            "harness_version": harness.__version__,
+            "python": platform.python_version(),
+            "pyarrow": pa.__version__,
+            "engine": engine,
+            "strategies": strategies,
+            "seeds": seeds,
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "completed": False,
+            "finished": [],
+            "config": config,
+        }
+        self._writers: dict[str, pq.ParquetWriter] = {}
+        self._write_meta()
+
+    def _write_meta(self) -> None:
+        tmp = self.out_dir / "run.json.tmp"
+        tmp.write_text(json.dumps(self.meta, indent=2, default=str))
+        tmp.replace(self.out_dir / "run.json")
+
+    def add(self, result: SeedResult) -> None:
+        parts = {
+            "summary": pa.Table.from_pylist([result.summary], schema=SUMMARY),
+            "nodes": result.nodes,
+            "requests": result.requests,
+            "timeline": result.timeline,
+        }
+        for name, part in parts.items():
+            writer = self._writers.get(name)
+            if writer is None:
+                writer = pq.ParquetWriter(self.out_dir / f"{name}.parquet", TABLES[name])
+                self._writers[name] = writer
+            writer.write_table(part)
+        self.meta["finished"].append([result.summary["strategy"], result.summary["seed"]])
+
+    def close(self, completed: bool, error: str | None = None) -> None:
+        for writer in self._writers.values():
+            writer.close()
+        self._writers.clear()
+        for name, schema in TABLES.items():  # a run stopped before any seed still has files
+            path = self.out_dir / f"{name}.parquet"
+            if not path.exists():
+                pq.write_table(schema.empty_table(), path)
+        self.meta["completed"] = completed
+        self.meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        if error:
+            self.meta["error"] = error
+        self._write_meta()
+
+    def __enter__(self) -> RunWriter:
+        return self
+
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: Any) -> None:
+        if exc_type is None:
+            self.close(completed=True)
+        else:
+            reason = "interrupted" if issubclass(exc_type, KeyboardInterrupt) else repr(exc)
+            self.close(completed=False, error=reason)
+
+
+def load_run(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(run.json, {table name: DataFrame}) of a run folder, or ResultsError saying why not."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise ResultsError(f"{folder} is not a folder")
+    meta_path = folder / "run.json"
+    if not meta_path.is_file():
+        raise ResultsError(f"{folder} is not a results folder (no run.json)")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{meta_path} is not valid JSON: {e}") from None
+    frames = {}
+    for name in TABLES:
+        file = folder / f"{name}.parquet"
+        if not file.is_file():
+            raise ResultsError(f"{folder} is missing {file.name}")
+        try:
+            frames[name] = pq.read_table(file).to_pandas()
+        except (pa.ArrowInvalid, OSError) as e:
+            raise ResultsError(f"{file} is not a readable Parquet file: {e}") from None
+    return meta, frames

@@ -1,0 +1,50 @@
+"""The runner owns the wiring: which engine, which strategies and seeds, where results go."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from harness.config import Config
+from harness.engine import get_engine
+from harness.results import RunWriter
+
+# progress(units_done, units_total, fraction_of_current_unit)
+RunProgress = Callable[[int, int, float], None]
+
+
+def default_out_dir(config: Config, root: Path = Path("results")) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return root / f"{config.run.name}-{stamp}"
+
+
+def seeds_of(config: Config) -> list[int]:
+    return list(range(config.run.first_seed, config.run.first_seed + config.run.seeds))
+
+
+def run(
+    config: Config, strategies: list[str], out_dir: Path, progress: RunProgress | None = None
+) -> Path:
+    """Run every strategy on the same seeds; each finished (strategy, seed) is on disk at once.
+
+    An exception or Ctrl-C still closes the files and marks run.json `completed: false`.
+    """
+    engine = get_engine(config.run.engine)
+    seeds = seeds_of(config)
+    total = len(strategies) * len(seeds)
+    with RunWriter(out_dir, config.to_dict(), strategies, seeds, engine.name) as writer:
+        done = 0
+        for strategy in strategies:
+            variant = config.with_value("placement.strategy", strategy)
+            for seed in seeds:
+
+                def tick(t: float, done: int = done) -> None:
+                    if progress is not None:
+                        progress(done, total, t / config.run.duration_s)
+
+                writer.add(engine.run_seed(variant, seed, tick))
+                done += 1
+                if progress is not None:
+                    progress(done, total, 0.0)
+    return out_dir

@@ -1,0 +1,176 @@
+"""The scheduler (the API): chooses a node for each create and keeps its in-progress map.
+
+Both engines call the same four steps: `start_create` (choose + StartPlacing), `finish_create`
+(the RPC answer: Success, Skip or Fail), `start_kill` and `finish_kill`, plus `apply_report`.
+Between a start and its finish the engine delivers the RPC; that gap is where the races live.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from enum import StrEnum
+
+from harness.ledger import Ledger
+from harness.node import Outcome
+from harness.placement import best, sample, score
+from harness.report import Report
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementRules:
+    k: int = 3
+    r: float = 4.0
+    alpha: float = 0.5
+    too_many_starting: bool = False
+    max_starting: int = 3
+    max_attempts: int = 3
+    deadline_s: float = 30.0
+
+
+class Step(StrEnum):
+    """What the engine does next with a create after the RPC answer."""
+
+    PLACED = "placed"
+    RETRY = "retry"
+    FAILED = "failed"
+
+
+class CreateRequest:
+    """One logical create as the client sees it, across all its RPCs."""
+
+    __slots__ = (
+        "attempts",
+        "client",
+        "deadline",
+        "excluded",
+        "failure",
+        "issued_at",
+        "lifetime",
+        "memory_mib",
+        "node",
+        "rpcs",
+        "sandbox_id",
+        "skips",
+        "usage",
+        "vcpu",
+    )
+
+    def __init__(
+        self,
+        sandbox_id: int,
+        vcpu: float,
+        memory_mib: float,
+        usage: float,
+        lifetime: float | None,
+        issued_at: float,
+        deadline: float,
+        client: int,
+    ) -> None:
+        self.sandbox_id = sandbox_id
+        self.vcpu = vcpu
+        self.memory_mib = memory_mib
+        self.usage = usage
+        self.lifetime = lifetime
+        self.issued_at = issued_at
+        self.deadline = deadline
+        self.client = client
+        self.attempts = 0
+        self.rpcs = 0
+        self.skips = 0
+        self.excluded: set[int] | None = None
+        self.node = -1
+        self.failure = ""
+
+
+class Scheduler:
+    """One scheduler replica: its ledger (view), in-progress map and random stream."""
+
+    def __init__(
+        self, cpu_counts: list[int], rules: PlacementRules, ledger: Ledger, rng: random.Random
+    ) -> None:
+        self.rules = rules
+        self.ledger = ledger
+        self.random = rng.random
+        self.n = len(cpu_counts)
+        self.in_progress: list[dict[int, float]] = [{} for _ in cpu_counts]
+        self.pending_cpu = [0.0] * self.n
+
+    def reserved(self, node: int) -> float:
+        """`reserved` of the score: the believed allocation, plus pending vCPUs if counted."""
+        believed = self.ledger.believed_cpu(node)
+        if self.ledger.counts_in_progress:
+            return believed + self.pending_cpu[node]
+        return believed
+
+    def choose(self, vcpu: float, excluded: set[int] | None) -> int | None:
+        rules = self.rules
+        views = self.ledger.views
+        in_progress = self.in_progress
+
+        def eligible(node: int) -> bool:
+            if excluded is not None and node in excluded:
+                return False
+            if rules.too_many_starting and len(in_progress[node]) > rules.max_starting:
+                return False
+            return views[node].cpu_count >= vcpu
+
+        def score_of(node: int) -> float:
+            view = views[node]
+            return score(
+                vcpu, self.reserved(node), view.cpu_percent, view.cpu_count, rules.r, rules.alpha
+            )
+
+        return best(sample(self.random, self.n, rules.k, eligible), score_of)
+
+    def start_create(self, req: CreateRequest, now: float) -> int | None:
+        """Choose a node and StartPlacing on it; None means "failed to place"."""
+        node = self.choose(req.vcpu, req.excluded)
+        if node is None:
+            req.failure = "no_candidate"
+            return None
+        self.in_progress[node][req.sandbox_id] = req.vcpu
+        self.pending_cpu[node] += req.vcpu
+        req.node = node
+        req.rpcs += 1
+        self.ledger.create_started(node, req.sandbox_id, req.vcpu, req.memory_mib, now)
+        return node
+
+    def finish_create(self, req: CreateRequest, outcome: Outcome, now: float) -> Step:
+        node = req.node
+        vcpu = self.in_progress[node].pop(req.sandbox_id)
+        self.pending_cpu[node] -= vcpu
+        if not self.in_progress[node]:
+            self.pending_cpu[node] = 0.0  # no float residue once the node has nothing pending
+        self.ledger.create_finished(node, req.sandbox_id, req.vcpu, req.memory_mib, outcome, now)
+        if outcome is Outcome.OK:
+            req.attempts += 1
+            return Step.PLACED
+        if outcome is Outcome.RESOURCE_EXHAUSTED:
+            req.skips += 1
+        else:
+            req.attempts += 1
+            if req.excluded is None:
+                req.excluded = set()
+            req.excluded.add(node)
+            if req.attempts >= self.rules.max_attempts:
+                req.failure = "attempts_exhausted"
+                return Step.FAILED
+        if now >= req.deadline:
+            req.failure = "deadline"
+            return Step.FAILED
+        return Step.RETRY
+
+    def finish_kill(
+        self,
+        node: int,
+        sandbox_id: int,
+        vcpu: float,
+        memory_mib: float,
+        outcome: Outcome,
+        now: float,
+    ) -> None:
+        self.ledger.kill_finished(node, sandbox_id, vcpu, memory_mib, outcome, now)
+
+    def apply_report(self, report: Report, now: float) -> None:
+        self.ledger.apply_report(report, now)
