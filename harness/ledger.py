@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from harness.node import Outcome
 from harness.report import Report
+from harness.request import CreateRequest
 
 
 class NodeView:
@@ -56,6 +57,8 @@ class Ledger:
     """Whether vCPUs of creates still in flight are added to the score's `reserved`."""
     wants_sandbox_ids: ClassVar[bool] = False
     """Whether reports must list the node's sandbox IDs for this strategy."""
+    wants_response_report: ClassVar[bool] = False
+    """Whether create and kill answers must carry the node's fresh report (`response`)."""
 
     def __init__(self, cpu_counts: list[int]) -> None:
         self.views = [NodeView(c) for c in cpu_counts]
@@ -67,29 +70,16 @@ class Ledger:
     def apply_report(self, report: Report, now: float) -> None:
         self.views[report.node_id].overwrite(report)
 
-    def create_started(
-        self, node: int, sandbox_id: int, vcpu: float, memory_mib: float, now: float
-    ) -> None:
-        """Called after the node is chosen, before the create RPC is sent."""
+    def create_started(self, req: CreateRequest, now: float) -> None:
+        """Called after `req.node` is chosen, before the create RPC is sent."""
 
     def create_finished(
-        self,
-        node: int,
-        sandbox_id: int,
-        vcpu: float,
-        memory_mib: float,
-        outcome: Outcome,
-        now: float,
+        self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None
     ) -> None:
-        """Called when the create RPC's answer reaches the scheduler."""
+        """Called when the create RPC's answer reaches the scheduler; `response` is the node's
+        report at the time it answered, when `wants_response_report`."""
 
     def kill_finished(
-        self,
-        node: int,
-        sandbox_id: int,
-        vcpu: float,
-        memory_mib: float,
-        outcome: Outcome,
-        now: float,
+        self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None
     ) -> None:
         """Called when the kill RPC's answer reaches the scheduler."""

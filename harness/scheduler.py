@@ -15,6 +15,7 @@ from harness.ledger import Ledger
 from harness.node import Outcome
 from harness.placement import best, sample, score
 from harness.report import Report
+from harness.request import CreateRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,53 +35,6 @@ class Step(StrEnum):
     PLACED = "placed"
     RETRY = "retry"
     FAILED = "failed"
-
-
-class CreateRequest:
-    """One logical create as the client sees it, across all its RPCs."""
-
-    __slots__ = (
-        "attempts",
-        "client",
-        "deadline",
-        "excluded",
-        "failure",
-        "issued_at",
-        "lifetime",
-        "memory_mib",
-        "node",
-        "rpcs",
-        "sandbox_id",
-        "skips",
-        "usage",
-        "vcpu",
-    )
-
-    def __init__(
-        self,
-        sandbox_id: int,
-        vcpu: float,
-        memory_mib: float,
-        usage: float,
-        lifetime: float | None,
-        issued_at: float,
-        deadline: float,
-        client: int,
-    ) -> None:
-        self.sandbox_id = sandbox_id
-        self.vcpu = vcpu
-        self.memory_mib = memory_mib
-        self.usage = usage
-        self.lifetime = lifetime
-        self.issued_at = issued_at
-        self.deadline = deadline
-        self.client = client
-        self.attempts = 0
-        self.rpcs = 0
-        self.skips = 0
-        self.excluded: set[int] | None = None
-        self.node = -1
-        self.failure = ""
 
 
 class Scheduler:
@@ -133,16 +87,18 @@ class Scheduler:
         self.pending_cpu[node] += req.vcpu
         req.node = node
         req.rpcs += 1
-        self.ledger.create_started(node, req.sandbox_id, req.vcpu, req.memory_mib, now)
+        self.ledger.create_started(req, now)
         return node
 
-    def finish_create(self, req: CreateRequest, outcome: Outcome, now: float) -> Step:
+    def finish_create(
+        self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None = None
+    ) -> Step:
         node = req.node
         vcpu = self.in_progress[node].pop(req.sandbox_id)
         self.pending_cpu[node] -= vcpu
         if not self.in_progress[node]:
             self.pending_cpu[node] = 0.0  # no float residue once the node has nothing pending
-        self.ledger.create_finished(node, req.sandbox_id, req.vcpu, req.memory_mib, outcome, now)
+        self.ledger.create_finished(req, outcome, now, response)
         if outcome is Outcome.OK:
             req.attempts += 1
             return Step.PLACED
@@ -162,15 +118,9 @@ class Scheduler:
         return Step.RETRY
 
     def finish_kill(
-        self,
-        node: int,
-        sandbox_id: int,
-        vcpu: float,
-        memory_mib: float,
-        outcome: Outcome,
-        now: float,
+        self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None = None
     ) -> None:
-        self.ledger.kill_finished(node, sandbox_id, vcpu, memory_mib, outcome, now)
+        self.ledger.kill_finished(req, outcome, now, response)
 
     def apply_report(self, report: Report, now: float) -> None:
         self.ledger.apply_report(report, now)

@@ -17,8 +17,9 @@ from harness.engine import Progress, stream
 from harness.ledgers import make_ledger
 from harness.node import Node, Outcome
 from harness.report import Report
+from harness.request import CreateRequest
 from harness.results import NODES, REQUESTS, TIMELINE, Recorder, SeedResult, table
-from harness.scheduler import CreateRequest, PlacementRules, Scheduler, Step
+from harness.scheduler import PlacementRules, Scheduler, Step
 from harness.workload import client_starts, lifetime, open_loop_arrivals
 
 
@@ -54,7 +55,9 @@ class _World:
             )
             for r in range(config.placement.replicas)
         ]
-        self.with_ids = self.schedulers[0].ledger.wants_sandbox_ids
+        ledger = self.schedulers[0].ledger
+        self.with_ids = ledger.wants_sandbox_ids
+        self.with_response = ledger.wants_response_report
         self.workload_rng = stream(seed, "workload")
         self.heartbeat_rng = stream(seed, "heartbeat")
         self.recorder = Recorder()
@@ -177,13 +180,22 @@ class _World:
         else:
             self.clock.after(self.create_leg, self._node_create, req)
 
-    def _node_create(self, req: CreateRequest) -> None:
-        outcome = self.nodes[req.node].create(req.sandbox_id, req.vcpu, req.memory_mib, req.usage)
-        self.clock.after(self.create_leg, self._create_answer, (req, outcome))
+    def _response(self, node: Node) -> Report | None:
+        """The node's fresh report, sent back with an RPC answer to strategies that want it."""
+        if self.with_response:
+            return node.report(self.clock.now(), self.with_ids)
+        return None
 
-    def _create_answer(self, arg: tuple[CreateRequest, Outcome]) -> None:
-        req, outcome = arg
-        step = self._scheduler_of(req.client).finish_create(req, outcome, self.clock.now())
+    def _node_create(self, req: CreateRequest) -> None:
+        node = self.nodes[req.node]
+        outcome = node.create(req.sandbox_id, req.vcpu, req.memory_mib, req.usage)
+        self.clock.after(self.create_leg, self._create_answer, (req, outcome, self._response(node)))
+
+    def _create_answer(self, arg: tuple[CreateRequest, Outcome, Report | None]) -> None:
+        req, outcome, response = arg
+        step = self._scheduler_of(req.client).finish_create(
+            req, outcome, self.clock.now(), response
+        )
         if step is Step.RETRY:
             self._send_create(req)
         else:
@@ -224,16 +236,15 @@ class _World:
         self.clock.after(self.kill_leg, self._node_kill, req)
 
     def _node_kill(self, req: CreateRequest) -> None:
-        outcome = self.nodes[req.node].kill(req.sandbox_id)
-        self.clock.after(self.kill_leg, self._kill_answer, (req, outcome))
+        node = self.nodes[req.node]
+        outcome = node.kill(req.sandbox_id)
+        self.clock.after(self.kill_leg, self._kill_answer, (req, outcome, self._response(node)))
 
-    def _kill_answer(self, arg: tuple[CreateRequest, Outcome]) -> None:
-        req, outcome = arg
+    def _kill_answer(self, arg: tuple[CreateRequest, Outcome, Report | None]) -> None:
+        req, outcome, response = arg
         now = self.clock.now()
         replica = req.client % len(self.schedulers)
-        self.schedulers[replica].finish_kill(
-            req.node, req.sandbox_id, req.vcpu, req.memory_mib, outcome, now
-        )
+        self.schedulers[replica].finish_kill(req, outcome, now, response)
         self.recorder.request(
             "kill",
             req.sandbox_id,

@@ -6,6 +6,8 @@ sandbox but applied before the answer arrives counts it twice until the next rep
 
 from harness.ledger import Ledger
 from harness.node import Outcome
+from harness.report import Report
+from harness.request import CreateRequest
 
 
 class OptimisticLedger(Ledger):
@@ -13,33 +15,21 @@ class OptimisticLedger(Ledger):
     counts_in_progress = True
 
     def create_finished(
-        self,
-        node: int,
-        sandbox_id: int,
-        vcpu: float,
-        memory_mib: float,
-        outcome: Outcome,
-        now: float,
+        self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None
     ) -> None:
         if outcome is Outcome.OK:
-            view = self.views[node]
-            view.cpu_allocated += vcpu
-            view.memory_allocated_mib += memory_mib
+            view = self.views[req.node]
+            view.cpu_allocated += req.vcpu
+            view.memory_allocated_mib += req.memory_mib
 
     def kill_finished(
-        self,
-        node: int,
-        sandbox_id: int,
-        vcpu: float,
-        memory_mib: float,
-        outcome: Outcome,
-        now: float,
+        self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None
     ) -> None:
         if outcome is not Outcome.OK:
             return
-        view = self.views[node]
+        view = self.views[req.node]
         # Underflow guard as upstream: skip when the subtraction would go below zero.
-        if view.cpu_allocated >= vcpu:
-            view.cpu_allocated -= vcpu
-        if view.memory_allocated_mib >= memory_mib:
-            view.memory_allocated_mib -= memory_mib
+        if view.cpu_allocated >= req.vcpu:
+            view.cpu_allocated -= req.vcpu
+        if view.memory_allocated_mib >= req.memory_mib:
+            view.memory_allocated_mib -= req.memory_mib
