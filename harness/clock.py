@@ -2,13 +2,15 @@
 
 `VirtualClock` is a discrete-event environment: callbacks run in time order, and callbacks due
 at the same instant run in the order they were scheduled, which is what makes a seeded run
-repeatable to the bit.
+repeatable to the bit. `WallClock` maps model time onto real time for the Ray engine.
 """
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -52,3 +54,31 @@ class VirtualClock:
             if progress is not None and n % every == 0:
                 progress(t)
         self.events += n
+
+
+class WallClock:
+    """Model time in real time, for engines whose actors run concurrently.
+
+    `epoch` is a `time.time()` value chosen by the driver, so actors in other processes (and on
+    other hosts with synchronised clocks) agree on t = 0. `scale` is wall seconds per model
+    second: 0.2 plays a 25 s scenario in 5 s, so every rate is five times higher.
+    """
+
+    __slots__ = ("epoch", "scale")
+
+    def __init__(self, epoch: float, scale: float = 1.0) -> None:
+        self.epoch = epoch
+        self.scale = scale
+
+    def now(self) -> float:
+        return (time.time() - self.epoch) / self.scale
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep `seconds` of model time."""
+        await asyncio.sleep(seconds * self.scale)
+
+    async def until(self, t: float) -> None:
+        """Sleep until model time `t`; returns at once (without yielding) if it has passed."""
+        delay = (t - self.now()) * self.scale
+        if delay > 0:
+            await asyncio.sleep(delay)

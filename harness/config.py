@@ -46,7 +46,12 @@ class RunConfig:
     duration_s: float = _opt(25.0, "Arrivals, heartbeats and samples stop at this time.", gt=0)
     seeds: int = _opt(20, "How many seeds to run, from first_seed on.", ge=1)
     first_seed: int = _opt(0, "The first seed.", ge=0)
-    engine: str = _opt("virtual", "Which engine runs the scenario.", choices=("virtual",))
+    engine: str = _opt("virtual", "Which engine runs the scenario.", choices=("virtual", "ray"))
+    time_scale: float = _opt(
+        1.0,
+        "Ray engine: wall seconds per model second (0.2 runs 5x faster, rates 5x higher).",
+        gt=0,
+    )
     sample_interval_s: float = _opt(
         1.0, "Timeline sampling period; 0 turns the timeline off.", ge=0
     )
@@ -121,12 +126,24 @@ class WorkloadConfig:
 
 
 @dataclass(frozen=True)
+class RayConfig:
+    address: str = _opt(
+        "", "Ray cluster to join (host:port); empty: RAY_ADDRESS, else an embedded local Ray."
+    )
+    node_groups: int = _opt(
+        0, "Node-group actors hosting the nodes; 0: sized to the cluster.", ge=0
+    )
+    client_pools: int = _opt(0, "Client-pool actors running the clients; 0: one per CPU.", ge=0)
+
+
+@dataclass(frozen=True)
 class Config:
     run: RunConfig = field(default_factory=RunConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
     placement: PlacementConfig = field(default_factory=PlacementConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

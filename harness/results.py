@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import harness
+from harness.node import Node
 
 REQUESTS = pa.schema(
     [
@@ -29,6 +30,7 @@ REQUESTS = pa.schema(
         ("client", pa.int64()),
         ("replica", pa.int32()),
         ("issued_at", pa.float64()),
+        ("sent_at", pa.float64()),
         ("done_at", pa.float64()),
         ("latency_ms", pa.float64()),
         ("node_id", pa.int32()),
@@ -84,6 +86,13 @@ SUMMARY = pa.schema(
         ("p99_place_ms", pa.float64()),
         ("sim_duration_s", pa.float64()),
         ("engine_wall_s", pa.float64()),
+        # Engines in real time only (null for the virtual engine); times in model ms.
+        ("time_scale", pa.float64()),
+        ("create_rpc_p50_ms", pa.float64()),
+        ("create_rpc_p99_ms", pa.float64()),
+        ("heartbeat_late_p50_ms", pa.float64()),
+        ("heartbeat_late_p99_ms", pa.float64()),
+        ("ray_nodes", pa.int32()),
     ]
 )
 TABLES = {"summary": SUMMARY, "nodes": NODES, "requests": REQUESTS, "timeline": TIMELINE}
@@ -118,13 +127,17 @@ class Recorder:
         attempts: int,
         outcome: str,
         reason: str,
+        sent_at: float | None = None,
     ) -> None:
+        """`issued_at` is when the call was meant to go out and latency counts from it (no
+        coordinated omission); `sent_at` is when it did, if later (engines in real time)."""
         r = self.requests
         r["kind"].append(kind)
         r["sandbox_id"].append(sandbox_id)
         r["client"].append(client)
         r["replica"].append(replica)
         r["issued_at"].append(issued_at)
+        r["sent_at"].append(issued_at if sent_at is None else sent_at)
         r["done_at"].append(done_at)
         r["latency_ms"].append((done_at - issued_at) * 1000.0)
         r["node_id"].append(node_id)
@@ -154,6 +167,18 @@ class Recorder:
         s["view_cpu_allocated"].append(view_cpu_allocated)
         s["in_progress"].append(in_progress)
         s["in_progress_cpu"].append(in_progress_cpu)
+
+
+def node_columns(nodes: list[Node]) -> dict[str, list]:
+    """The NODES columns of a cluster's end state (strategy and seed are added by `table`)."""
+    return {
+        "node_id": [n.node_id for n in nodes],
+        "sandboxes": [len(n.sandboxes) for n in nodes],
+        "cpu_allocated": [n.cpu_allocated for n in nodes],
+        "initial_cpu_allocated": [n.base_cpu for n in nodes],
+        "peak_cpu_allocated": [n.peak_cpu_allocated for n in nodes],
+        "capacity": [n.capacity for n in nodes],
+    }
 
 
 def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, list]) -> pa.Table:

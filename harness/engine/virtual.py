@@ -18,7 +18,15 @@ from harness.ledgers import make_ledger
 from harness.node import Node, Outcome
 from harness.report import Report
 from harness.request import CreateRequest
-from harness.results import NODES, REQUESTS, TIMELINE, Recorder, SeedResult, table
+from harness.results import (
+    NODES,
+    REQUESTS,
+    TIMELINE,
+    Recorder,
+    SeedResult,
+    node_columns,
+    table,
+)
 from harness.scheduler import PlacementRules, Scheduler, Step
 from harness.workload import client_starts, lifetime, open_loop_arrivals
 
@@ -273,19 +281,7 @@ class VirtualEngine:
         world.clock.run(progress)
         wall = time.perf_counter() - wall
         strategy = config.placement.strategy
-        nodes = table(
-            NODES,
-            strategy,
-            seed,
-            {
-                "node_id": [n.node_id for n in world.nodes],
-                "sandboxes": [len(n.sandboxes) for n in world.nodes],
-                "cpu_allocated": [n.cpu_allocated for n in world.nodes],
-                "initial_cpu_allocated": [n.base_cpu for n in world.nodes],
-                "peak_cpu_allocated": [n.peak_cpu_allocated for n in world.nodes],
-                "capacity": [n.capacity for n in world.nodes],
-            },
-        )
+        nodes = table(NODES, strategy, seed, node_columns(world.nodes))
         requests = table(REQUESTS, strategy, seed, world.recorder.requests)
         summary = {
             "engine": self.name,

@@ -1,0 +1,139 @@
+"""Node-group actor: many simulated nodes in one process, each with its own heartbeat timer.
+
+One Ray actor is a whole Python process, so one per node stops at ~100 nodes on a small
+machine; a group hosts thousands. Admission is `harness.node.Node`'s, on the true state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+from array import array
+from typing import Any
+
+import ray
+
+from actors.outbox import Outbox
+from harness.clock import WallClock
+from harness.config import Config
+from harness.node import Node, Outcome
+from harness.report import Report
+from harness.results import node_columns
+
+Answer = tuple[Outcome, Report | None]
+
+
+@ray.remote(num_cpus=0)
+class NodeGroup:
+    """Nodes `nodes[0].node_id ..`, contiguous. Answers create and kill RPCs in batches (one per
+    scheduler per loop turn, see `actors.outbox`): the RPC takes its configured round trip and
+    the node acts at the midpoint, as in the virtual engine."""
+
+    def __init__(
+        self,
+        nodes: list[Node],
+        config: Config,
+        first_beats: list[float],
+        with_ids: bool,
+        with_response: bool,
+    ) -> None:
+        self.nodes = nodes
+        self.first = nodes[0].node_id
+        self.first_beats = first_beats
+        self.with_ids = with_ids
+        self.with_response = with_response
+        self.scale = config.run.time_scale
+        self.duration = config.run.duration_s
+        self.interval = config.heartbeat.interval_s
+        self.delay = config.heartbeat.delay_ms / 1000.0
+        self.create_leg = config.cluster.create_latency_ms / 2000.0
+        self.kill_leg = config.cluster.kill_latency_ms / 2000.0
+        self.lateness = array("d")
+        self.errors: list[BaseException] = []
+        self.clock = WallClock(0.0, self.scale)
+        self.schedulers: list[Any] = []
+        self.outboxes: list[Outbox] = []
+        self.beats: asyncio.Future | None = None
+
+    async def connect(self, schedulers: list[Any]) -> str:
+        """Learn the scheduler replicas (every report goes to each); returns this Ray node."""
+        self.schedulers = schedulers
+        self.outboxes = [Outbox(s.reports, self.errors) for s in schedulers]
+        return ray.get_runtime_context().get_node_id()
+
+    async def initial_sync(self) -> None:
+        """The pre-run sync of the reference: every node reports once, applied at t = 0."""
+        reports = [node.report(0.0, self.with_ids) for node in self.nodes]
+        await asyncio.gather(*(s.reports.remote(reports) for s in self.schedulers))
+
+    async def start(self, epoch: float) -> None:
+        self.clock = WallClock(epoch, self.scale)
+        self.beats = asyncio.ensure_future(self._beat())
+
+    async def _beat(self) -> None:
+        """Every node's timer in one heap; all reports due in the same turn leave together."""
+        clock = self.clock
+        heap = [(t, i) for i, t in enumerate(self.first_beats) if t < self.duration]
+        heapq.heapify(heap)
+        loop = asyncio.get_running_loop()
+        while heap:
+            await clock.until(heap[0][0])
+            now = clock.now()
+            due = []
+            while heap and heap[0][0] <= now:
+                planned, i = heapq.heappop(heap)
+                self.lateness.append(now - planned)
+                due.append(self.nodes[i].report(now, self.with_ids))
+                if planned + self.interval < self.duration:
+                    heapq.heappush(heap, (planned + self.interval, i))
+            if self.delay > 0:
+                loop.call_later(self.delay * self.scale, self._send, due)
+            else:
+                self._send(due)
+
+    def _send(self, reports: list[Report]) -> None:
+        for outbox in self.outboxes:
+            for report in reports:
+                outbox.post(report)
+
+    def _response(self, node: Node) -> Report | None:
+        return node.report(self.clock.now(), self.with_ids) if self.with_response else None
+
+    async def create(self, items: list[tuple[int, int, float, float, float]]) -> list[Answer]:
+        """(node_id, sandbox_id, vcpu, memory_mib, usage) each -> (outcome, fresh report)."""
+        await self.clock.sleep(self.create_leg)
+        answers = []
+        for node_id, sandbox_id, vcpu, memory_mib, usage in items:
+            node = self.nodes[node_id - self.first]
+            outcome = node.create(sandbox_id, vcpu, memory_mib, usage)
+            answers.append((outcome, self._response(node)))
+        await self.clock.sleep(self.create_leg)
+        return answers
+
+    async def kill(self, items: list[tuple[int, int]]) -> list[Answer]:
+        """(node_id, sandbox_id) each -> (outcome, fresh report)."""
+        await self.clock.sleep(self.kill_leg)
+        answers = []
+        for node_id, sandbox_id in items:
+            node = self.nodes[node_id - self.first]
+            answers.append((node.kill(sandbox_id), self._response(node)))
+        await self.clock.sleep(self.kill_leg)
+        return answers
+
+    async def sample(self) -> tuple[list[float], list[int]]:
+        """True allocated vCPUs and sandbox counts, node by node; raises a failure if any."""
+        if self.errors:
+            raise self.errors[0]
+        return [n.cpu_allocated for n in self.nodes], [len(n.sandboxes) for n in self.nodes]
+
+    async def final(self) -> dict[str, Any]:
+        """End state: the NODES columns, each node's sandbox IDs, and heartbeat lateness."""
+        if self.beats is not None:
+            self.beats.cancel()
+        if self.errors:
+            raise self.errors[0]
+        return {
+            "columns": node_columns(self.nodes),
+            "sandbox_ids": [sorted(n.sandboxes) for n in self.nodes],
+            "lateness": self.lateness,
+        }

@@ -1,0 +1,69 @@
+"""Coalescing of messages between two actors: one Ray call per event-loop turn, not per message.
+
+A Ray call costs far more than the work of one logical message, so everything one actor sends
+to the same method of another actor during one turn of its event loop travels as a single list.
+The receiving method handles the list item by item in order, so each logical message sees what
+it would have seen alone; only the Ray overhead is shared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Any
+
+from ray.actor import ActorMethod
+
+
+class Outbox:
+    """Messages to one remote method that takes a list (and, for `call`, returns a list)."""
+
+    __slots__ = ("_futures", "_items", "_method", "_pending", "errors")
+
+    def __init__(self, method: ActorMethod, errors: list[BaseException]) -> None:
+        self._method = method
+        self._items: list[Any] = []
+        self._futures: list[asyncio.Future] = []
+        self._pending = False
+        self.errors = errors
+        """Shared with the owning actor, which raises the first one when the driver polls it:
+        a failed one-way message must stop the run, not vanish in a log."""
+
+    def post(self, item: Any) -> None:
+        """One-way message; the remote method's answer is ignored."""
+        self._items.append(item)
+        self._schedule()
+
+    def call(self, item: Any) -> asyncio.Future:
+        """Request and reply: resolves to this item's element of the batched answer.
+
+        Do not mix with `post` on the same Outbox: the answers are matched by position.
+        """
+        future = asyncio.get_running_loop().create_future()
+        self._items.append(item)
+        self._futures.append(future)
+        self._schedule()
+        return future
+
+    def _schedule(self) -> None:
+        if not self._pending:
+            self._pending = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        items, self._items = self._items, []
+        futures, self._futures = self._futures, []
+        self._pending = False
+        reply = self._method.remote(items).as_future()
+        reply.add_done_callback(functools.partial(self._settle, futures))
+
+    def _settle(self, futures: list[asyncio.Future], reply: asyncio.Future) -> None:
+        error = reply.exception()
+        if error is not None:
+            self.errors.append(error)
+            for future in futures:
+                future.set_exception(error)
+            return
+        if futures:
+            for future, answer in zip(futures, reply.result(), strict=True):
+                future.set_result(answer)
