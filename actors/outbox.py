@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Coroutine
 from typing import Any
 
 from ray.actor import ActorMethod
@@ -67,3 +68,20 @@ class Outbox:
         if futures:
             for future, answer in zip(futures, reply.result(), strict=True):
                 future.set_result(answer)
+
+
+_running: set[asyncio.Task] = set()
+
+
+def spawn(coroutine: Coroutine[Any, Any, None], errors: list[BaseException]) -> None:
+    """Run one logical call as its own task, kept alive until it ends; a failure goes to
+    `errors` (see `Outbox.errors`) rather than to a log nobody reads."""
+    task = asyncio.ensure_future(coroutine)
+    _running.add(task)
+
+    def done(task: asyncio.Task) -> None:
+        _running.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            errors.append(task.exception())
+
+    task.add_done_callback(done)

@@ -25,7 +25,12 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a scenario and write its results")
     p.add_argument("config", help="scenario TOML file (see configs/)")
-    p.add_argument("--engine", choices=("virtual",), help="overrides run.engine")
+    p.add_argument("--engine", choices=("virtual", "ray"), help="overrides run.engine")
+    p.add_argument(
+        "--address",
+        metavar="HOST:PORT",
+        help="Ray cluster to join (overrides ray.address; default RAY_ADDRESS, else local Ray)",
+    )
     p.add_argument("--seeds", type=int, metavar="N", help="overrides run.seeds")
     p.add_argument(
         "--set",
@@ -66,6 +71,8 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     overrides = list(args.overrides)
     if args.engine:
         overrides.append(f"run.engine={args.engine}")
+    if args.address:
+        overrides.append(f"ray.address={args.address}")
     if args.seeds is not None:
         overrides.append(f"run.seeds={args.seeds}")
     config = load(args.config, overrides)

@@ -2,29 +2,39 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 import time
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from rich.columns import Columns
-from rich.console import Console
+from rich.console import Console, Group
+from rich.live import Live
 from rich.panel import Panel
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from harness.analysis import by_strategy, median_seed
+from harness.analysis import by_strategy, cv, median_seed
+from harness.engine import Snapshot
+
+
+def bars(labels: list[str], values: list[int], width: int = 40) -> str:
+    """One `label |####  | value` line per value, scaled to the largest."""
+    top = max(values, default=0) or 1
+    pad = max((len(label) for label in labels), default=0)
+    return "\n".join(
+        f"{label:>{pad}} |{'#' * round(v * width / top):<{width}}| {v}"
+        for label, v in zip(labels, values, strict=True)
+    )
 
 
 def histogram(counts: list[int], width: int = 40) -> str:
     """Sandboxes per node as bars, as the reference benchmark prints them."""
-    top = max(counts, default=0) or 1
     digits = len(str(len(counts) - 1))
-    return "\n".join(
-        f"node {i:>{digits}} |{'#' * round(c * width / top):<{width}}| {c}"
-        for i, c in enumerate(counts)
-    )
+    return bars([f"node {i:>{digits}}" for i in range(len(counts))], counts, width)
 
 
 def _fmt(x: float, digits: int = 3) -> str:
@@ -97,17 +107,37 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
     console.print(strategy_table(summary, title))
 
 
+def live_detail(snapshot: Snapshot) -> Panel:
+    """Elapsed time, requests done, CV and sandboxes per node (bucketed when there are many)."""
+    counts = snapshot.counts
+    if len(counts) <= 40:
+        body = histogram(counts, width=30)
+    else:
+        nodes, edges = np.histogram(counts, bins=min(10, max(counts) + 1))
+        labels = [f"{lo:.0f}-{hi:.0f} sandboxes" for lo, hi in itertools.pairwise(edges)]
+        body = bars(labels, nodes.tolist(), width=30) + "\n(nodes per range)"
+    title = (
+        f"{snapshot.elapsed_s:.1f} s elapsed, {snapshot.requests_done} requests done, "
+        f"CV {_fmt(cv(counts))}"
+    )
+    return Panel(body, title=title, title_align="left", expand=False)
+
+
 class LazyProgress:
-    """A progress bar that appears only once a run has taken more than `delay` seconds."""
+    """A progress bar that appears only once a run has taken more than `delay` seconds; engines
+    in real time add a live view of the current seed under it."""
 
     def __init__(self, description: str, delay: float = 1.5) -> None:
         self.description = description
         self.delay = delay
         self.start = time.monotonic()
         self.bar: Progress | None = None
+        self.live: Live | None = None
         self.task: Any = None
 
-    def __call__(self, done: int, total: int, fraction: float) -> None:
+    def __call__(
+        self, done: int, total: int, fraction: float, snapshot: Snapshot | None = None
+    ) -> None:
         if self.bar is None:
             if time.monotonic() - self.start < self.delay:
                 return
@@ -117,15 +147,18 @@ class LazyProgress:
                 TextColumn("{task.fields[units]}"),
                 TimeElapsedColumn(),
                 TimeRemainingColumn(),
-                console=Console(file=sys.stderr),
-                transient=True,
             )
-            self.bar.start()
             self.task = self.bar.add_task(self.description, total=total, units="")
+            self.live = Live(
+                self.bar, console=Console(file=sys.stderr), transient=True, refresh_per_second=4
+            )
+            self.live.start()
         self.bar.update(
             self.task, completed=done + min(fraction, 1.0), units=f"{done}/{total} seeds"
         )
+        if snapshot is not None:
+            self.live.update(Group(self.bar, live_detail(snapshot)))
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+        if self.live is not None:
+            self.live.stop()

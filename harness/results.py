@@ -192,6 +192,25 @@ def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, list])
     return pa.Table.from_pydict(arrays, schema=schema)
 
 
+class Spool:
+    """Arrow data of one table streamed in during a run, kept in the Arrow IPC file `path`
+    rather than in memory, so a long run's memory does not grow with its length. `table()`
+    maps the file back (pages are read only when used)."""
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        self.path = path
+        self._sink = pa.OSFile(str(self.path), "wb")
+        self._writer = pa.ipc.new_file(self._sink, schema)
+
+    def write(self, data: pa.Table | pa.RecordBatch) -> None:
+        self._writer.write(data)
+
+    def table(self) -> pa.Table:
+        self._writer.close()
+        self._sink.close()
+        return pa.ipc.open_file(pa.memory_map(str(self.path))).read_all()
+
+
 @dataclass
 class SeedResult:
     """Everything one (strategy, seed) produced."""

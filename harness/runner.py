@@ -7,11 +7,11 @@ from datetime import datetime
 from pathlib import Path
 
 from harness.config import Config
-from harness.engine import get_engine
+from harness.engine import Snapshot, get_engine
 from harness.results import RunWriter
 
-# progress(units_done, units_total, fraction_of_current_unit)
-RunProgress = Callable[[int, int, float], None]
+# progress(units_done, units_total, fraction_of_current_unit, live snapshot or None)
+RunProgress = Callable[[int, int, float, Snapshot | None], None]
 
 
 def default_out_dir(config: Config, root: Path = Path("results")) -> Path:
@@ -31,6 +31,7 @@ def run(
     An exception or Ctrl-C still closes the files and marks run.json `completed: false`.
     """
     engine = get_engine(config.run.engine)
+    engine.prepare(config)
     seeds = seeds_of(config)
     total = len(strategies) * len(seeds)
     with RunWriter(out_dir, config.to_dict(), strategies, seeds, engine.name) as writer:
@@ -39,12 +40,12 @@ def run(
             variant = config.with_value("placement.strategy", strategy)
             for seed in seeds:
 
-                def tick(t: float, done: int = done) -> None:
+                def tick(t: float, snapshot: Snapshot | None = None, done: int = done) -> None:
                     if progress is not None:
-                        progress(done, total, t / config.run.duration_s)
+                        progress(done, total, t / config.run.duration_s, snapshot)
 
                 writer.add(engine.run_seed(variant, seed, tick))
                 done += 1
                 if progress is not None:
-                    progress(done, total, 0.0)
+                    progress(done, total, 0.0, None)
     return out_dir

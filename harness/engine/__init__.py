@@ -4,17 +4,37 @@ SeedResult; the runner does not care which one ran."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from harness.config import Config
 from harness.results import SeedResult
+from harness.scheduler import PlacementRules
 
-Progress = Callable[[float], None]
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What a live view shows of a running seed (engines in real time send one)."""
+
+    elapsed_s: float
+    requests_done: int
+    counts: list[int]
+    """True sandboxes per node, node by node."""
+
+
+class Progress(Protocol):
+    """Called now and then during a seed with the model time reached; engines in real time
+    add a snapshot for the live view."""
+
+    def __call__(self, t: float, snapshot: Snapshot | None = None) -> None: ...
 
 
 class Engine(Protocol):
     name: str
+
+    def prepare(self, config: Config) -> None:
+        """Check and set up what the engine needs before any results folder is created;
+        raises ConfigError for a setting that cannot work (say, an unreachable cluster)."""
 
     def run_seed(
         self, config: Config, seed: int, progress: Progress | None = None
@@ -27,9 +47,27 @@ def stream(seed: int, purpose: str) -> random.Random:
     return random.Random(f"{seed}:{purpose}")
 
 
+def placement_rules(config: Config) -> PlacementRules:
+    """The scheduler's rules from the config's placement section (every engine uses them)."""
+    p = config.placement
+    return PlacementRules(
+        k=p.k,
+        r=p.r,
+        alpha=p.alpha,
+        too_many_starting=p.too_many_starting,
+        max_starting=p.max_starting,
+        max_attempts=p.max_attempts,
+        deadline_s=p.deadline_s,
+    )
+
+
 def get_engine(name: str) -> Engine:
     if name == "virtual":
         from harness.engine.virtual import VirtualEngine
 
         return VirtualEngine()
+    if name == "ray":
+        from harness.engine.ray import RayEngine
+
+        return RayEngine()
     raise ValueError(f"unknown engine {name!r}")

@@ -13,7 +13,7 @@ from harness.analysis import seed_summary
 from harness.clock import VirtualClock
 from harness.cluster import build_nodes
 from harness.config import Config
-from harness.engine import Progress, stream
+from harness.engine import Progress, placement_rules, stream
 from harness.ledgers import make_ledger
 from harness.node import Node, Outcome
 from harness.report import Report
@@ -27,21 +27,8 @@ from harness.results import (
     node_columns,
     table,
 )
-from harness.scheduler import PlacementRules, Scheduler, Step
+from harness.scheduler import Scheduler, Step
 from harness.workload import client_starts, lifetime, open_loop_arrivals
-
-
-def placement_rules(config: Config) -> PlacementRules:
-    p = config.placement
-    return PlacementRules(
-        k=p.k,
-        r=p.r,
-        alpha=p.alpha,
-        too_many_starting=p.too_many_starting,
-        max_starting=p.max_starting,
-        max_attempts=p.max_attempts,
-        deadline_s=p.deadline_s,
-    )
 
 
 class _World:
@@ -273,6 +260,9 @@ class _World:
 
 class VirtualEngine:
     name = "virtual"
+
+    def prepare(self, config: Config) -> None:
+        """Nothing to set up: the virtual engine needs only the config."""
 
     def run_seed(self, config: Config, seed: int, progress: Progress | None = None) -> SeedResult:
         wall = time.perf_counter()

@@ -1,0 +1,262 @@
+"""The Ray engine: the same scenario as the virtual engine, played in real time by Ray actors.
+
+Node groups, scheduler replicas and client pools (see `actors/`) run concurrently, so the races
+are real rather than scheduled. The driver only sets up, polls and collects: request rows and
+timeline samples stream back as Arrow batches while the run goes, onto local spool files, and
+the runner writes the same Parquet files as for the virtual engine.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import os
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import ray
+
+import actors
+import harness
+from actors.client_pool import ClientPool
+from actors.node_group import NodeGroup
+from actors.scheduler import Replica
+from harness.analysis import seed_summary
+from harness.clock import WallClock
+from harness.cluster import build_nodes
+from harness.config import Config, ConfigError
+from harness.engine import Progress, Snapshot, stream
+from harness.ledgers import LEDGERS
+from harness.node import Node
+from harness.results import NODES, REQUESTS, TIMELINE, SeedResult, Spool, table
+
+POLL_S = 0.25
+"""Wall seconds between two polls of the driver (streamed rows, live view)."""
+START_LEAD_S = 0.3
+"""Wall seconds between sending `start` to every actor and the run's t = 0."""
+NODES_PER_GROUP = 5000
+"""Nodes per node-group actor when `ray.node_groups` is 0."""
+
+
+def _reachable(address: str) -> None:
+    """Fail in seconds, not minutes: ray.init retries an unreachable address for a long time."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        if address == "auto":
+            return
+        raise ConfigError("--address", f"must be host:port, got {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=3.0).close()
+    except OSError as e:
+        raise ConfigError("--address", f"cannot reach a Ray cluster at {address}: {e}") from None
+
+
+def connect(address: str = "") -> None:
+    """Join the Ray cluster at `address` (or RAY_ADDRESS), else start an embedded local one.
+
+    A local Ray is bound to loopback, sized to this machine's CPUs, with no dashboard and quiet
+    logs. Joining a cluster ships this code with the job, so no shared filesystem is assumed.
+    Does nothing when Ray is already initialised (tests share one instance).
+    """
+    if ray.is_initialized():
+        return
+    address = address or os.environ.get("RAY_ADDRESS", "")
+    quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
+    if address:
+        _reachable(address)
+        ray.init(address=address, runtime_env={"py_modules": [harness, actors]}, **quiet)
+    else:
+        ray.init(
+            num_cpus=os.cpu_count(),
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            **quiet,
+        )
+
+
+def _percentiles(values: np.ndarray, scale_ms: float) -> tuple[float, float]:
+    if values.size == 0:
+        return math.nan, math.nan
+    p50, p99 = np.percentile(values, [50, 99]) * scale_ms
+    return float(p50), float(p99)
+
+
+class RaySeedRun:
+    """One (strategy, seed) on Ray: actors up, run, results in, actors down.
+
+    After `run()`, `sandbox_ids[node]` holds the IDs each node runs at the end (ground truth for
+    checks) and `ray_nodes` the Ray node of every actor.
+    """
+
+    def __init__(self, config: Config, seed: int) -> None:
+        self.config = config
+        self.seed = seed
+        self.sandbox_ids: list[list[int]] = []
+        self.ray_nodes: list[str] = []
+
+    def _actors(self, nodes: list[Node]) -> None:
+        config, seed = self.config, self.seed
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        n_groups = config.ray.node_groups or min(cpus, math.ceil(len(nodes) / NODES_PER_GROUP))
+        n_groups = min(n_groups, len(nodes))
+        n_pools = config.ray.client_pools or cpus
+        hb = config.heartbeat
+        if hb.phase == "aligned":
+            first_beats = [hb.interval_s] * len(nodes)
+        else:
+            rng = stream(seed, "heartbeat")
+            first_beats = [rng.uniform(0.0, hb.interval_s) for _ in nodes]
+        ledger = LEDGERS[config.placement.strategy]
+        spread = {"scheduling_strategy": "SPREAD"}
+        bounds = [len(nodes) * g // n_groups for g in range(n_groups + 1)]
+        self.groups = [
+            NodeGroup.options(**spread).remote(
+                nodes[lo:hi],
+                config,
+                first_beats[lo:hi],
+                ledger.wants_sandbox_ids,
+                ledger.wants_response_report,
+            )
+            for lo, hi in itertools.pairwise(bounds)
+        ]
+        group_of = [g for g in range(n_groups) for _ in range(bounds[g + 1] - bounds[g])]
+        cpu_counts = [n.cpu_count for n in nodes]
+        self.replicas = [
+            Replica.options(**spread).remote(r, config, seed, cpu_counts)
+            for r in range(config.placement.replicas)
+        ]
+        self.pools = [
+            ClientPool.options(**spread).remote(p, n_pools, config, seed) for p in range(n_pools)
+        ]
+        self.ray_nodes = ray.get(
+            [g.connect.remote(self.replicas) for g in self.groups]
+            + [r.connect.remote(self.groups, group_of, self.pools) for r in self.replicas]
+            + [p.connect.remote(self.replicas) for p in self.pools]
+        )
+        ray.get([g.initial_sync.remote() for g in self.groups])
+
+    def _kill_actors(self) -> None:
+        for actor in (*self.groups, *self.replicas, *self.pools):
+            ray.kill(actor)
+
+    def _sample(self, t: float, timeline: Spool | None) -> list[int]:
+        """True state of every node (and, for the timeline, every replica's view of it)."""
+        truth = ray.get([g.sample.remote() for g in self.groups])
+        cpu = [c for part, _ in truth for c in part]
+        counts = [c for _, part in truth for c in part]
+        if timeline is not None:
+            n = len(cpu)
+            views = ray.get([r.sample.remote() for r in self.replicas])
+            for replica, (believed, in_progress, in_progress_cpu) in enumerate(views):
+                columns = {
+                    "t": [t] * n,
+                    "node_id": list(range(n)),
+                    "replica": [replica] * n,
+                    "cpu_allocated": cpu,
+                    "sandboxes": counts,
+                    "view_cpu_allocated": believed,
+                    "in_progress": in_progress,
+                    "in_progress_cpu": in_progress_cpu,
+                }
+                timeline.write(table(TIMELINE, self.config.placement.strategy, self.seed, columns))
+        return counts
+
+    def _drain(self, requests: Spool) -> int:
+        done = 0
+        for batches, pool_done in ray.get([p.drain.remote() for p in self.pools]):
+            for batch in batches:
+                requests.write(batch)
+            done += pool_done
+        return done
+
+    def _play(self, requests: Spool, timeline: Spool, progress: Progress | None) -> None:
+        """From t = 0 until every client is done and the scenario's duration has passed."""
+        config = self.config
+        duration = config.run.duration_s
+        interval = config.run.sample_interval_s
+        epoch = time.time() + START_LEAD_S
+        clock = WallClock(epoch, config.run.time_scale)
+        ray.get([a.start.remote(epoch) for a in (*self.groups, *self.replicas)])
+        running = [p.run.remote(epoch) for p in self.pools]
+        next_sample = 0.0 if interval > 0 else math.inf
+        while True:
+            now = clock.now()
+            while next_sample <= min(now, duration):
+                self._sample(next_sample, timeline)
+                next_sample += interval
+            ready, running = ray.wait(running, num_returns=len(running), timeout=0)
+            ray.get(ready)  # a pool that failed stops the run here
+            requests_done = self._drain(requests)
+            if progress is not None:
+                counts = self._sample(now, None)
+                progress(min(now, duration), Snapshot(time.time() - epoch, requests_done, counts))
+            if not running and now >= duration and next_sample > duration:
+                return
+            time.sleep(min(POLL_S, max(0.0, (next_sample - clock.now()) * clock.scale)))
+
+    def run(self, progress: Progress | None = None) -> SeedResult:
+        config, seed = self.config, self.seed
+        strategy = config.placement.strategy
+        wall = time.perf_counter()
+        nodes = build_nodes(config, stream(seed, "cluster"))
+        self.groups, self.replicas, self.pools = [], [], []
+        with tempfile.TemporaryDirectory(prefix="harness-ray-") as spool_dir:
+            requests_spool = Spool(Path(spool_dir) / "requests.arrow", REQUESTS)
+            timeline_spool = Spool(Path(spool_dir) / "timeline.arrow", TIMELINE)
+            try:
+                self._actors(nodes)
+                self._play(requests_spool, timeline_spool, progress)
+                finals = ray.get([g.final.remote() for g in self.groups])
+                rpc = np.concatenate(
+                    [np.asarray(a) for a in ray.get([r.rpc_times.remote() for r in self.replicas])]
+                )
+            finally:
+                self._kill_actors()
+            # Mapped files stay readable after the folder is removed (the pages are held).
+            requests = requests_spool.table()
+            timeline = timeline_spool.table()
+        columns: dict[str, list] = {}
+        for part in finals:
+            for name, values in part["columns"].items():
+                columns.setdefault(name, []).extend(values)
+        self.sandbox_ids = [ids for part in finals for ids in part["sandbox_ids"]]
+        lateness = np.concatenate([np.asarray(part["lateness"]) for part in finals])
+        nodes_table = table(NODES, strategy, seed, columns)
+        done_at = requests.column("done_at").to_numpy()
+        scale = config.run.time_scale
+        rpc_p50, rpc_p99 = _percentiles(rpc, 1000.0 / scale)
+        late_p50, late_p99 = _percentiles(lateness, 1000.0)
+        summary = {
+            "engine": RayEngine.name,
+            "strategy": strategy,
+            "seed": seed,
+            "nodes": len(nodes),
+            "k": config.placement.k,
+            "replicas": config.placement.replicas,
+            **seed_summary(nodes_table, requests),
+            "sim_duration_s": max(config.run.duration_s, done_at.max(initial=0.0)),
+            "engine_wall_s": time.perf_counter() - wall,
+            "time_scale": scale,
+            "create_rpc_p50_ms": rpc_p50,
+            "create_rpc_p99_ms": rpc_p99,
+            "heartbeat_late_p50_ms": late_p50,
+            "heartbeat_late_p99_ms": late_p99,
+            "ray_nodes": len(set(self.ray_nodes)),
+        }
+        return SeedResult(summary, nodes_table, requests, timeline)
+
+
+class RayEngine:
+    name = "ray"
+
+    def prepare(self, config: Config) -> None:
+        """Join or start Ray before any results folder exists, so a bad address costs nothing."""
+        connect(config.ray.address)
+
+    def run_seed(self, config: Config, seed: int, progress: Progress | None = None) -> SeedResult:
+        connect(config.ray.address)
+        return RaySeedRun(config, seed).run(progress)
