@@ -62,12 +62,13 @@ def connect(address: str = "") -> None:
     logs. Joining a cluster ships this code with the job, so no shared filesystem is assumed.
     Does nothing when Ray is already initialised (tests share one instance).
     """
-    if ray.is_initialized():
-        return
     address = address or os.environ.get("RAY_ADDRESS", "")
-    quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
     if address:
         _reachable(address)
+    if ray.is_initialized():
+        return
+    quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
+    if address:
         ray.init(address=address, runtime_env={"py_modules": [harness, actors]}, **quiet)
     else:
         ray.init(
