@@ -1,0 +1,61 @@
+"""The Ray engine joins an existing two-node cluster with --address and spreads over it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+
+from harness.cli import main
+from harness.results import load_run
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+
+@pytest.fixture(scope="module")
+def two_nodes():
+    ray.shutdown()  # the driver must join the cluster, not an instance of another module
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+def test_run_with_address_uses_both_ray_nodes_and_every_row_arrives(two_nodes, tmp_path):
+    out = tmp_path / "cluster"
+    code = main(
+        [
+            "run",
+            str(CONFIGS / "seed-herd.toml"),
+            "--engine",
+            "ray",
+            "--address",
+            two_nodes.address,
+            "--seeds",
+            "1",
+            "--set",
+            "run.duration_s=5",
+            "--set",
+            "ray.node_groups=2",
+            "--set",
+            "ray.client_pools=2",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    assert len(ray.nodes()) == 2
+    meta, frames = load_run(out)
+    summary = frames["summary"].iloc[0]
+    assert meta["completed"] and summary["ray_nodes"] == 2
+    # 20 creates/s for 5 s at constant rate: exactly 100, each with one row, all placed.
+    requests = frames["requests"]
+    assert len(requests) == 100 and requests["sandbox_id"].is_unique
+    assert summary["placed"] == 100 and frames["nodes"]["sandboxes"].sum() == 100
+    assert sorted(frames["nodes"]["node_id"]) == list(range(10))
+    assert sorted(frames["timeline"]["t"].unique()) == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
