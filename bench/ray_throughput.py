@@ -24,11 +24,13 @@ from harness.config import Config, from_dict
 from harness.engine.ray import RaySeedRun, connect
 
 
-class PeakMemory:
-    """Largest summed RSS of this process tree seen while running."""
+class ProcessWatch:
+    """Samples this process tree: the largest summed RSS, and each process's CPU seconds (the
+    last seen, since actors exit at the end of a run) to show where the time goes."""
 
     def __init__(self, every_s: float = 0.2) -> None:
         self.peak = 0
+        self.cpu: dict[int, tuple[str, float]] = {}
         self.every_s = every_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -41,13 +43,23 @@ class PeakMemory:
             total = 0
             for p in [me, *me.children(recursive=True)]:
                 try:
-                    total += p.memory_info().rss
+                    with p.oneshot():
+                        total += p.memory_info().rss
+                        times = p.cpu_times()
+                        self.cpu[p.pid] = (p.name(), times.user + times.system)
                 except psutil.NoSuchProcess:
                     continue
             self.peak = max(self.peak, total)
             self._stop.wait(self.every_s)
 
-    def __enter__(self) -> PeakMemory:
+    def cpu_by_name(self) -> dict[str, float]:
+        """CPU seconds so far, summed by process name (Ray names actor workers ray::Class)."""
+        by_name: dict[str, float] = {}
+        for name, seconds in self.cpu.values():
+            by_name[name] = by_name.get(name, 0.0) + seconds
+        return by_name
+
+    def __enter__(self) -> ProcessWatch:
         self._thread.start()
         return self
 
@@ -80,11 +92,14 @@ def lateness_config(duration: float) -> Config:
     )
 
 
-def throughput(duration: float) -> None:
+def throughput(duration: float, watch: ProcessWatch) -> None:
     config = throughput_config(duration)
+    before = watch.cpu_by_name()
     start = time.perf_counter()
     result = RaySeedRun(config, seed=0).run()
     wall = time.perf_counter() - start
+    time.sleep(2 * watch.every_s)
+    spent = {name: seconds - before.get(name, 0.0) for name, seconds in watch.cpu_by_name().items()}
     rows = result.requests.to_pandas()
     lo, hi = 2.0, duration - 1.0  # steady window: after the ramp, before the end
     kills = rows[(rows["kind"] == "kill") & rows["done_at"].between(lo, hi)]
@@ -101,6 +116,9 @@ def throughput(duration: float) -> None:
         f"p99 {s['create_rpc_p99_ms']:8.1f}   (configured 1 ms)"
     )
     print(f"  failed creates       {s['failed']}")
+    print(f"  CPU seconds by process over the {wall:.1f} s (set-up included):")
+    for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"    {name:<24} {seconds:6.1f}")
 
 
 def lateness(duration: float) -> None:
@@ -122,12 +140,12 @@ def main() -> None:
     args = parser.parse_args()
     connect()
     print(f"Ray {ray.__version__}, {int(ray.cluster_resources()['CPU'])} CPUs")
-    with PeakMemory() as memory:
+    with ProcessWatch() as watch:
         if args.part in (None, "throughput"):
-            throughput(args.duration)
+            throughput(args.duration, watch)
         if args.part in (None, "lateness"):
             lateness(args.duration)
-    print(f"peak memory (all processes) {memory.peak / 2**30:.2f} GiB")
+    print(f"peak memory (all processes) {watch.peak / 2**30:.2f} GiB")
 
 
 if __name__ == "__main__":
