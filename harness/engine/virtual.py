@@ -286,7 +286,9 @@ class VirtualEngine:
                 "capacity": [n.capacity for n in world.nodes],
             },
         )
-        requests = table(REQUESTS, strategy, seed, world.recorder.requests)
+        requests = table(
+            REQUESTS, strategy, seed, Recorder.columns(REQUESTS, world.recorder.requests)
+        )
         summary = {
             "engine": self.name,
             "strategy": strategy,
@@ -299,5 +301,8 @@ class VirtualEngine:
             "engine_wall_s": wall,
         }
         return SeedResult(
-            summary, nodes, requests, table(TIMELINE, strategy, seed, world.recorder.timeline)
+            summary,
+            nodes,
+            requests,
+            table(TIMELINE, strategy, seed, Recorder.columns(TIMELINE, world.recorder.timeline)),
         )
