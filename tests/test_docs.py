@@ -22,4 +22,4 @@ def test_every_config_key_is_documented(key):
 )
 def test_every_result_column_is_documented(table, column):
     row = next(line for line in README.splitlines() if line.startswith(f"| `{table}.parquet`"))
-    assert column in row.replace(" ", "").split("|")[-2].split(",")
+    assert column in row.replace(" ", "").replace("`", "").split("|")[-2].split(",")
