@@ -82,7 +82,8 @@ class ClientPool:
         if self.errors:
             raise self.errors[0]
         rows, self.recorder = self.recorder.requests, Recorder()
-        return table(REQUESTS, self.strategy, self.seed, rows).to_batches(), self.done
+        columns = Recorder.columns(REQUESTS, rows)
+        return table(REQUESTS, self.strategy, self.seed, columns).to_batches(), self.done
 
     async def _closed(self, client: int, start: float) -> None:
         """create -> hold -> kill -> think -> create ... until the run's end."""

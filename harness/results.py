@@ -102,16 +102,13 @@ class ResultsError(ValueError):
     """A folder given as results is not one (or not a readable one)."""
 
 
-def _columns(schema: pa.Schema, skip: int) -> dict[str, list]:
-    return {name: [] for name in schema.names[skip:]}
-
-
 class Recorder:
-    """Collects one (strategy, seed)'s rows as plain column lists, cheap on the hot path."""
+    """Collects one (strategy, seed)'s rows as tuples, cheap on the hot path; `columns` turns
+    them into the column lists `table()` takes."""
 
     def __init__(self) -> None:
-        self.requests = _columns(REQUESTS, 2)
-        self.timeline = _columns(TIMELINE, 2)
+        self.requests: list[tuple] = []
+        self.timeline: list[tuple] = []
 
     def request(
         self,
@@ -131,21 +128,24 @@ class Recorder:
     ) -> None:
         """`issued_at` is when the call was meant to go out and latency counts from it (no
         coordinated omission); `sent_at` is when it did, if later (engines in real time)."""
-        r = self.requests
-        r["kind"].append(kind)
-        r["sandbox_id"].append(sandbox_id)
-        r["client"].append(client)
-        r["replica"].append(replica)
-        r["issued_at"].append(issued_at)
-        r["sent_at"].append(issued_at if sent_at is None else sent_at)
-        r["done_at"].append(done_at)
-        r["latency_ms"].append((done_at - issued_at) * 1000.0)
-        r["node_id"].append(node_id)
-        r["rpcs"].append(rpcs)
-        r["skips"].append(skips)
-        r["attempts"].append(attempts)
-        r["outcome"].append(outcome)
-        r["reason"].append(reason)
+        self.requests.append(
+            (
+                kind,
+                sandbox_id,
+                client,
+                replica,
+                issued_at,
+                issued_at if sent_at is None else sent_at,
+                done_at,
+                (done_at - issued_at) * 1000.0,
+                node_id,
+                rpcs,
+                skips,
+                attempts,
+                outcome,
+                reason,
+            )
+        )
 
     def sample(
         self,
@@ -158,15 +158,26 @@ class Recorder:
         in_progress: int,
         in_progress_cpu: float,
     ) -> None:
-        s = self.timeline
-        s["t"].append(t)
-        s["node_id"].append(node_id)
-        s["replica"].append(replica)
-        s["cpu_allocated"].append(cpu_allocated)
-        s["sandboxes"].append(sandboxes)
-        s["view_cpu_allocated"].append(view_cpu_allocated)
-        s["in_progress"].append(in_progress)
-        s["in_progress_cpu"].append(in_progress_cpu)
+        self.timeline.append(
+            (
+                t,
+                node_id,
+                replica,
+                cpu_allocated,
+                sandboxes,
+                view_cpu_allocated,
+                in_progress,
+                in_progress_cpu,
+            )
+        )
+
+    @staticmethod
+    def columns(schema: pa.Schema, rows: list[tuple]) -> dict[str, list | tuple]:
+        """Rows of `schema`'s fields after strategy and seed, as column lists."""
+        names = schema.names[2:]
+        if not rows:
+            return {name: [] for name in names}
+        return dict(zip(names, zip(*rows, strict=True), strict=True))
 
 
 def node_columns(nodes: list[Node]) -> dict[str, list]:

@@ -272,7 +272,9 @@ class VirtualEngine:
         wall = time.perf_counter() - wall
         strategy = config.placement.strategy
         nodes = table(NODES, strategy, seed, node_columns(world.nodes))
-        requests = table(REQUESTS, strategy, seed, world.recorder.requests)
+        requests = table(
+            REQUESTS, strategy, seed, Recorder.columns(REQUESTS, world.recorder.requests)
+        )
         summary = {
             "engine": self.name,
             "strategy": strategy,
@@ -285,5 +287,8 @@ class VirtualEngine:
             "engine_wall_s": wall,
         }
         return SeedResult(
-            summary, nodes, requests, table(TIMELINE, strategy, seed, world.recorder.timeline)
+            summary,
+            nodes,
+            requests,
+            table(TIMELINE, strategy, seed, Recorder.columns(TIMELINE, world.recorder.timeline)),
         )
