@@ -46,7 +46,11 @@ class RunConfig:
     duration_s: float = _opt(25.0, "Arrivals, heartbeats and samples stop at this time.", gt=0)
     seeds: int = _opt(20, "How many seeds to run, from first_seed on.", ge=1)
     first_seed: int = _opt(0, "The first seed.", ge=0)
-    engine: str = _opt("virtual", "Which engine runs the scenario.", choices=("virtual", "ray"))
+    engine: str = _opt(
+        "virtual",
+        "virtual: deterministic, in simulated time; ray: real time, on Ray actors.",
+        choices=("virtual", "ray"),
+    )
     time_scale: float = _opt(
         1.0,
         "Ray engine: wall seconds per model second (0.2 runs 5x faster, rates 5x higher).",
