@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import ray
 
-from actors.outbox import Outbox
+from actors.outbox import Checked, Outbox
 from harness.clock import WallClock
 from harness.config import Config
 from harness.engine import stream
@@ -24,11 +24,12 @@ from harness.workload import client_starts, lifetime, open_loop_arrivals
 
 
 @ray.remote(num_cpus=0)
-class ClientPool:
+class ClientPool(Checked):
     """Pool `index` of `pools`: closed-loop client c (or open-loop arrival c) runs here when
     c % pools == index, and talks to scheduler replica c % replicas, as in the virtual engine."""
 
     def __init__(self, index: int, pools: int, config: Config, seed: int) -> None:
+        super().__init__()
         self.index = index
         self.pools = pools
         self.workload = config.workload
@@ -42,7 +43,6 @@ class ClientPool:
         self.done = 0
         self.next_sandbox = index
         self.waiting: dict[int, asyncio.Future] = {}
-        self.errors: list[BaseException] = []
         self.clock = WallClock(0.0, self.scale)
         self.creates: list[Outbox] = []
         self.kills: list[Outbox] = []
@@ -68,8 +68,7 @@ class ClientPool:
                         # No yield when already due: a backlog leaves in one batch.
                         await self.clock.until(t)
                         clients.create_task(self._life(client, t))
-        if self.errors:
-            raise self.errors[0]
+        self.raise_failure()
 
     async def answers(self, batch: list[tuple[int, Any]]) -> None:
         """Answers from a scheduler replica, keyed by sandbox ID."""
@@ -79,8 +78,7 @@ class ClientPool:
 
     async def drain(self) -> tuple[list[pa.RecordBatch], int]:
         """Rows recorded since the last drain, and how many creates have finished in all."""
-        if self.errors:
-            raise self.errors[0]
+        self.raise_failure()
         rows, self.recorder = self.recorder.requests, Recorder()
         columns = Recorder.columns(REQUESTS, rows)
         return table(REQUESTS, self.strategy, self.seed, columns).to_batches(), self.done

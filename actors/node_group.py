@@ -13,7 +13,7 @@ from typing import Any
 
 import ray
 
-from actors.outbox import Outbox
+from actors.outbox import Checked, Outbox, spawn
 from harness.clock import WallClock
 from harness.config import Config
 from harness.node import Node, Outcome
@@ -30,7 +30,7 @@ measured)."""
 
 
 @ray.remote(num_cpus=0)
-class NodeGroup:
+class NodeGroup(Checked):
     """Nodes `nodes[0].node_id ..`, contiguous. Answers create and kill RPCs in batches (one per
     scheduler per loop turn, see `actors.outbox`): the RPC takes its configured round trip and
     the node acts at the midpoint, as in the virtual engine."""
@@ -43,6 +43,7 @@ class NodeGroup:
         with_ids: bool,
         with_response: bool,
     ) -> None:
+        super().__init__()
         self.nodes = nodes
         self.first = nodes[0].node_id
         self.first_beats = first_beats
@@ -55,7 +56,6 @@ class NodeGroup:
         self.create_leg = config.cluster.create_latency_ms / 2000.0
         self.kill_leg = config.cluster.kill_latency_ms / 2000.0
         self.lateness = array("d")
-        self.errors: list[BaseException] = []
         self.clock = WallClock(0.0, self.scale)
         self.schedulers: list[Any] = []
         self.outboxes: list[Outbox] = []
@@ -74,7 +74,7 @@ class NodeGroup:
 
     async def start(self, epoch: float) -> None:
         self.clock = WallClock(epoch, self.scale)
-        self.beats = asyncio.ensure_future(self._beat())
+        self.beats = spawn(self._beat(), self.errors)
 
     async def _beat(self) -> None:
         """Every node's timer in one heap; all reports due by the same wake-up leave together."""
@@ -130,16 +130,14 @@ class NodeGroup:
 
     async def sample(self) -> tuple[list[float], list[int]]:
         """True allocated vCPUs and sandbox counts, node by node; raises a failure if any."""
-        if self.errors:
-            raise self.errors[0]
+        self.raise_failure()
         return [n.cpu_allocated for n in self.nodes], [len(n.sandboxes) for n in self.nodes]
 
     async def final(self) -> dict[str, Any]:
         """End state: the NODES columns, each node's sandbox IDs, and heartbeat lateness."""
         if self.beats is not None:
             self.beats.cancel()
-        if self.errors:
-            raise self.errors[0]
+        self.raise_failure()
         return {
             "columns": node_columns(self.nodes),
             "sandbox_ids": [sorted(n.sandboxes) for n in self.nodes],

@@ -73,7 +73,7 @@ class Outbox:
 _running: set[asyncio.Task] = set()
 
 
-def spawn(coroutine: Coroutine[Any, Any, None], errors: list[BaseException]) -> None:
+def spawn(coroutine: Coroutine[Any, Any, None], errors: list[BaseException]) -> asyncio.Task:
     """Run one logical call as its own task, kept alive until it ends; a failure goes to
     `errors` (see `Outbox.errors`) rather than to a log nobody reads."""
     task = asyncio.ensure_future(coroutine)
@@ -85,3 +85,19 @@ def spawn(coroutine: Coroutine[Any, Any, None], errors: list[BaseException]) -> 
             errors.append(task.exception())
 
     task.add_done_callback(done)
+    return task
+
+
+class Checked:
+    """Base of every actor: failures of one-way messages and spawned tasks collect in `errors`,
+    and `check` (called by the driver on every poll) raises the first, so the run stops."""
+
+    def __init__(self) -> None:
+        self.errors: list[BaseException] = []
+
+    def raise_failure(self) -> None:
+        if self.errors:
+            raise self.errors[0]
+
+    async def check(self) -> None:
+        self.raise_failure()

@@ -13,7 +13,7 @@ from typing import Any
 
 import ray
 
-from actors.outbox import Outbox, spawn
+from actors.outbox import Checked, Outbox, spawn
 from harness.clock import WallClock
 from harness.config import Config
 from harness.engine import placement_rules, stream
@@ -27,10 +27,11 @@ CreateItem = tuple[int, int, int, float, float, float, float]
 
 
 @ray.remote(num_cpus=0)
-class Replica:
+class Replica(Checked):
     """One scheduler replica: its own view, in-progress map, ledger and random stream."""
 
     def __init__(self, replica: int, config: Config, seed: int, cpu_counts: list[int]) -> None:
+        super().__init__()
         self.scheduler = Scheduler(
             cpu_counts,
             placement_rules(config),
@@ -42,7 +43,6 @@ class Replica:
         self.clock: WallClock | None = None
         self.placed: dict[int, CreateRequest] = {}
         self.rpc_wall = array("d")
-        self.errors: list[BaseException] = []
         self.group_of: list[int] = []
         self.creates: list[Outbox] = []
         self.kills: list[Outbox] = []
@@ -121,8 +121,7 @@ class Replica:
 
     async def sample(self) -> tuple[list[float], list[int], list[float]]:
         """Believed vCPUs, in-progress counts and in-progress vCPUs, node by node."""
-        if self.errors:
-            raise self.errors[0]
+        self.raise_failure()
         s = self.scheduler
         believed = s.ledger.believed_cpu
         return (
@@ -133,6 +132,5 @@ class Replica:
 
     async def rpc_times(self) -> array:
         """Wall seconds of every create RPC round trip as this replica saw it."""
-        if self.errors:
-            raise self.errors[0]
+        self.raise_failure()
         return self.rpc_wall

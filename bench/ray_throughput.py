@@ -22,6 +22,7 @@ import ray
 
 from harness.config import Config, from_dict
 from harness.engine.ray import RaySeedRun, connect
+from harness.results import SeedResult
 
 
 class ProcessWatch:
@@ -92,14 +93,22 @@ def lateness_config(duration: float) -> Config:
     )
 
 
-def throughput(duration: float, watch: ProcessWatch) -> None:
-    config = throughput_config(duration)
+def run_watched(config: Config, watch: ProcessWatch) -> tuple[SeedResult, float, str]:
+    """One seed; its wall time and the CPU seconds each kind of process spent on it."""
     before = watch.cpu_by_name()
     start = time.perf_counter()
     result = RaySeedRun(config, seed=0).run()
     wall = time.perf_counter() - start
     time.sleep(2 * watch.every_s)
-    spent = {name: seconds - before.get(name, 0.0) for name, seconds in watch.cpu_by_name().items()}
+    spent = {name: t - before.get(name, 0.0) for name, t in watch.cpu_by_name().items()}
+    lines = [f"  CPU seconds by process over the {wall:.1f} s (set-up included):"]
+    for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1])[:6]:
+        lines.append(f"    {name:<24} {seconds:6.1f}")
+    return result, wall, "\n".join(lines)
+
+
+def throughput(duration: float, watch: ProcessWatch) -> None:
+    result, wall, cpu = run_watched(throughput_config(duration), watch)
     rows = result.requests.to_pandas()
     lo, hi = 2.0, duration - 1.0  # steady window: after the ramp, before the end
     kills = rows[(rows["kind"] == "kill") & rows["done_at"].between(lo, hi)]
@@ -116,14 +125,11 @@ def throughput(duration: float, watch: ProcessWatch) -> None:
         f"p99 {s['create_rpc_p99_ms']:8.1f}   (configured 1 ms)"
     )
     print(f"  failed creates       {s['failed']}")
-    print(f"  CPU seconds by process over the {wall:.1f} s (set-up included):")
-    for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1])[:8]:
-        print(f"    {name:<24} {seconds:6.1f}")
+    print(cpu)
 
 
-def lateness(duration: float) -> None:
-    config = lateness_config(duration)
-    result = RaySeedRun(config, seed=0).run()
+def lateness(duration: float, watch: ProcessWatch) -> None:
+    result, _, cpu = run_watched(lateness_config(duration), watch)
     s = result.summary
     print(f"lateness: 10,000 nodes, staggered 5 s reports, 500 creates/s, {duration:g} s")
     print(
@@ -131,6 +137,7 @@ def lateness(duration: float) -> None:
         f"p99 {s['heartbeat_late_p99_ms']:6.2f}"
     )
     print(f"  create latency ms      p50 {s['p50_place_ms']:6.1f}   p99 {s['p99_place_ms']:6.1f}")
+    print(cpu)
 
 
 def main() -> None:
@@ -144,7 +151,7 @@ def main() -> None:
         if args.part in (None, "throughput"):
             throughput(args.duration, watch)
         if args.part in (None, "lateness"):
-            lateness(args.duration)
+            lateness(args.duration, watch)
     print(f"peak memory (all processes) {watch.peak / 2**30:.2f} GiB")
 
 

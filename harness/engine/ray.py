@@ -16,6 +16,7 @@ import socket
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import ray
@@ -142,8 +143,11 @@ class RaySeedRun:
         # A pool's first drain loads pyarrow's kernels (~0.4 s here): not on the run's clock.
         ray.get([p.drain.remote() for p in self.pools])
 
+    def _all(self) -> list[Any]:
+        return [*self.groups, *self.replicas, *self.pools]
+
     def _kill_actors(self) -> None:
-        for actor in (*self.groups, *self.replicas, *self.pools):
+        for actor in self._all():
             ray.kill(actor)
 
     def _sample(self, t: float, timeline: Spool | None) -> list[int]:
@@ -192,7 +196,7 @@ class RaySeedRun:
                 self._sample(next_sample, timeline)
                 next_sample += interval
             ready, running = ray.wait(running, num_returns=len(running), timeout=0)
-            ray.get(ready)  # a pool that failed stops the run here
+            ray.get(ready + [a.check.remote() for a in self._all()])  # a failure stops the run
             requests_done = self._drain(requests)
             if progress is not None:
                 counts = self._sample(now, None)
