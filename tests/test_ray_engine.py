@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,6 +24,12 @@ def local_ray():
     connect()
     yield
     ray.shutdown()
+
+
+def test_embedded_ray_is_on_loopback_and_sized_to_the_machine():
+    (node,) = ray.nodes()
+    assert node["NodeManagerAddress"] == "127.0.0.1"
+    assert ray.cluster_resources()["CPU"] == os.cpu_count()
 
 
 def test_seed_herd_on_ray_gives_the_virtual_engines_picture(tmp_path):

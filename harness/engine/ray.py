@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import ray
+from ray._private import ray_constants
 
 import actors
 import harness
@@ -68,10 +69,14 @@ def connect(address: str = "") -> None:
         _reachable(address)
     if ray.is_initialized():
         return
-    quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
+    quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
     if address:
         ray.init(address=address, runtime_env={"py_modules": [harness, actors]}, **quiet)
     else:
+        # Ray turns 127.0.0.1 into the machine's public address unless it runs in single-host
+        # mode (its default on macOS and Windows); ask for that mode, here and in its children.
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        ray_constants.ENABLE_RAY_CLUSTER = False
         ray.init(
             num_cpus=os.cpu_count(),
             include_dashboard=False,
