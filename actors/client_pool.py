@@ -70,7 +70,7 @@ class ClientPool(Checked):
                         clients.create_task(self._life(client, t))
         self.raise_failure()
 
-    async def answers(self, batch: list[tuple[int, Any]]) -> None:
+    async def answers(self, batch: tuple[tuple[int, Any], ...]) -> None:
         """Answers from a scheduler replica, keyed by sandbox ID."""
         waiting = self.waiting
         for sandbox_id, answer in batch:

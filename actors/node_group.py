@@ -20,6 +20,8 @@ from harness.node import Node, Outcome
 from harness.report import Report
 from harness.results import node_columns
 
+CreateRpc = tuple[int, int, float, float, float]
+"""(node_id, sandbox_id, vcpu, memory_mib, usage) of one create RPC."""
 Answer = tuple[Outcome, Report | None]
 
 REPORT_TICK_S = 0.01
@@ -69,7 +71,7 @@ class NodeGroup(Checked):
 
     async def initial_sync(self) -> None:
         """The pre-run sync of the reference: every node reports once, applied at t = 0."""
-        reports = [node.report(0.0, self.with_ids) for node in self.nodes]
+        reports = tuple(node.report(0.0, self.with_ids) for node in self.nodes)
         await asyncio.gather(*(s.reports.remote(reports) for s in self.schedulers))
 
     async def start(self, epoch: float) -> None:
@@ -107,8 +109,8 @@ class NodeGroup(Checked):
     def _response(self, node: Node) -> Report | None:
         return node.report(self.clock.now(), self.with_ids) if self.with_response else None
 
-    async def create(self, items: list[tuple[int, int, float, float, float]]) -> list[Answer]:
-        """(node_id, sandbox_id, vcpu, memory_mib, usage) each -> (outcome, fresh report)."""
+    async def create(self, items: tuple[CreateRpc, ...]) -> tuple[Answer, ...]:
+        """Each create's (outcome, the node's fresh report if the strategy wants one)."""
         await self.clock.sleep(self.create_leg)
         answers = []
         for node_id, sandbox_id, vcpu, memory_mib, usage in items:
@@ -116,9 +118,9 @@ class NodeGroup(Checked):
             outcome = node.create(sandbox_id, vcpu, memory_mib, usage)
             answers.append((outcome, self._response(node)))
         await self.clock.sleep(self.create_leg)
-        return answers
+        return tuple(answers)
 
-    async def kill(self, items: list[tuple[int, int]]) -> list[Answer]:
+    async def kill(self, items: tuple[tuple[int, int], ...]) -> tuple[Answer, ...]:
         """(node_id, sandbox_id) each -> (outcome, fresh report)."""
         await self.clock.sleep(self.kill_leg)
         answers = []
@@ -126,7 +128,7 @@ class NodeGroup(Checked):
             node = self.nodes[node_id - self.first]
             answers.append((node.kill(sandbox_id), self._response(node)))
         await self.clock.sleep(self.kill_leg)
-        return answers
+        return tuple(answers)
 
     async def sample(self) -> tuple[list[float], list[int]]:
         """True allocated vCPUs and sandbox counts, node by node; raises a failure if any."""

@@ -55,7 +55,9 @@ class Outbox:
         items, self._items = self._items, []
         futures, self._futures = self._futures, []
         self._pending = False
-        reply = self._method.remote(items).as_future()
+        # A tuple, not a list: Ray encodes a list item by item (one pickle per tuple in it), a
+        # tuple as one pickle, several times cheaper for a batch of small tuples.
+        reply = self._method.remote(tuple(items)).as_future()
         reply.add_done_callback(functools.partial(self._settle, futures))
 
     def _settle(self, futures: list[asyncio.Future], reply: asyncio.Future) -> None:

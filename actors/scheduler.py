@@ -62,13 +62,13 @@ class Replica(Checked):
     def _now(self) -> float:
         return 0.0 if self.clock is None else self.clock.now()
 
-    async def reports(self, reports: list[Report]) -> None:
+    async def reports(self, reports: tuple[Report, ...]) -> None:
         now = self._now()
         apply = self.scheduler.apply_report
         for report in reports:
             apply(report, now)
 
-    async def create(self, items: list[CreateItem]) -> None:
+    async def create(self, items: tuple[CreateItem, ...]) -> None:
         """Creates from one client pool; each answer goes back to its pool on its own time."""
         for pool, client, sandbox_id, vcpu, memory_mib, usage, issued_at in items:
             req = CreateRequest(
@@ -105,7 +105,7 @@ class Replica(Checked):
             (req.sandbox_id, (step.value, node, req.rpcs, req.skips, req.attempts, req.failure))
         )
 
-    async def kill(self, items: list[tuple[int, int, float]]) -> None:
+    async def kill(self, items: tuple[tuple[int, int, float], ...]) -> None:
         """(pool, sandbox_id, issued_at) of kills of sandboxes this replica placed."""
         for pool, sandbox_id, issued_at in items:
             req = self.placed.pop(sandbox_id)
