@@ -62,7 +62,7 @@ def connect(address: str = "") -> None:
 
     A local Ray is bound to loopback, sized to this machine's CPUs, with no dashboard and quiet
     logs. Joining a cluster ships this code with the job, so no shared filesystem is assumed.
-    Does nothing when Ray is already initialised (tests share one instance).
+    When Ray is already initialised (tests share one instance) only the address is checked.
     """
     address = address or os.environ.get("RAY_ADDRESS", "")
     if address:
