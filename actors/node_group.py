@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from array import array
 from typing import Any
 
 import ray
 
 from actors.outbox import Checked, Outbox, spawn
+from actors.reservoir import Reservoir
 from harness.clock import WallClock
 from harness.config import Config
 from harness.node import Node, Outcome
@@ -57,7 +57,7 @@ class NodeGroup(Checked):
         self.delay = config.heartbeat.delay_ms / 1000.0
         self.create_leg = config.cluster.create_latency_ms / 2000.0
         self.kill_leg = config.cluster.kill_latency_ms / 2000.0
-        self.lateness = array("d")
+        self.lateness = Reservoir()
         self.clock = WallClock(0.0, self.scale)
         self.schedulers: list[Any] = []
         self.outboxes: list[Outbox] = []
@@ -92,7 +92,7 @@ class NodeGroup(Checked):
             due = []
             while heap and heap[0][0] <= now:
                 planned, i = heapq.heappop(heap)
-                self.lateness.append(now - planned)
+                self.lateness.add(now - planned)
                 due.append(self.nodes[i].report(now, self.with_ids))
                 if planned + self.interval < self.duration:
                     heapq.heappush(heap, (planned + self.interval, i))
@@ -143,5 +143,5 @@ class NodeGroup(Checked):
         return {
             "columns": node_columns(self.nodes),
             "sandbox_ids": [sorted(n.sandboxes) for n in self.nodes],
-            "lateness": self.lateness,
+            "lateness": self.lateness.values,
         }
