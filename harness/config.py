@@ -78,6 +78,12 @@ class HeartbeatConfig:
         choices=("aligned", "staggered"),
     )
     delay_ms: float = _opt(0.0, "Delivery delay between taking a report and applying it.", ge=0)
+    jitter_ms: float = _opt(
+        0.0,
+        "Extra delivery delay drawn uniformly from [0, jitter_ms] per report and replica; "
+        "above the interval, reports of a node arrive out of order.",
+        ge=0,
+    )
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,7 @@ class PlacementConfig:
     )
     deadline_s: float = _opt(30.0, "A create still unplaced this long after issue fails.", gt=0)
     replicas: int = _opt(1, "Scheduler replicas, each with its own view and in-progress map.", ge=1)
+    ttl_s: float = _opt(20.0, "How long an optimistic entry of the ttl strategy counts.", gt=0)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,8 @@ TIMELINE = pa.schema(
         ("view_cpu_allocated", pa.float64()),
         ("in_progress", pa.int32()),
         ("in_progress_cpu", pa.float64()),
+        ("kill_in_progress_cpu", pa.float64()),
+        ("cpu_error", pa.float64()),
     ]
 )
 NODES = pa.schema(
@@ -82,6 +84,10 @@ SUMMARY = pa.schema(
         ("min_count", pa.int64()),
         ("p50_place_ms", pa.float64()),
         ("p99_place_ms", pa.float64()),
+        ("err_mean_abs", pa.float64()),
+        ("err_over_max", pa.float64()),
+        ("err_under_max", pa.float64()),
+        ("err_nonzero_frac", pa.float64()),
         ("sim_duration_s", pa.float64()),
         ("engine_wall_s", pa.float64()),
     ]
@@ -144,7 +150,9 @@ class Recorder:
         view_cpu_allocated: float,
         in_progress: int,
         in_progress_cpu: float,
+        kill_in_progress_cpu: float,
     ) -> None:
+        """One (node, replica) at `t`; `cpu_error` = believed minus true allocated vCPU."""
         s = self.timeline
         s["t"].append(t)
         s["node_id"].append(node_id)
@@ -154,6 +162,8 @@ class Recorder:
         s["view_cpu_allocated"].append(view_cpu_allocated)
         s["in_progress"].append(in_progress)
         s["in_progress_cpu"].append(in_progress_cpu)
+        s["kill_in_progress_cpu"].append(kill_in_progress_cpu)
+        s["cpu_error"].append(view_cpu_allocated - cpu_allocated)
 
 
 def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, list]) -> pa.Table:
