@@ -137,3 +137,27 @@ def rank_shares(n: int, k: int) -> list[float]:
 def uniform_cv(n: int, m: int) -> float:
     """Expected CV of m requests thrown uniformly at random into n nodes."""
     return math.sqrt((n - 1) / m)
+
+
+def cv_shift(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy, how far CV moves from the `base` run to the `other` one (same seeds, one
+    setting changed, e.g. more replicas): the mean per-seed difference with its 95% interval.
+    Pairing by seed cancels what both runs share (requests, initial loads), so the interval
+    is much tighter than comparing two means."""
+    keys = ["strategy", "seed"]
+    paired = base[[*keys, "cv"]].merge(other[[*keys, "cv"]], on=keys, suffixes=("_base", ""))
+    rows = []
+    for strategy, group in paired.groupby("strategy", sort=False):
+        mean, lo, hi = mean_interval(group["cv"] - group["cv_base"])
+        rows.append(
+            {
+                "strategy": strategy,
+                "seeds": len(group),
+                "cv_base": float(group["cv_base"].mean()),
+                "cv": float(group["cv"].mean()),
+                "shift": mean,
+                "shift_lo": lo,
+                "shift_hi": hi,
+            }
+        )
+    return pd.DataFrame(rows)

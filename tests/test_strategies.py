@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pyarrow as pa
 import pytest
 
-from harness.analysis import accounting_error
+from harness.analysis import accounting_error, cv_shift
 from harness.config import ConfigError, from_dict
 from harness.ledger import LedgerOptions
 from harness.ledgers import LEDGERS, make_ledger
@@ -224,3 +225,18 @@ def test_new_keys_are_validated(key: str, value: object, message: str) -> None:
     section, leaf = key.split(".")
     with pytest.raises(ConfigError, match=message):
         from_dict({section: {leaf: value}})
+
+
+def test_cv_shift_pairs_runs_by_strategy_and_seed() -> None:
+    base = pd.DataFrame(
+        {"strategy": ["a", "a", "a", "b"], "seed": [0, 1, 2, 0], "cv": [0.1, 0.5, 0.3, 0.2]}
+    )
+    other = pd.DataFrame(  # same seeds in another order; strategy a moves by exactly +0.1
+        {"strategy": ["a", "a", "a", "b"], "seed": [2, 0, 1, 0], "cv": [0.4, 0.2, 0.6, 0.2]}
+    )
+    shift = cv_shift(base, other).set_index("strategy")
+    assert shift.loc["a", "shift"] == pytest.approx(0.1)
+    assert shift.loc["a", "shift_lo"] == pytest.approx(0.1)
+    assert shift.loc["a", "shift_hi"] == pytest.approx(0.1)
+    assert shift.loc["a", "seeds"] == 3
+    assert shift.loc["b", "shift"] == 0.0
