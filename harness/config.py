@@ -42,7 +42,7 @@ def _opt(
 
 @dataclass(frozen=True)
 class RunConfig:
-    name: str = _opt("run", "Name used for the default output folder.")
+    name: str = _opt("run", "Names the output folder; a config file defaults it to its own name.")
     duration_s: float = _opt(25.0, "Arrivals, heartbeats and samples stop at this time.", gt=0)
     seeds: int = _opt(20, "How many seeds to run, from first_seed on.", ge=1)
     first_seed: int = _opt(0, "The first seed.", ge=0)
@@ -317,11 +317,22 @@ def load(path: str | Path, overrides: list[str] = ()) -> Config:
     return from_dict(raw)
 
 
+def _toml(value: Any) -> str:
+    """A default as it would be written in a config file."""
+    if value is None:
+        return '"none"'
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
+
+
 def defaults_table() -> list[tuple[str, str, str]]:
     """(dotted key, default, help) for every key: the README's reference comes from here."""
     rows = []
     for section, cls in _SECTION_TYPES.items():
         for f in fields(cls):
             default = f.default if f.default is not MISSING else f.default_factory()
-            rows.append((f"{section}.{f.name}", repr(default), f.metadata["help"]))
+            rows.append((f"{section}.{f.name}", _toml(default), f.metadata["help"]))
     return rows

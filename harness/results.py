@@ -99,16 +99,13 @@ class ResultsError(ValueError):
     """A folder given as results is not one (or not a readable one)."""
 
 
-def _columns(schema: pa.Schema, skip: int) -> dict[str, list]:
-    return {name: [] for name in schema.names[skip:]}
-
-
 class Recorder:
-    """Collects one (strategy, seed)'s rows as plain column lists, cheap on the hot path."""
+    """Collects one (strategy, seed)'s rows as tuples, cheap on the hot path; `columns` turns
+    them into the column lists `table()` takes."""
 
     def __init__(self) -> None:
-        self.requests = _columns(REQUESTS, 2)
-        self.timeline = _columns(TIMELINE, 2)
+        self.requests: list[tuple] = []
+        self.timeline: list[tuple] = []
 
     def request(
         self,
@@ -125,20 +122,23 @@ class Recorder:
         outcome: str,
         reason: str,
     ) -> None:
-        r = self.requests
-        r["kind"].append(kind)
-        r["sandbox_id"].append(sandbox_id)
-        r["client"].append(client)
-        r["replica"].append(replica)
-        r["issued_at"].append(issued_at)
-        r["done_at"].append(done_at)
-        r["latency_ms"].append((done_at - issued_at) * 1000.0)
-        r["node_id"].append(node_id)
-        r["rpcs"].append(rpcs)
-        r["skips"].append(skips)
-        r["attempts"].append(attempts)
-        r["outcome"].append(outcome)
-        r["reason"].append(reason)
+        self.requests.append(
+            (
+                kind,
+                sandbox_id,
+                client,
+                replica,
+                issued_at,
+                done_at,
+                (done_at - issued_at) * 1000.0,
+                node_id,
+                rpcs,
+                skips,
+                attempts,
+                outcome,
+                reason,
+            )
+        )
 
     def sample(
         self,
@@ -153,17 +153,28 @@ class Recorder:
         kill_in_progress_cpu: float,
     ) -> None:
         """One (node, replica) at `t`; `cpu_error` = believed minus true allocated vCPU."""
-        s = self.timeline
-        s["t"].append(t)
-        s["node_id"].append(node_id)
-        s["replica"].append(replica)
-        s["cpu_allocated"].append(cpu_allocated)
-        s["sandboxes"].append(sandboxes)
-        s["view_cpu_allocated"].append(view_cpu_allocated)
-        s["in_progress"].append(in_progress)
-        s["in_progress_cpu"].append(in_progress_cpu)
-        s["kill_in_progress_cpu"].append(kill_in_progress_cpu)
-        s["cpu_error"].append(view_cpu_allocated - cpu_allocated)
+        self.timeline.append(
+            (
+                t,
+                node_id,
+                replica,
+                cpu_allocated,
+                sandboxes,
+                view_cpu_allocated,
+                in_progress,
+                in_progress_cpu,
+                kill_in_progress_cpu,
+                view_cpu_allocated - cpu_allocated,
+            )
+        )
+
+    @staticmethod
+    def columns(schema: pa.Schema, rows: list[tuple]) -> dict[str, list | tuple]:
+        """Rows of `schema`'s fields after strategy and seed, as column lists."""
+        names = schema.names[2:]
+        if not rows:
+            return {name: [] for name in names}
+        return dict(zip(names, zip(*rows, strict=True), strict=True))
 
 
 def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, list]) -> pa.Table:

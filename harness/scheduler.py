@@ -52,6 +52,8 @@ class Scheduler:
         # Kills sent and not answered yet, per node: the accounting error's other bound.
         self.killing: list[dict[int, float]] = [{} for _ in cpu_counts]
         self.killing_cpu = [0.0] * self.n
+        # While every node has at least this many vCPUs, no request needs a CPU filter.
+        self.min_cpu_count = min(cpu_counts, default=0)
 
     def reserved(self, node: int, now: float) -> float:
         """`reserved` of the score: the believed allocation, plus pending vCPUs if counted."""
@@ -64,24 +66,24 @@ class Scheduler:
         rules = self.rules
         views = self.ledger.views
         in_progress = self.in_progress
+        believed = self.ledger.believed_cpu
+        pending = self.pending_cpu if self.ledger.counts_in_progress else None
+        eligible = None
+        if excluded is not None or rules.too_many_starting or vcpu > self.min_cpu_count:
 
-        def eligible(node: int) -> bool:
-            if excluded is not None and node in excluded:
-                return False
-            if rules.too_many_starting and len(in_progress[node]) > rules.max_starting:
-                return False
-            return views[node].cpu_count >= vcpu
+            def eligible(node: int) -> bool:
+                if excluded is not None and node in excluded:
+                    return False
+                if rules.too_many_starting and len(in_progress[node]) > rules.max_starting:
+                    return False
+                return views[node].cpu_count >= vcpu
 
         def score_of(node: int) -> float:
             view = views[node]
-            return score(
-                vcpu,
-                self.reserved(node, now),
-                view.cpu_percent,
-                view.cpu_count,
-                rules.r,
-                rules.alpha,
+            reserved = (
+                believed(node, now) if pending is None else believed(node, now) + pending[node]
             )
+            return score(vcpu, reserved, view.cpu_percent, view.cpu_count, rules.r, rules.alpha)
 
         return best(sample(self.random, self.n, rules.k, eligible), score_of)
 
@@ -140,4 +142,5 @@ class Scheduler:
         self.ledger.kill_finished(req, outcome, now, response)
 
     def apply_report(self, report: Report, now: float) -> None:
+        self.min_cpu_count = min(self.min_cpu_count, report.cpu_count)
         self.ledger.apply_report(report, now)

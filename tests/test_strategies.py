@@ -195,7 +195,7 @@ def _timeline(rows: list[tuple[float, int, int, float, float]]) -> pa.Table:
     recorder = Recorder()
     for t, node, replica, true, believed in rows:
         recorder.sample(t, node, replica, true, 0, believed, 0, 0.0, 0.0)
-    return table(TIMELINE, "x", 0, recorder.timeline)
+    return table(TIMELINE, "x", 0, Recorder.columns(TIMELINE, recorder.timeline))
 
 
 def test_accounting_error_is_time_weighted_and_signed() -> None:

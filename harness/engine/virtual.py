@@ -297,8 +297,12 @@ class VirtualEngine:
                 "capacity": [n.capacity for n in world.nodes],
             },
         )
-        requests = table(REQUESTS, strategy, seed, world.recorder.requests)
-        timeline = table(TIMELINE, strategy, seed, world.recorder.timeline)
+        requests = table(
+            REQUESTS, strategy, seed, Recorder.columns(REQUESTS, world.recorder.requests)
+        )
+        timeline = table(
+            TIMELINE, strategy, seed, Recorder.columns(TIMELINE, world.recorder.timeline)
+        )
         summary = {
             "engine": self.name,
             "strategy": strategy,

@@ -1,0 +1,162 @@
+"""Config validation, `--set`, and the CLI: clear one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.config import ConfigError, defaults_table, from_dict, parse_override
+
+CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.toml"))
+
+
+@pytest.mark.parametrize(
+    "raw,key,reason",
+    [
+        ({"placement": {"k": 0}}, "placement.k", ">= 1"),
+        ({"placement": {"kk": 2}}, "placement.kk", "did you mean placement.k"),
+        ({"placment": {"k": 2}}, "placment", "did you mean placement"),
+        ({"workload": {"rate_per_s": -1}}, "workload.rate_per_s", "> 0"),
+        ({"workload": {"arrival": "bursty"}}, "workload.arrival", "one of"),
+        ({"cluster": {"nodes": 2.5}}, "cluster.nodes", "an integer"),
+        ({"cluster": {"nodes": True}}, "cluster.nodes", "an integer"),
+        ({"placement": {"too_many_starting": 1}}, "placement.too_many_starting", "true or false"),
+        ({"workload": {"lifetime_s": "forever"}}, "workload.lifetime_s", '"none"'),
+        ({"cluster": {"initial_cpu_allocated": [4, 1]}}, "cluster.initial_cpu_allocated", "lo"),
+        (
+            {"cluster": {"nodes": 3, "initial_cpu_per_node": [1, 2]}},
+            "cluster.initial_cpu_per_node",
+            "2 values for 3 nodes",
+        ),
+        (
+            {"workload": {"arrival": "closed", "lifetime_s": "none"}},
+            "workload.lifetime_s",
+            "closed-loop",
+        ),
+        ({"workload": {"vcpu": 500}}, "workload.vcpu", "cpu_count"),
+        ({"run": {"duration_s": float("inf")}}, "run.duration_s", "finite"),
+        ({"run": 3}, "run", "a table"),
+    ],
+)
+def test_bad_values_name_the_key_and_the_reason(raw, key, reason):
+    with pytest.raises(ConfigError) as err:
+        from_dict(raw)
+    assert err.value.key == key
+    assert reason in str(err.value)
+
+
+def test_overrides_are_read_as_toml_values_or_strings():
+    assert parse_override("placement.k=2") == ("placement.k", 2)
+    assert parse_override("placement.strategy=optimistic") == ("placement.strategy", "optimistic")
+    assert parse_override("cluster.initial_cpu_allocated=[1, 3]")[1] == [1, 3]
+    with pytest.raises(ConfigError):
+        parse_override("placement.k")
+
+
+def test_every_key_has_help_and_a_valid_default():
+    rows = defaults_table()
+    assert len(rows) > 30 and all(help_ for _, _, help_ in rows)
+    from_dict({})
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_every_shipped_config_runs(path, tmp_path):
+    out = tmp_path / "out"
+    code = main(
+        [
+            "run",
+            str(path),
+            "--seeds",
+            "1",
+            "--set",
+            "run.duration_s=5",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    assert json.loads((out / "run.json").read_text())["completed"] is True
+
+
+def test_run_compare_then_report(tmp_path, capsys):
+    out = tmp_path / "herd"
+    config = Path(__file__).parent.parent / "configs" / "seed-herd.toml"
+    assert (
+        main(
+            [
+                "run",
+                str(config),
+                "--seeds",
+                "3",
+                "--compare",
+                "stale,optimistic",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "stale" in printed and "optimistic" in printed and "node 9 |" in printed
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["strategies"] == ["stale", "optimistic"] and meta["seeds"] == [0, 1, 2]
+    assert meta["config"]["cluster"]["nodes"] == 10 and len(meta["finished"]) == 6
+    assert main(["report", str(out)]) == 0
+    assert capsys.readouterr().out.count("optimistic") >= 2
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["run", "no-such.toml"], "does not exist"),
+        (["run", "{config}", "--set", "placement.k=0"], "placement.k: must be >= 1"),
+        (["run", "{config}", "--set", "nope"], "expected key=value"),
+        (["run", "{config}", "--compare", "stale,bogus"], "unknown strategy 'bogus'"),
+        (["run", "{bad_toml}"], "not valid TOML"),
+        (["run", "{latin1}"], "not UTF-8"),
+        (["report", "{tmp}"], "not a results folder"),
+    ],
+)
+def test_user_mistakes_give_one_line_and_exit_2(argv, message, tmp_path, capsys):
+    bad_toml = tmp_path / "bad.toml"
+    bad_toml.write_text("[run\n")
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes("name = 'caf\xe9'".encode("latin-1"))
+    values = {
+        "config": str(CONFIGS[0]),
+        "bad_toml": str(bad_toml),
+        "latin1": str(latin1),
+        "tmp": str(tmp_path),
+    }
+    assert main([a.format(**values) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_an_interrupted_run_leaves_readable_partial_results(tmp_path, monkeypatch):
+    from harness.engine.virtual import VirtualEngine
+    from harness.results import load_run
+
+    real = VirtualEngine.run_seed
+    calls = 0
+
+    def interrupted(self, config, seed, progress=None):
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise KeyboardInterrupt
+        return real(self, config, seed, progress)
+
+    monkeypatch.setattr(VirtualEngine, "run_seed", interrupted)
+    out = tmp_path / "partial"
+    config = str(Path(__file__).parent.parent / "configs" / "seed-herd.toml")
+    assert main(["run", config, "--out", str(out), "--quiet"]) == 130
+    meta, frames = load_run(out)
+    assert meta["completed"] is False and meta["error"] == "interrupted"
+    assert sorted(frames["summary"]["seed"]) == [0, 1]
+    assert set(frames["requests"]["seed"]) == {0, 1}

@@ -1,0 +1,25 @@
+"""The README is the user's reference: every config key and result column must be in it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.config import defaults_table
+from harness.results import TABLES
+
+README = (Path(__file__).parent.parent / "README.md").read_text()
+
+
+@pytest.mark.parametrize("key", [row[0] for row in defaults_table()])
+def test_every_config_key_is_documented(key):
+    assert f"`{key}`" in README
+
+
+@pytest.mark.parametrize(
+    "table,column", [(t, c) for t, s in TABLES.items() for c in s.names], ids=str
+)
+def test_every_result_column_is_documented(table, column):
+    row = next(line for line in README.splitlines() if line.startswith(f"| `{table}.parquet`"))
+    assert column in row.replace(" ", "").replace("`", "").split("|")[-2].split(",")

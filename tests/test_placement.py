@@ -1,0 +1,102 @@
+"""Best-of-K as the reference describes it: sampler, score, tie-break, and the herd it causes."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+
+import pytest
+
+from harness.analysis import rank_shares
+from harness.engine.virtual import VirtualEngine
+from harness.placement import best, sample, score
+from tests.conftest import scenario
+
+
+def original_sample(draw, n, k, eligible):
+    """The original's algorithm, literally: partial Fisher-Yates over a full index array."""
+    idx = list(range(n))
+    chosen = []
+    for i in range(n):
+        if len(chosen) == k:
+            break
+        span = n - i
+        j = i + min(int(draw() * span), span - 1)
+        idx[i], idx[j] = idx[j], idx[i]
+        if eligible is None or eligible(idx[i]):
+            chosen.append(idx[i])
+    return chosen
+
+
+@pytest.mark.parametrize("n,k", [(1, 3), (5, 3), (10, 3), (10, 10), (1000, 2), (7, 1)])
+def test_sampler_matches_the_original_draw_for_draw(n, k):
+    blocked = {i for i in range(n) if i % 3 == 1}
+    for eligible in (None, lambda node: node not in blocked):
+        for seed in range(200):
+            a = sample(random.Random(seed).random, n, k, eligible)
+            b = original_sample(random.Random(seed).random, n, k, eligible)
+            assert a == b
+
+
+def test_sampler_is_without_replacement_and_uniform():
+    rng = random.Random(1)
+    n, k, draws = 10, 3, 30000
+    first = Counter()
+    for _ in range(draws):
+        picked = sample(rng.random, n, k, None)
+        assert len(picked) == k == len(set(picked))
+        first.update(picked)
+    expected = draws * k / n
+    # each node appears with probability k/n; 5 standard deviations of a binomial count
+    tol = 5 * math.sqrt(draws * (k / n) * (1 - k / n))
+    assert all(abs(c - expected) < tol for c in first.values())
+
+
+def test_sampler_cost_does_not_grow_with_nodes():
+    calls = 0
+
+    def draw():
+        nonlocal calls
+        calls += 1
+        return 0.5
+
+    sample(draw, 10_000_000, 3, None)
+    assert calls == 3
+
+
+def test_sampler_gives_fewer_than_k_when_few_are_eligible():
+    assert sorted(sample(random.Random(0).random, 10, 3, lambda n: n == 7)) == [7]
+    assert sample(random.Random(0).random, 10, 3, lambda n: False) == []
+
+
+def test_score_formula_and_empty_node():
+    # (cpu_requested + reserved + alpha * cpu_percent / 100) / (R * cpu_count)
+    assert score(1, 10, 400, 192, 4.0, 0.5) == pytest.approx((1 + 10 + 2) / 768)
+    assert score(1, 0, 0, 0, 4.0, 0.5) == math.inf
+
+
+def test_lowest_score_wins_and_first_sampled_wins_a_tie():
+    scores = {4: 0.5, 2: 0.25, 9: 0.25}
+    assert best([4, 2, 9], scores.__getitem__) == 2
+    assert best([4, 9, 2], scores.__getitem__) == 9
+    assert best([], scores.__getitem__) is None
+
+
+@pytest.mark.parametrize("n,k", [(10, 3), (5, 3), (8, 2)])
+def test_static_scores_give_the_binomial_rank_shares(n, k):
+    """Reports never arrive after the initial sync: node of rank i wins C(n-i,K-1)/C(n,K)."""
+    requests = 20_000
+    config = scenario(
+        run={"duration_s": 10.0, "seeds": 1, "sample_interval_s": 0},
+        cluster={"nodes": n, "cpu_count": 100_000, "initial_cpu_per_node": list(range(n))},
+        heartbeat={"interval_s": 1e6},
+        placement={"strategy": "stale", "k": k},
+        workload={"rate_per_s": requests / 10.0, "lifetime_s": "none"},
+    )
+    result = VirtualEngine().run_seed(config, seed=3)
+    counts = result.nodes.column("sandboxes").to_pylist()  # node i has initial load i: rank i+1
+    assert sum(counts) == requests
+    for i, (count, share) in enumerate(zip(counts, rank_shares(n, k), strict=True)):
+        sigma = math.sqrt(requests * share * (1 - share))
+        assert abs(count - requests * share) <= 4 * sigma + 1, (i, count, requests * share)
