@@ -256,6 +256,8 @@ def _cross_check(c: Config) -> None:
             "cluster.initial_cpu_allocated",
             f"exceeds a node's capacity R * cpu_count = {capacity:g}",
         )
+    if c.placement.k > c.cluster.nodes:
+        raise ConfigError("placement.k", f"{c.placement.k} exceeds cluster.nodes {c.cluster.nodes}")
     if c.workload.arrival == "closed" and c.workload.lifetime_s is None:
         raise ConfigError(
             "workload.lifetime_s",
