@@ -16,6 +16,7 @@ from actors.outbox import Checked, Outbox, spawn
 from actors.reservoir import Reservoir
 from harness.clock import WallClock
 from harness.config import Config
+from harness.engine import stream
 from harness.node import Node, Outcome
 from harness.report import Report
 from harness.results import node_columns
@@ -41,6 +42,7 @@ class NodeGroup(Checked):
         self,
         nodes: list[Node],
         config: Config,
+        seed: int,
         first_beats: list[float],
         with_ids: bool,
         with_response: bool,
@@ -55,6 +57,8 @@ class NodeGroup(Checked):
         self.duration = config.run.duration_s
         self.interval = config.heartbeat.interval_s
         self.delay = config.heartbeat.delay_ms / 1000.0
+        self.jitter = config.heartbeat.jitter_ms / 1000.0
+        self.delivery_rng = stream(seed, f"report-delivery/{self.first}")
         self.create_leg = config.cluster.create_latency_ms / 2000.0
         self.kill_leg = config.cluster.kill_latency_ms / 2000.0
         self.lateness = Reservoir()
@@ -83,7 +87,6 @@ class NodeGroup(Checked):
         clock = self.clock
         heap = [(t, i) for i, t in enumerate(self.first_beats) if t < self.duration]
         heapq.heapify(heap)
-        loop = asyncio.get_running_loop()
         tick = REPORT_TICK_S / self.scale
         woke = -tick
         while heap:
@@ -96,12 +99,24 @@ class NodeGroup(Checked):
                 due.append(self.nodes[i].report(now, self.with_ids))
                 if planned + self.interval < self.duration:
                     heapq.heappush(heap, (planned + self.interval, i))
-            if self.delay > 0:
-                loop.call_later(self.delay * self.scale, self._send, due)
-            else:
-                self._send(due)
+            self._deliver(due)
 
-    def _send(self, reports: list[Report]) -> None:
+    def _deliver(self, reports: list[Report]) -> None:
+        """Every replica gets every report after the delivery delay plus, with jitter, a draw
+        of its own (as in the virtual engine), so reports of one node can overtake each other.
+        Reports landing in the same loop turn still travel together."""
+        if self.jitter > 0:
+            later = asyncio.get_running_loop().call_later
+            for report in reports:
+                for outbox in self.outboxes:
+                    delay = self.delay + self.delivery_rng.uniform(0.0, self.jitter)
+                    later(delay * self.scale, outbox.post, report)
+        elif self.delay > 0:
+            asyncio.get_running_loop().call_later(self.delay * self.scale, self._post, reports)
+        else:
+            self._post(reports)
+
+    def _post(self, reports: list[Report]) -> None:
         for outbox in self.outboxes:
             for report in reports:
                 outbox.post(report)

@@ -17,11 +17,10 @@ from actors.outbox import Checked, Outbox, spawn
 from actors.reservoir import Reservoir
 from harness.clock import WallClock
 from harness.config import Config
-from harness.engine import placement_rules, stream
-from harness.ledgers import make_ledger
+from harness.engine import make_scheduler
 from harness.report import Report
 from harness.request import CreateRequest
-from harness.scheduler import Scheduler, Step
+from harness.scheduler import Step
 
 CreateItem = tuple[int, int, int, float, float, float, float]
 """(pool, client, sandbox_id, vcpu, memory_mib, usage, issued_at) of one create."""
@@ -33,12 +32,7 @@ class Replica(Checked):
 
     def __init__(self, replica: int, config: Config, seed: int, cpu_counts: list[int]) -> None:
         super().__init__()
-        self.scheduler = Scheduler(
-            cpu_counts,
-            placement_rules(config),
-            make_ledger(config.placement.strategy, cpu_counts),
-            stream(seed, f"placement/{replica}"),
-        )
+        self.scheduler = make_scheduler(config, seed, replica, cpu_counts)
         self.deadline_s = config.placement.deadline_s
         self.scale = config.run.time_scale
         self.clock: WallClock | None = None
@@ -114,21 +108,25 @@ class Replica(Checked):
             spawn(self._kill(pool, req), self.errors)
 
     async def _kill(self, pool: int, req: CreateRequest) -> None:
+        self.scheduler.start_kill(req, self.clock.now())
         outcome, response = await self.kills[self.group_of[req.node]].call(
             (req.node, req.sandbox_id)
         )
         self.scheduler.finish_kill(req, outcome, self.clock.now(), response)
         self.answers[pool].post((req.sandbox_id, outcome))
 
-    async def sample(self) -> tuple[list[float], list[int], list[float]]:
-        """Believed vCPUs, in-progress counts and in-progress vCPUs, node by node."""
+    async def sample(self) -> tuple[list[float], list[int], list[float], list[float]]:
+        """Believed vCPUs, in-progress creates (count, vCPUs) and in-progress kills (vCPUs),
+        node by node."""
         self.raise_failure()
         s = self.scheduler
+        now = self._now()
         believed = s.ledger.believed_cpu
         return (
-            [believed(i) for i in range(s.n)],
+            [believed(i, now) for i in range(s.n)],
             [len(pending) for pending in s.in_progress],
             list(s.pending_cpu),
+            list(s.killing_cpu),
         )
 
     async def rpc_times(self) -> array:

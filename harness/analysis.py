@@ -17,8 +17,43 @@ def cv(counts: np.ndarray | list[float]) -> float:
     return float(a.std() / mean) if mean > 0 else float("nan")
 
 
-def seed_summary(nodes: pa.Table, requests: pa.Table) -> dict[str, Any]:
-    """Counts and latency of one (strategy, seed); sandboxes per node are the final true ones."""
+ERROR_TOLERANCE = 1e-6
+"""vCPUs of believed-minus-true below which a sample counts as exact (float residue)."""
+
+
+def accounting_error(timeline: pa.Table) -> dict[str, float]:
+    """How wrong the scheduler's belief was over one run, from the timeline's `cpu_error`.
+
+    Each sample holds until the next sample of the same (replica, node), so the mean and the
+    fraction are time-weighted (the last sample of a series closes it and weighs nothing).
+    Over- and under-count are reported as positive vCPUs; NaN when nothing was sampled.
+    """
+    if timeline.num_rows == 0:
+        return dict.fromkeys(
+            ("err_mean_abs", "err_over_max", "err_under_max", "err_nonzero_frac"), math.nan
+        )
+    replica = timeline.column("replica").to_numpy()
+    node = timeline.column("node_id").to_numpy()
+    t = timeline.column("t").to_numpy()
+    error = timeline.column("cpu_error").to_numpy()
+    order = np.lexsort((t, node, replica))
+    replica, node, t, error = replica[order], node[order], t[order], error[order]
+    same_series = (replica[1:] == replica[:-1]) & (node[1:] == node[:-1])
+    weight = np.append(np.where(same_series, np.diff(t), 0.0), 0.0)
+    if weight.sum() <= 0:
+        weight = np.ones_like(t)
+    wrong = np.abs(error) > ERROR_TOLERANCE
+    return {
+        "err_mean_abs": float(np.average(np.abs(error), weights=weight)),
+        "err_over_max": float(max(error.max(), 0.0)),
+        "err_under_max": float(max(-error.min(), 0.0)),
+        "err_nonzero_frac": float(weight[wrong].sum() / weight.sum()),
+    }
+
+
+def seed_summary(nodes: pa.Table, requests: pa.Table, timeline: pa.Table) -> dict[str, Any]:
+    """Counts, latency and accounting error of one (strategy, seed); sandboxes per node are
+    the final true ones."""
     counts = nodes.column("sandboxes").to_numpy()
     kind = requests.column("kind").to_numpy(zero_copy_only=False)
     outcome = requests.column("outcome").to_numpy(zero_copy_only=False)
@@ -39,6 +74,7 @@ def seed_summary(nodes: pa.Table, requests: pa.Table) -> dict[str, Any]:
         "min_count": int(counts.min()) if counts.size else 0,
         "p50_place_ms": float(p50),
         "p99_place_ms": float(p99),
+        **accounting_error(timeline),
     }
 
 
@@ -77,6 +113,10 @@ def by_strategy(summary: pd.DataFrame) -> pd.DataFrame:
                 "placed": float(group["placed"].mean()),
                 "failed": float(group["failed"].mean()),
                 "p99_place_ms": float(group["p99_place_ms"].mean()),
+                "err_mean_abs": float(group["err_mean_abs"].mean()),
+                "err_over_max": float(group["err_over_max"].max()),
+                "err_under_max": float(group["err_under_max"].max()),
+                "err_nonzero_frac": float(group["err_nonzero_frac"].mean()),
             }
         )
     return pd.DataFrame(rows)
@@ -97,3 +137,27 @@ def rank_shares(n: int, k: int) -> list[float]:
 def uniform_cv(n: int, m: int) -> float:
     """Expected CV of m requests thrown uniformly at random into n nodes."""
     return math.sqrt((n - 1) / m)
+
+
+def cv_shift(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy, how far CV moves from the `base` run to the `other` one (same seeds, one
+    setting changed, e.g. more replicas): the mean per-seed difference with its 95% interval.
+    Pairing by seed cancels what both runs share (requests, initial loads), so the interval
+    is much tighter than comparing two means."""
+    keys = ["strategy", "seed"]
+    paired = base[[*keys, "cv"]].merge(other[[*keys, "cv"]], on=keys, suffixes=("_base", ""))
+    rows = []
+    for strategy, group in paired.groupby("strategy", sort=False):
+        mean, lo, hi = mean_interval(group["cv"] - group["cv_base"])
+        rows.append(
+            {
+                "strategy": strategy,
+                "seeds": len(group),
+                "cv_base": float(group["cv_base"].mean()),
+                "cv": float(group["cv"].mean()),
+                "shift": mean,
+                "shift_lo": lo,
+                "shift_hi": hi,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console()
     if not console.is_terminal:
-        console.width = 120  # piped output: room for the tables rather than 80 columns
+        console.width = 150  # piped output: room for the tables rather than 80 columns
     signal.signal(signal.SIGTERM, _terminate)
     try:
         if args.command == "run":

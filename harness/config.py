@@ -87,6 +87,12 @@ class HeartbeatConfig:
         choices=("aligned", "staggered"),
     )
     delay_ms: float = _opt(0.0, "Delivery delay between taking a report and applying it.", ge=0)
+    jitter_ms: float = _opt(
+        0.0,
+        "Extra delivery delay drawn uniformly from [0, jitter_ms] per report and replica; "
+        "above the interval, reports of a node arrive out of order.",
+        ge=0,
+    )
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,7 @@ class PlacementConfig:
     )
     deadline_s: float = _opt(30.0, "A create still unplaced this long after issue fails.", gt=0)
     replicas: int = _opt(1, "Scheduler replicas, each with its own view and in-progress map.", ge=1)
+    ttl_s: float = _opt(20.0, "How long an optimistic entry of the ttl strategy counts.", gt=0)
 
 
 @dataclass(frozen=True)
@@ -270,6 +277,8 @@ def _cross_check(c: Config) -> None:
             "cluster.initial_cpu_allocated",
             f"exceeds a node's capacity R * cpu_count = {capacity:g}",
         )
+    if c.placement.k > c.cluster.nodes:
+        raise ConfigError("placement.k", f"{c.placement.k} exceeds cluster.nodes {c.cluster.nodes}")
     if c.workload.arrival == "closed" and c.workload.lifetime_s is None:
         raise ConfigError(
             "workload.lifetime_s",

@@ -42,7 +42,14 @@ def _fmt(x: float, digits: int = 3) -> str:
 
 
 def strategy_table(summary: pd.DataFrame, title: str) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = Table(
+        title=title,
+        title_justify="left",
+        caption="err: believed minus true allocated vCPU per node and replica; |err| is its mean, "
+        "time-weighted, over and under the worst over all seeds, err % the share of "
+        "node-time with any error",
+        caption_justify="left",
+    )
     table.add_column("strategy", no_wrap=True)
     for col in (
         "seeds",
@@ -54,6 +61,10 @@ def strategy_table(summary: pd.DataFrame, title: str) -> Table:
         "placed",
         "failed",
         "p99 ms",
+        "|err|",
+        "over",
+        "under",
+        "err %",
     ):
         table.add_column(col, justify="right", no_wrap=True)
     for _, r in by_strategy(summary).iterrows():
@@ -68,6 +79,10 @@ def strategy_table(summary: pd.DataFrame, title: str) -> Table:
             f"{r['placed']:.1f}",
             f"{r['failed']:.1f}",
             _fmt(r["p99_place_ms"], 2),
+            _fmt(r["err_mean_abs"], 2),
+            _fmt(r["err_over_max"], 1),
+            _fmt(r["err_under_max"], 1),
+            "-" if math.isnan(r["err_nonzero_frac"]) else f"{100 * r['err_nonzero_frac']:.1f}%",
         )
     return table
 

@@ -9,11 +9,23 @@ class and no engine changes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from harness.node import Outcome
 from harness.report import Report
 from harness.request import CreateRequest
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerOptions:
+    """Tunables some strategies read; the engine fills them from the `placement` config."""
+
+    ttl_s: float = 20.0
+    """How long a `ttl` optimistic entry counts before it expires."""
+
+
+DEFAULT_OPTIONS = LedgerOptions()
 
 
 class NodeView:
@@ -24,6 +36,7 @@ class NodeView:
         "cpu_count",
         "cpu_percent",
         "memory_allocated_mib",
+        "sandbox_ids",
         "seq",
         "taken_at",
     )
@@ -35,6 +48,7 @@ class NodeView:
         self.memory_allocated_mib = 0.0
         self.seq = 0
         self.taken_at = float("-inf")
+        self.sandbox_ids: frozenset[int] = frozenset()
 
     def overwrite(self, report: Report) -> None:
         self.cpu_count = report.cpu_count
@@ -43,6 +57,7 @@ class NodeView:
         self.memory_allocated_mib = report.memory_allocated_mib
         self.seq = report.seq
         self.taken_at = report.taken_at
+        self.sandbox_ids = report.sandbox_ids or frozenset()
 
 
 class Ledger:
@@ -59,16 +74,27 @@ class Ledger:
     """Whether reports must list the node's sandbox IDs for this strategy."""
     wants_response_report: ClassVar[bool] = False
     """Whether create and kill answers must carry the node's fresh report (`response`)."""
+    drops_old_reports: ClassVar[bool] = False
+    """Whether a report not newer (by `seq`) than the view is dropped; upstream applies it."""
 
-    def __init__(self, cpu_counts: list[int]) -> None:
+    def __init__(self, cpu_counts: list[int], options: LedgerOptions = DEFAULT_OPTIONS) -> None:
         self.views = [NodeView(c) for c in cpu_counts]
+        self.options = options
 
-    def believed_cpu(self, node: int) -> float:
-        """Allocated vCPUs this scheduler believes the node has, excluding in-progress creates."""
+    def believed_cpu(self, node: int, now: float) -> float:
+        """Allocated vCPUs this scheduler believes the node has at `now`, excluding
+        in-progress creates."""
         return self.views[node].cpu_allocated
 
     def apply_report(self, report: Report, now: float) -> None:
-        self.views[report.node_id].overwrite(report)
+        view = self.views[report.node_id]
+        if self.drops_old_reports and report.seq <= view.seq:
+            return
+        view.overwrite(report)
+        self.report_applied(report, now)
+
+    def report_applied(self, report: Report, now: float) -> None:
+        """Called after a report has overwritten the view (not for a dropped one)."""
 
     def create_started(self, req: CreateRequest, now: float) -> None:
         """Called after `req.node` is chosen, before the create RPC is sent."""

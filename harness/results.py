@@ -53,6 +53,8 @@ TIMELINE = pa.schema(
         ("view_cpu_allocated", pa.float64()),
         ("in_progress", pa.int32()),
         ("in_progress_cpu", pa.float64()),
+        ("kill_in_progress_cpu", pa.float64()),
+        ("cpu_error", pa.float64()),
     ]
 )
 NODES = pa.schema(
@@ -84,6 +86,10 @@ SUMMARY = pa.schema(
         ("min_count", pa.int64()),
         ("p50_place_ms", pa.float64()),
         ("p99_place_ms", pa.float64()),
+        ("err_mean_abs", pa.float64()),
+        ("err_over_max", pa.float64()),
+        ("err_under_max", pa.float64()),
+        ("err_nonzero_frac", pa.float64()),
         ("sim_duration_s", pa.float64()),
         ("engine_wall_s", pa.float64()),
         # Engines in real time only (null for the virtual engine); times in model ms.
@@ -157,7 +163,9 @@ class Recorder:
         view_cpu_allocated: float,
         in_progress: int,
         in_progress_cpu: float,
+        kill_in_progress_cpu: float,
     ) -> None:
+        """One (node, replica) at `t`; `cpu_error` = believed minus true allocated vCPU."""
         self.timeline.append(
             (
                 t,
@@ -168,6 +176,8 @@ class Recorder:
                 view_cpu_allocated,
                 in_progress,
                 in_progress_cpu,
+                kill_in_progress_cpu,
+                view_cpu_allocated - cpu_allocated,
             )
         )
 

@@ -49,17 +49,20 @@ class Scheduler:
         self.n = len(cpu_counts)
         self.in_progress: list[dict[int, float]] = [{} for _ in cpu_counts]
         self.pending_cpu = [0.0] * self.n
+        # Kills sent and not answered yet, per node: the accounting error's other bound.
+        self.killing: list[dict[int, float]] = [{} for _ in cpu_counts]
+        self.killing_cpu = [0.0] * self.n
         # While every node has at least this many vCPUs, no request needs a CPU filter.
         self.min_cpu_count = min(cpu_counts, default=0)
 
-    def reserved(self, node: int) -> float:
+    def reserved(self, node: int, now: float) -> float:
         """`reserved` of the score: the believed allocation, plus pending vCPUs if counted."""
-        believed = self.ledger.believed_cpu(node)
+        believed = self.ledger.believed_cpu(node, now)
         if self.ledger.counts_in_progress:
             return believed + self.pending_cpu[node]
         return believed
 
-    def choose(self, vcpu: float, excluded: set[int] | None) -> int | None:
+    def choose(self, vcpu: float, excluded: set[int] | None, now: float) -> int | None:
         rules = self.rules
         views = self.ledger.views
         in_progress = self.in_progress
@@ -77,14 +80,16 @@ class Scheduler:
 
         def score_of(node: int) -> float:
             view = views[node]
-            reserved = believed(node) if pending is None else believed(node) + pending[node]
+            reserved = (
+                believed(node, now) if pending is None else believed(node, now) + pending[node]
+            )
             return score(vcpu, reserved, view.cpu_percent, view.cpu_count, rules.r, rules.alpha)
 
         return best(sample(self.random, self.n, rules.k, eligible), score_of)
 
     def start_create(self, req: CreateRequest, now: float) -> int | None:
         """Choose a node and StartPlacing on it; None means "failed to place"."""
-        node = self.choose(req.vcpu, req.excluded)
+        node = self.choose(req.vcpu, req.excluded, now)
         if node is None:
             req.failure = "no_candidate"
             return None
@@ -122,9 +127,18 @@ class Scheduler:
             return Step.FAILED
         return Step.RETRY
 
+    def start_kill(self, req: CreateRequest, now: float) -> None:
+        """Called when the kill RPC for `req` (placed on `req.node`) is sent."""
+        self.killing[req.node][req.sandbox_id] = req.vcpu
+        self.killing_cpu[req.node] += req.vcpu
+
     def finish_kill(
         self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None = None
     ) -> None:
+        node = req.node
+        self.killing_cpu[node] -= self.killing[node].pop(req.sandbox_id)
+        if not self.killing[node]:
+            self.killing_cpu[node] = 0.0
         self.ledger.kill_finished(req, outcome, now, response)
 
     def apply_report(self, report: Report, now: float) -> None:

@@ -37,6 +37,7 @@ CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.toml"))
             "closed-loop",
         ),
         ({"workload": {"vcpu": 500}}, "workload.vcpu", "cpu_count"),
+        ({"cluster": {"nodes": 2}}, "placement.k", "exceeds cluster.nodes 2"),
         ({"run": {"duration_s": float("inf")}}, "run.duration_s", "finite"),
         ({"run": 3}, "run", "a table"),
     ],

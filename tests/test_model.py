@@ -86,7 +86,7 @@ def test_only_strategies_that_count_in_progress_see_pending_creates():
     for name in ("stale", "in_progress"):
         s = scheduler(name, nodes=1)
         s.start_create(request(1, vcpu=3.0), 0.0)
-        assert s.reserved(0) == (3.0 if LEDGERS[name].counts_in_progress else 0.0)
+        assert s.reserved(0, 0.0) == (3.0 if LEDGERS[name].counts_in_progress else 0.0)
 
 
 def test_optimistic_adds_after_success_and_removes_with_an_underflow_guard():
@@ -96,8 +96,10 @@ def test_optimistic_adds_after_success_and_removes_with_an_underflow_guard():
     assert s.finish_create(req, Outcome.OK, 0.001) is Step.PLACED
     view = s.ledger.views[0]
     assert view.cpu_allocated == 2.0 and view.memory_allocated_mib == 1024
+    s.start_kill(req, 0.5)
     s.finish_kill(req, Outcome.OK, 1.0)
     assert view.cpu_allocated == 0.0
+    s.start_kill(req, 1.5)
     s.finish_kill(req, Outcome.OK, 2.0)  # would go below zero: skipped
     assert view.cpu_allocated == 0.0
 
@@ -108,7 +110,7 @@ def test_a_report_overwrites_the_view():
     s.start_create(req, 0.0)
     s.finish_create(req, Outcome.OK, 0.0)
     s.apply_report(Node(0, 8, 1024, 4.0, base_cpu=5.0).report(1.0), 1.0)
-    assert s.ledger.believed_cpu(0) == 5.0
+    assert s.ledger.believed_cpu(0, 1.0) == 5.0
 
 
 def test_too_many_starting_skips_nodes_with_more_than_max_starting_in_progress():

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from harness.config import Config
+from harness.ledger import LedgerOptions
+from harness.ledgers import make_ledger
 from harness.results import SeedResult
-from harness.scheduler import PlacementRules
+from harness.scheduler import PlacementRules, Scheduler
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +49,11 @@ def stream(seed: int, purpose: str) -> random.Random:
     return random.Random(f"{seed}:{purpose}")
 
 
-def placement_rules(config: Config) -> PlacementRules:
-    """The scheduler's rules from the config's placement section (every engine uses them)."""
+def make_scheduler(config: Config, seed: int, replica: int, cpu_counts: list[int]) -> Scheduler:
+    """Scheduler replica `replica` as every engine builds it: the config's placement rules and
+    strategy, and a random stream of its own."""
     p = config.placement
-    return PlacementRules(
+    rules = PlacementRules(
         k=p.k,
         r=p.r,
         alpha=p.alpha,
@@ -59,6 +62,8 @@ def placement_rules(config: Config) -> PlacementRules:
         max_attempts=p.max_attempts,
         deadline_s=p.deadline_s,
     )
+    ledger = make_ledger(p.strategy, cpu_counts, LedgerOptions(ttl_s=p.ttl_s))
+    return Scheduler(cpu_counts, rules, ledger, stream(seed, f"placement/{replica}"))
 
 
 def get_engine(name: str) -> Engine:

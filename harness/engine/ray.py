@@ -124,6 +124,7 @@ class RaySeedRun:
             NodeGroup.options(**spread).remote(
                 nodes[lo:hi],
                 config,
+                seed,
                 first_beats[lo:hi],
                 ledger.wants_sandbox_ids,
                 ledger.wants_response_report,
@@ -163,7 +164,7 @@ class RaySeedRun:
         if timeline is not None:
             n = len(cpu)
             views = ray.get([r.sample.remote() for r in self.replicas])
-            for replica, (believed, in_progress, in_progress_cpu) in enumerate(views):
+            for replica, (believed, in_progress, in_progress_cpu, killing) in enumerate(views):
                 columns = {
                     "t": [t] * n,
                     "node_id": list(range(n)),
@@ -173,6 +174,8 @@ class RaySeedRun:
                     "view_cpu_allocated": believed,
                     "in_progress": in_progress,
                     "in_progress_cpu": in_progress_cpu,
+                    "kill_in_progress_cpu": killing,
+                    "cpu_error": [b - c for b, c in zip(believed, cpu, strict=True)],
                 }
                 timeline.write(table(TIMELINE, self.config.placement.strategy, self.seed, columns))
         return counts
@@ -249,7 +252,7 @@ class RaySeedRun:
             "nodes": len(nodes),
             "k": config.placement.k,
             "replicas": config.placement.replicas,
-            **seed_summary(nodes_table, requests),
+            **seed_summary(nodes_table, requests, timeline),
             "sim_duration_s": max(config.run.duration_s, done_at.max(initial=0.0)),
             "engine_wall_s": time.perf_counter() - wall,
             "time_scale": scale,

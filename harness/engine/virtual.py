@@ -13,8 +13,7 @@ from harness.analysis import seed_summary
 from harness.clock import VirtualClock
 from harness.cluster import build_nodes
 from harness.config import Config
-from harness.engine import Progress, placement_rules, stream
-from harness.ledgers import make_ledger
+from harness.engine import Progress, make_scheduler, stream
 from harness.node import Node, Outcome
 from harness.report import Report
 from harness.request import CreateRequest
@@ -40,34 +39,29 @@ class _World:
         self.duration = config.run.duration_s
         self.nodes: list[Node] = build_nodes(config, stream(seed, "cluster"))
         cpu_counts = [n.cpu_count for n in self.nodes]
-        rules = placement_rules(config)
         self.schedulers = [
-            Scheduler(
-                cpu_counts,
-                rules,
-                make_ledger(config.placement.strategy, cpu_counts),
-                stream(seed, f"placement/{r}"),
-            )
-            for r in range(config.placement.replicas)
+            make_scheduler(config, seed, r, cpu_counts) for r in range(config.placement.replicas)
         ]
         ledger = self.schedulers[0].ledger
         self.with_ids = ledger.wants_sandbox_ids
         self.with_response = ledger.wants_response_report
         self.workload_rng = stream(seed, "workload")
         self.heartbeat_rng = stream(seed, "heartbeat")
+        self.delivery_rng = stream(seed, "report-delivery")
         self.recorder = Recorder()
         self.next_sandbox = 0
         c = config.cluster
         self.create_leg = c.create_latency_ms / 2000.0
         self.kill_leg = c.kill_latency_ms / 2000.0
         self.report_delay = config.heartbeat.delay_ms / 1000.0
+        self.report_jitter = config.heartbeat.jitter_ms / 1000.0
 
     # -- set-up ------------------------------------------------------------------------------
 
     def start(self) -> None:
         clock = self.clock
         # The reference syncs every node once before the run: applied at t=0, before anything.
-        self._report(self.nodes, delay=0.0)
+        self._report(self.nodes, delayed=False)
         hb = self.config.heartbeat
         if hb.phase == "aligned":
             if hb.interval_s < self.duration:
@@ -93,28 +87,33 @@ class _World:
 
     # -- heartbeats and samples --------------------------------------------------------------
 
-    def _report(self, nodes: list[Node], delay: float) -> None:
+    def _report(self, nodes: list[Node], delayed: bool = True) -> None:
+        """Take each node's report now; every replica receives it after the delivery delay
+        plus its own jitter draw, so reports of one node can overtake each other."""
         now = self.clock.now()
-        reports = [node.report(now, self.with_ids) for node in nodes]
-        if delay > 0:
-            self.clock.after(delay, self._deliver, reports)
-        else:
-            self._deliver(reports)
+        for node in nodes:
+            report = node.report(now, self.with_ids)
+            for scheduler in self.schedulers:
+                delay = self.report_delay if delayed else 0.0
+                if delayed and self.report_jitter > 0:
+                    delay += self.delivery_rng.uniform(0.0, self.report_jitter)
+                if delay > 0:
+                    self.clock.after(delay, self._deliver, (scheduler, report))
+                else:
+                    scheduler.apply_report(report, now)
 
-    def _deliver(self, reports: list[Report]) -> None:
-        now = self.clock.now()
-        for scheduler in self.schedulers:
-            for report in reports:
-                scheduler.apply_report(report, now)
+    def _deliver(self, arg: tuple[Scheduler, Report]) -> None:
+        scheduler, report = arg
+        scheduler.apply_report(report, self.clock.now())
 
     def _aligned_beat(self, _: None) -> None:
-        self._report(self.nodes, self.report_delay)
+        self._report(self.nodes)
         nxt = self.clock.now() + self.config.heartbeat.interval_s
         if nxt < self.duration:
             self.clock.at(nxt, self._aligned_beat)
 
     def _node_beat(self, node: Node) -> None:
-        self._report([node], self.report_delay)
+        self._report([node])
         nxt = self.clock.now() + self.config.heartbeat.interval_s
         if nxt < self.duration:
             self.clock.at(nxt, self._node_beat, node)
@@ -132,9 +131,10 @@ class _World:
                     replica,
                     node.cpu_allocated,
                     len(node.sandboxes),
-                    believed(i),
+                    believed(i, now),
                     len(scheduler.in_progress[i]),
                     scheduler.pending_cpu[i],
+                    scheduler.killing_cpu[i],
                 )
         nxt = now + self.config.run.sample_interval_s
         if nxt <= self.duration:
@@ -228,6 +228,7 @@ class _World:
 
     def _send_kill(self, req: CreateRequest) -> None:
         req.issued_at = self.clock.now()
+        self._scheduler_of(req.client).start_kill(req, req.issued_at)
         self.clock.after(self.kill_leg, self._node_kill, req)
 
     def _node_kill(self, req: CreateRequest) -> None:
@@ -275,6 +276,9 @@ class VirtualEngine:
         requests = table(
             REQUESTS, strategy, seed, Recorder.columns(REQUESTS, world.recorder.requests)
         )
+        timeline = table(
+            TIMELINE, strategy, seed, Recorder.columns(TIMELINE, world.recorder.timeline)
+        )
         summary = {
             "engine": self.name,
             "strategy": strategy,
@@ -282,13 +286,8 @@ class VirtualEngine:
             "nodes": len(world.nodes),
             "k": config.placement.k,
             "replicas": config.placement.replicas,
-            **seed_summary(nodes, requests),
+            **seed_summary(nodes, requests, timeline),
             "sim_duration_s": max(world.clock.now(), config.run.duration_s),
             "engine_wall_s": wall,
         }
-        return SeedResult(
-            summary,
-            nodes,
-            requests,
-            table(TIMELINE, strategy, seed, Recorder.columns(TIMELINE, world.recorder.timeline)),
-        )
+        return SeedResult(summary, nodes, requests, timeline)

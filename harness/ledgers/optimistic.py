@@ -14,22 +14,28 @@ class OptimisticLedger(Ledger):
     name = "optimistic"
     counts_in_progress = True
 
-    def create_finished(
-        self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None
-    ) -> None:
-        if outcome is Outcome.OK:
-            view = self.views[req.node]
-            view.cpu_allocated += req.vcpu
-            view.memory_allocated_mib += req.memory_mib
-
-    def kill_finished(
-        self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None
-    ) -> None:
-        if outcome is not Outcome.OK:
-            return
+    def add(self, req: CreateRequest) -> None:
+        """OptimisticAdd: the sandbox's resources join the node's view at once."""
         view = self.views[req.node]
-        # Underflow guard as upstream: skip when the subtraction would go below zero.
+        view.cpu_allocated += req.vcpu
+        view.memory_allocated_mib += req.memory_mib
+
+    def remove(self, req: CreateRequest) -> None:
+        """OptimisticRemove, with upstream's underflow guard: skip what would go below zero."""
+        view = self.views[req.node]
         if view.cpu_allocated >= req.vcpu:
             view.cpu_allocated -= req.vcpu
         if view.memory_allocated_mib >= req.memory_mib:
             view.memory_allocated_mib -= req.memory_mib
+
+    def create_finished(
+        self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None
+    ) -> None:
+        if outcome is Outcome.OK:
+            self.add(req)
+
+    def kill_finished(
+        self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None
+    ) -> None:
+        if outcome is Outcome.OK:
+            self.remove(req)

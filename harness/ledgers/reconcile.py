@@ -1,0 +1,68 @@
+"""`reconcile`: reports list sandbox IDs; own calls stay unconfirmed until a report shows them
+(fix b, the one upstream preferred).
+
+The view of a node is its last report, plus this scheduler's successful creates the report
+does not list yet, minus its successful kills the report still lists. A create entry is dropped
+once a report lists its ID; a kill entry once a report taken after the kill's answer no longer
+lists it (a report taken before the create does not list it either, so absence alone proves
+nothing). Reports are ordered by sequence number and older ones are dropped. The only error
+left is the calls in flight: a create the node has done but whose answer has not arrived, or a
+kill likewise.
+
+Taking "after the kill's answer" from the report's `taken_at` assumes node and scheduler share
+a clock, as both engines do; a production version would echo a sequence number in the answer.
+"""
+
+from __future__ import annotations
+
+from harness.ledger import DEFAULT_OPTIONS, Ledger, LedgerOptions
+from harness.node import Outcome
+from harness.report import Report
+from harness.request import CreateRequest
+
+
+class ReconcileLedger(Ledger):
+    name = "reconcile"
+    counts_in_progress = True
+    wants_sandbox_ids = True
+    drops_old_reports = True
+
+    def __init__(self, cpu_counts: list[int], options: LedgerOptions = DEFAULT_OPTIONS) -> None:
+        super().__init__(cpu_counts, options)
+        # Per node: unconfirmed creates {id: vCPU}, none listed by the view's report;
+        # unconfirmed kills {id: (vCPU, answered_at)}.
+        self.creates: list[dict[int, float]] = [{} for _ in cpu_counts]
+        self.kills: list[dict[int, tuple[float, float]]] = [{} for _ in cpu_counts]
+
+    def report_applied(self, report: Report, now: float) -> None:
+        node = report.node_id
+        view = self.views[node]
+        listed = view.sandbox_ids
+        creates = self.creates[node]
+        for sid in listed.intersection(creates):
+            del creates[sid]
+        kills = self.kills[node]
+        for sid in [s for s, (_, at) in kills.items() if s not in listed and report.taken_at >= at]:
+            del kills[sid]
+        view.cpu_allocated += sum(creates.values()) - sum(
+            vcpu for sid, (vcpu, _) in kills.items() if sid in listed
+        )
+
+    def create_finished(
+        self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None
+    ) -> None:
+        view = self.views[req.node]
+        if outcome is Outcome.OK and req.sandbox_id not in view.sandbox_ids:
+            self.creates[req.node][req.sandbox_id] = req.vcpu
+            view.cpu_allocated += req.vcpu
+
+    def kill_finished(
+        self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None
+    ) -> None:
+        if outcome is not Outcome.OK:
+            return
+        view = self.views[req.node]
+        unconfirmed = self.creates[req.node].pop(req.sandbox_id, None) is not None
+        if unconfirmed or req.sandbox_id in view.sandbox_ids:
+            view.cpu_allocated -= req.vcpu
+        self.kills[req.node][req.sandbox_id] = (req.vcpu, now)

@@ -1,0 +1,121 @@
+"""Generated configs: the harness either runs them or refuses with a ConfigError naming a key.
+
+Never a traceback: any other exception here is a bug. Values are drawn around the valid
+ranges (negative, zero, wrong types, unknown keys) and runs are kept small.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from harness.cli import main
+from harness.config import Config, ConfigError, defaults_table, from_dict
+from harness.engine.virtual import VirtualEngine
+
+SECTION_KEYS: dict[str, dict[str, str]] = {}
+for dotted, default, _ in defaults_table():
+    section, key = dotted.split(".")
+    SECTION_KEYS.setdefault(section, {})[key] = default
+
+WORDS = [
+    "none",
+    "stale",
+    "optimistic",
+    "in_progress",
+    "closed",
+    "burst",
+    "poisson",
+    "constant",
+    "staggered",
+    "aligned",
+    "exponential",
+    "fixed",
+    "bogus",
+]
+anything = st.one_of(
+    st.integers(-3, 12),
+    st.floats(-1.0, 12.0),
+    st.sampled_from([float("nan"), float("inf")]),
+    st.booleans(),
+    st.sampled_from(WORDS),
+    st.lists(st.integers(-1, 6), max_size=4),
+)
+
+
+def near(default: str) -> st.SearchStrategy:
+    """Values of the key's own type around its valid range, or now and then anything."""
+    if default in ("true", "false"):
+        typed = st.booleans()
+    elif default.startswith("["):
+        typed = st.lists(st.integers(-1, 6), max_size=3)
+    elif default.startswith('"'):
+        typed = st.sampled_from(WORDS)
+    elif "." in default:
+        typed = st.floats(-0.5, 30.0)
+    else:
+        typed = st.integers(-1, 12)
+    return st.one_of(typed, typed, typed, anything)
+
+
+@st.composite
+def raw_configs(draw: st.DrawFn) -> dict[str, Any]:
+    raw: dict[str, Any] = {}
+    for section in draw(st.lists(st.sampled_from([*SECTION_KEYS, "extra"]), max_size=5)):
+        keys = SECTION_KEYS.get(section, {"x": "1"})
+        chosen = draw(st.lists(st.sampled_from([*keys, *keys, "unknown_key"]), max_size=4))
+        raw[section] = {key: draw(near(keys.get(key, "1"))) for key in chosen}
+    return raw
+
+
+def small(config: Config) -> bool:
+    w = config.workload
+    return (
+        config.cluster.nodes <= 12
+        and config.run.duration_s <= 30
+        and w.rate_per_s * config.run.duration_s <= 2000
+        and w.clients <= 200
+        and w.burst <= 500
+        and config.run.sample_interval_s in (0, *range(1, 31))
+        and (w.lifetime_s is None or w.lifetime_s >= 0.05)
+        and config.cluster.create_latency_ms >= 0.1
+    )
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw_configs())
+def test_generated_configs_run_or_name_a_key(raw):
+    try:
+        config = from_dict(raw)
+    except ConfigError as e:
+        assert e.key and e.reason and "\n" not in str(e)
+        event("refused")
+        return
+    event("valid")
+    if small(config):
+        event("ran")
+        s = VirtualEngine().run_seed(config, seed=0).summary
+        assert s["placed"] + s["failed"] == s["requests"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(raw_configs())
+def test_the_cli_exits_0_or_2(tmp_path_factory, raw):
+    tmp = tmp_path_factory.mktemp("fuzz")
+    path = tmp / "c.toml"
+    lines = []
+    for section, entries in raw.items():
+        lines.append(f"[{section}]")
+        for key, value in entries.items():
+            text = str(value).lower() if isinstance(value, bool) else repr(value)
+            lines.append(f"{key} = {text}")
+    path.write_text("\n".join(lines) + "\n")
+    try:
+        config = from_dict(raw)
+    except ConfigError:
+        config = None
+    if config is not None and not small(config):
+        return
+    assert main(["run", str(path), "--seeds", "1", "--out", str(tmp / "out"), "--quiet"]) in (0, 2)

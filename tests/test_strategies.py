@@ -1,0 +1,242 @@
+"""The new ledger strategies, report ordering and the accounting-error summary, on scripted
+sequences of reports and calls (no engine): each test states the race it replays."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from harness.analysis import accounting_error, cv_shift
+from harness.config import ConfigError, from_dict
+from harness.ledger import LedgerOptions
+from harness.ledgers import LEDGERS, make_ledger
+from harness.node import Node, Outcome
+from harness.request import CreateRequest
+from harness.results import TIMELINE, Recorder, table
+
+
+def _req(sandbox_id: int, node: int = 0, vcpu: float = 2.0) -> CreateRequest:
+    req = CreateRequest(sandbox_id, vcpu, 1024.0, 1.0, None, 0.0, 30.0, client=0)
+    req.node = node
+    return req
+
+
+def _node() -> Node:
+    return Node(0, 64, 65536.0, 4.0, base_cpu=4.0)
+
+
+def _ledger(name: str, node: Node, **options: float):
+    """A one-node ledger that has applied the node's first report at t=0."""
+    ledger = make_ledger(name, [node.cpu_count], LedgerOptions(**options))
+    ledger.apply_report(node.report(0.0, ledger.wants_sandbox_ids), 0.0)
+    return ledger
+
+
+def _answer(ledger, node: Node, t: float):
+    """The node's fresh report sent back with an answer, for strategies that want one."""
+    return node.report(t, ledger.wants_sandbox_ids) if ledger.wants_response_report else None
+
+
+def _create(ledger, node: Node, req: CreateRequest, t: float) -> None:
+    """The create RPC in full: started at t, done by the node at t+1, answered at t+2."""
+    ledger.create_started(req, t)
+    outcome = node.create(req.sandbox_id, req.vcpu, req.memory_mib, req.usage)
+    ledger.create_finished(req, outcome, t + 2, _answer(ledger, node, t + 1))
+
+
+def _kill(ledger, node: Node, req: CreateRequest, t: float) -> None:
+    """The kill RPC in full: sent at t, done by the node at t+1, answered at t+2."""
+    outcome = node.kill(req.sandbox_id)
+    ledger.kill_finished(req, outcome, t + 2, _answer(ledger, node, t + 1))
+
+
+def test_registry_has_every_strategy_by_name() -> None:
+    assert set(LEDGERS) == {
+        "stale",
+        "in_progress",
+        "optimistic",
+        "optimistic_add_only",
+        "optimistic_pre_rpc",
+        "ttl",
+        "sync_response",
+        "reconcile",
+    }
+    assert all(name == cls.name for name, cls in LEDGERS.items())
+
+
+@pytest.mark.parametrize("name", sorted(LEDGERS))
+def test_older_report_is_dropped_only_by_strategies_that_order_reports(name: str) -> None:
+    node = _node()
+    ledger = _ledger(name, node)
+    old = node.report(1.0, ledger.wants_sandbox_ids)
+    node.create(7, 2.0, 1024.0, 1.0)
+    new = node.report(2.0, ledger.wants_sandbox_ids)
+    ledger.apply_report(new, 3.0)
+    ledger.apply_report(old, 4.0)  # overtaken in transit
+    expected = new if ledger.drops_old_reports else old
+    assert ledger.views[0].seq == expected.seq
+    assert ledger.believed_cpu(0, 4.0) == expected.cpu_allocated
+
+
+def test_optimistic_double_counts_a_report_taken_during_the_rpc() -> None:
+    node, req = _node(), _req(1)
+    ledger = _ledger("optimistic", node)
+    ledger.create_started(req, 1.0)
+    node.create(1, 2.0, 1024.0, 1.0)
+    ledger.apply_report(node.report(1.5), 1.6)  # taken after the node acted, before the answer
+    ledger.create_finished(req, Outcome.OK, 2.0, None)
+    assert ledger.believed_cpu(0, 2.0) - node.cpu_allocated == 2.0
+
+
+def test_pre_rpc_add_is_erased_by_a_report_taken_before_the_create() -> None:
+    node, req = _node(), _req(1)
+    ledger = _ledger("optimistic_pre_rpc", node)
+    before = node.report(0.5)
+    ledger.create_started(req, 1.0)
+    assert ledger.believed_cpu(0, 1.0) == 6.0  # added before the RPC
+    ledger.apply_report(before, 1.2)
+    node.create(1, 2.0, 1024.0, 1.0)
+    ledger.create_finished(req, Outcome.OK, 2.0, None)
+    assert ledger.believed_cpu(0, 2.0) - node.cpu_allocated == -2.0
+
+
+def test_pre_rpc_takes_back_the_add_of_a_failed_create() -> None:
+    node, req = _node(), _req(1)
+    ledger = _ledger("optimistic_pre_rpc", node)
+    ledger.create_started(req, 1.0)
+    ledger.create_finished(req, Outcome.RESOURCE_EXHAUSTED, 2.0, None)
+    assert ledger.believed_cpu(0, 2.0) == 4.0
+
+
+def test_add_only_keeps_killed_sandboxes_until_the_next_report() -> None:
+    node = _node()
+    ledger = _ledger("optimistic_add_only", node)
+    for i in range(3):
+        req = _req(i)
+        _create(ledger, node, req, 10.0 * i)
+        _kill(ledger, node, req, 10.0 * i + 5)
+    assert node.cpu_allocated == 4.0
+    assert ledger.believed_cpu(0, 30.0) == 10.0
+    ledger.apply_report(node.report(31.0), 31.0)
+    assert ledger.believed_cpu(0, 31.0) == 4.0
+
+
+def test_ttl_entries_survive_reports_and_expire_after_ttl() -> None:
+    node = _node()
+    ledger = _ledger("ttl", node, ttl_s=10.0)
+    _create(ledger, node, _req(1), 0.0)  # entry +2 from t=2 to t=12
+    assert ledger.believed_cpu(0, 2.0) == 6.0
+    ledger.apply_report(node.report(3.0), 3.0)  # already counts the sandbox: overlap
+    assert ledger.believed_cpu(0, 5.0) == 8.0
+    assert ledger.believed_cpu(0, 11.9) == 8.0
+    assert ledger.believed_cpu(0, 12.0) == 6.0
+    _kill(ledger, node, _req(1), 20.0)  # entry -2 from t=22 to t=32
+    assert ledger.believed_cpu(0, 22.0) == 4.0
+    assert ledger.believed_cpu(0, 32.0) == 6.0
+
+
+def test_sync_response_applies_the_answer_only_when_newer() -> None:
+    node, req = _node(), _req(1)
+    ledger = _ledger("sync_response", node)
+    _create(ledger, node, req, 1.0)
+    assert ledger.believed_cpu(0, 3.0) == node.cpu_allocated == 6.0
+    older = node.report(3.5)
+    node.create(2, 2.0, 1024.0, 1.0)
+    ledger.apply_report(node.report(4.0), 4.0)
+    ledger.kill_finished(_req(9), Outcome.FAILED, 5.0, older)  # a slow answer, older numbers
+    assert ledger.believed_cpu(0, 5.0) == node.cpu_allocated == 8.0
+
+
+def test_reconcile_does_not_double_count_a_create_the_report_already_lists() -> None:
+    node, req = _node(), _req(1)
+    ledger = _ledger("reconcile", node)
+    ledger.create_started(req, 1.0)
+    node.create(1, 2.0, 1024.0, 1.0)
+    ledger.apply_report(node.report(1.5, with_ids=True), 1.6)
+    ledger.create_finished(req, Outcome.OK, 2.0, None)
+    assert ledger.believed_cpu(0, 2.0) == node.cpu_allocated
+
+
+def test_reconcile_keeps_a_create_a_late_report_does_not_list() -> None:
+    node, req = _node(), _req(1)
+    ledger = _ledger("reconcile", node)
+    before = node.report(0.5, with_ids=True)
+    _create(ledger, node, req, 1.0)
+    ledger.apply_report(before, 3.5)  # erase attempt: taken before the create
+    assert ledger.believed_cpu(0, 3.5) == node.cpu_allocated
+    ledger.apply_report(node.report(4.0, with_ids=True), 4.0)  # confirms it
+    assert ledger.creates[0] == {}
+    assert ledger.believed_cpu(0, 4.0) == node.cpu_allocated
+
+
+def test_reconcile_kill_waits_for_a_report_taken_after_it() -> None:
+    """A sandbox created and killed between two reports: the report taken while it lived
+    arrives after the kill and lists it; the kill must still be subtracted."""
+    node, req = _node(), _req(1)
+    ledger = _ledger("reconcile", node)
+    _create(ledger, node, req, 1.0)
+    while_alive = node.report(4.0, with_ids=True)
+    _kill(ledger, node, req, 5.0)  # answered at t=7
+    assert ledger.believed_cpu(0, 7.0) == node.cpu_allocated == 4.0
+    ledger.apply_report(while_alive, 8.0)
+    assert ledger.believed_cpu(0, 8.0) == 4.0
+    ledger.apply_report(node.report(6.5, with_ids=True), 9.0)  # before the answer: not proof
+    assert 1 in ledger.kills[0]
+    ledger.apply_report(node.report(10.0, with_ids=True), 10.0)
+    assert ledger.kills[0] == {}
+    assert ledger.believed_cpu(0, 10.0) == 4.0
+
+
+def _timeline(rows: list[tuple[float, int, int, float, float]]) -> pa.Table:
+    """(t, node, replica, true, believed) rows as a timeline table."""
+    recorder = Recorder()
+    for t, node, replica, true, believed in rows:
+        recorder.sample(t, node, replica, true, 0, believed, 0, 0.0, 0.0)
+    return table(TIMELINE, "x", 0, Recorder.columns(TIMELINE, recorder.timeline))
+
+
+def test_accounting_error_is_time_weighted_and_signed() -> None:
+    # Node 0: error +4 for 1 s, then 0 for 3 s; node 1: -2 for 2 s, 0 for 2 s (rows shuffled).
+    rows = [(t, 0, 0, 10.0, 10.0) for t in (1.0, 2.0, 3.0, 4.0)] + [(0.0, 0, 0, 10.0, 14.0)]
+    rows += [(0.0, 1, 0, 5.0, 3.0), (2.0, 1, 0, 5.0, 5.0), (4.0, 1, 0, 5.0, 5.0)]
+    err = accounting_error(_timeline(rows))
+    assert err["err_mean_abs"] == pytest.approx((4 * 1 + 2 * 2) / 8)
+    assert err["err_over_max"] == 4.0
+    assert err["err_under_max"] == 2.0
+    assert err["err_nonzero_frac"] == pytest.approx(3 / 8)
+
+
+def test_accounting_error_of_an_empty_timeline_is_nan() -> None:
+    assert all(math.isnan(v) for v in accounting_error(_timeline([])).values())
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("heartbeat.jitter_ms", -1, "heartbeat.jitter_ms: must be >= 0"),
+        ("placement.ttl_s", 0, "placement.ttl_s: must be > 0"),
+        ("placement.strategy", "reconcil", "must be one of"),
+    ],
+)
+def test_new_keys_are_validated(key: str, value: object, message: str) -> None:
+    section, leaf = key.split(".")
+    with pytest.raises(ConfigError, match=message):
+        from_dict({section: {leaf: value}})
+
+
+def test_cv_shift_pairs_runs_by_strategy_and_seed() -> None:
+    base = pd.DataFrame(
+        {"strategy": ["a", "a", "a", "b"], "seed": [0, 1, 2, 0], "cv": [0.1, 0.5, 0.3, 0.2]}
+    )
+    other = pd.DataFrame(  # same seeds in another order; strategy a moves by exactly +0.1
+        {"strategy": ["a", "a", "a", "b"], "seed": [2, 0, 1, 0], "cv": [0.4, 0.2, 0.6, 0.2]}
+    )
+    shift = cv_shift(base, other).set_index("strategy")
+    assert shift.loc["a", "shift"] == pytest.approx(0.1)
+    assert shift.loc["a", "shift_lo"] == pytest.approx(0.1)
+    assert shift.loc["a", "shift_hi"] == pytest.approx(0.1)
+    assert shift.loc["a", "seeds"] == 3
+    assert shift.loc["b", "shift"] == 0.0
