@@ -1,19 +1,21 @@
 """Scheduler-replica actor: `harness.scheduler.Scheduler` behind an async Ray actor.
 
-Every create is its own coroutine: it chooses a node, then awaits the node's answer. While it
-waits, other creates choose on the same view and reports overwrite it, which is exactly where
+Every create chooses a node and sends the RPC; its answer is handled when it comes back. In
+between, other creates choose on the same view and reports overwrite it, which is exactly where
 the real service interleaves, so the herd and the races happen for real.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from array import array
 from typing import Any
 
 import ray
 
-from actors.outbox import Checked, Outbox, spawn
+from actors.node_group import Answer
+from actors.outbox import Checked, Outbox
 from actors.reservoir import Reservoir
 from harness.clock import WallClock
 from harness.config import Config
@@ -76,23 +78,28 @@ class Replica(Checked):
                 issued_at + self.deadline_s,
                 client,
             )
-            spawn(self._place(pool, req), self.errors)
+            self._place(pool, req)
 
-    async def _place(self, pool: int, req: CreateRequest) -> None:
-        scheduler = self.scheduler
-        clock = self.clock
-        while True:
-            if scheduler.start_create(req, clock.now()) is None:
-                step = Step.FAILED
-                break
-            sent = time.perf_counter()
-            outcome, response = await self.creates[self.group_of[req.node]].call(
-                (req.node, req.sandbox_id, req.vcpu, req.memory_mib, req.usage)
-            )
-            self.rpc_wall.add(time.perf_counter() - sent)
-            step = scheduler.finish_create(req, outcome, clock.now(), response)
-            if step is not Step.RETRY:
-                break
+    def _place(self, pool: int, req: CreateRequest) -> None:
+        """Choose a node and send the create RPC; `_placed` goes on when the answer is back,
+        and in between this replica serves other calls on the same view."""
+        if self.scheduler.start_create(req, self.clock.now()) is None:
+            self._answer_create(pool, req, Step.FAILED)
+            return
+        rpc = (req.node, req.sandbox_id, req.vcpu, req.memory_mib, req.usage)
+        answered = functools.partial(self._placed, pool, req, time.perf_counter())
+        self.creates[self.group_of[req.node]].call(rpc, answered)
+
+    def _placed(self, pool: int, req: CreateRequest, sent: float, answer: Answer) -> None:
+        self.rpc_wall.add(time.perf_counter() - sent)
+        outcome, response = answer
+        step = self.scheduler.finish_create(req, outcome, self.clock.now(), response)
+        if step is Step.RETRY:
+            self._place(pool, req)
+        else:
+            self._answer_create(pool, req, step)
+
+    def _answer_create(self, pool: int, req: CreateRequest, step: Step) -> None:
         if step is Step.PLACED:
             self.placed[req.sandbox_id] = req
         node = req.node if step is Step.PLACED else -1
@@ -105,13 +112,12 @@ class Replica(Checked):
         for pool, sandbox_id, issued_at in items:
             req = self.placed.pop(sandbox_id)
             req.issued_at = issued_at
-            spawn(self._kill(pool, req), self.errors)
+            self.scheduler.start_kill(req, self.clock.now())
+            answered = functools.partial(self._killed, pool, req)
+            self.kills[self.group_of[req.node]].call((req.node, req.sandbox_id), answered)
 
-    async def _kill(self, pool: int, req: CreateRequest) -> None:
-        self.scheduler.start_kill(req, self.clock.now())
-        outcome, response = await self.kills[self.group_of[req.node]].call(
-            (req.node, req.sandbox_id)
-        )
+    def _killed(self, pool: int, req: CreateRequest, answer: Answer) -> None:
+        outcome, response = answer
         self.scheduler.finish_kill(req, outcome, self.clock.now(), response)
         self.answers[pool].post((req.sandbox_id, outcome))
 
