@@ -138,19 +138,18 @@ class SweepBar:
         self.bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
-            TextColumn("{task.completed:.0f}/{task.total:.0f} cells"),
-            TextColumn("{task.fields[failed]}"),
+            TextColumn("{task.fields[cells]}"),
             TimeElapsedColumn(),
             TextColumn("left"),
             TimeRemainingColumn(),
             console=Console(file=sys.stderr),
         )
-        self.task = self.bar.add_task(description, total=None, failed="")
+        self.task = self.bar.add_task(description, total=None, cells="")
         self.bar.start()
 
     def __call__(self, done: int, failed: int, total: int) -> None:
-        note = f"[red]{failed} failed[/red]" if failed else ""
-        self.bar.update(self.task, completed=done + failed, total=total, failed=note)
+        cells = f"{done}/{total} cells" + (f" [red]{failed} failed[/red]" if failed else "")
+        self.bar.update(self.task, completed=done + failed, total=total, cells=cells)
 
     def close(self) -> None:
         self.bar.stop()
