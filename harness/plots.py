@@ -18,10 +18,14 @@ from harness.analysis import rank_shares
 THEORY = {"color": "0.35", "linestyle": "--", "linewidth": 1.2}
 
 
-def colors(strategies: list[str]) -> dict[str, tuple]:
-    """One stable colour per strategy, in the order they are listed."""
+def colors(strategies: list[str]) -> dict[str, dict]:
+    """Line style per strategy, in the order they are listed: its own colour, and a width that
+    shrinks down the list so a strategy drawn over an identical one leaves it visible."""
     palette = colormaps["tab10"]
-    return {s: palette(i % 10) for i, s in enumerate(strategies)}
+    return {
+        s: {"color": palette(i % 10), "linewidth": max(1.2, 3.5 - 0.7 * i)}
+        for i, s in enumerate(strategies)
+    }
 
 
 def label(value: object) -> str:
@@ -58,7 +62,7 @@ class NodeCounts:
     placed: int
 
 
-def node_counts(panels: list[NodeCounts], palette: dict[str, tuple]) -> bytes:
+def node_counts(panels: list[NodeCounts], palette: dict[str, dict]) -> bytes:
     """Sandboxes per node, busiest first, one panel per strategy side by side: the herd is a
     tall left edge. Dashed: the static-score shares C(n-i, K-1)/C(n, K) of the placed ones
     (a view that never updates); dotted: the even spread."""
@@ -67,9 +71,9 @@ def node_counts(panels: list[NodeCounts], palette: dict[str, tuple]) -> bytes:
         counts = np.sort(np.asarray(p.counts))[::-1]
         ranks = np.arange(1, len(counts) + 1)
         if len(counts) <= 100:
-            ax.bar(ranks, counts, width=0.85, color=palette[p.strategy])
+            ax.bar(ranks, counts, width=0.85, color=palette[p.strategy]["color"])
         else:
-            ax.fill_between(ranks, counts, step="mid", color=palette[p.strategy])
+            ax.fill_between(ranks, counts, step="mid", color=palette[p.strategy]["color"])
         shares = np.asarray(rank_shares(len(counts), min(p.k, len(counts)))) * p.placed
         ax.plot(ranks, shares, label="static-score shares", **THEORY)
         ax.axhline(p.placed / len(counts), color="0.35", linestyle=":", label="even spread")
@@ -80,7 +84,7 @@ def node_counts(panels: list[NodeCounts], palette: dict[str, tuple]) -> bytes:
     return _png(fig)
 
 
-def cv_over_time(frame: pd.DataFrame, palette: dict[str, tuple], beats: list[float]) -> bytes:
+def cv_over_time(frame: pd.DataFrame, palette: dict[str, dict], beats: list[float]) -> bytes:
     """CV of sandboxes per node over the run, per strategy (mean over seeds, 95% band), with
     heartbeat times as vertical lines and the uniform-random CV sqrt((n-1)/m) dashed."""
     fig = Figure(figsize=(9, 4), layout="constrained")
@@ -88,8 +92,8 @@ def cv_over_time(frame: pd.DataFrame, palette: dict[str, tuple], beats: list[flo
     for t in beats:
         ax.axvline(t, color="0.8", linewidth=0.8, zorder=0)
     for strategy, g in frame.groupby("strategy", sort=False):
-        ax.plot(g["t"], g["cv_mean"], color=palette[strategy], label=strategy)
-        ax.fill_between(g["t"], g["cv_lo"], g["cv_hi"], color=palette[strategy], alpha=0.2)
+        ax.plot(g["t"], g["cv_mean"], label=strategy, **palette[strategy])
+        ax.fill_between(g["t"], g["cv_lo"], g["cv_hi"], color=palette[strategy]["color"], alpha=0.2)
     theory = frame.groupby("t")[["sandboxes", "nodes"]].mean()
     theory = theory[theory["sandboxes"] >= 1]
     ax.plot(
@@ -105,13 +109,13 @@ def cv_over_time(frame: pd.DataFrame, palette: dict[str, tuple], beats: list[flo
     return _png(fig)
 
 
-def accounting(frame: pd.DataFrame, palette: dict[str, tuple]) -> bytes:
+def accounting(frame: pd.DataFrame, palette: dict[str, dict]) -> bytes:
     """Believed minus true allocated vCPUs per node over the run, signed and absolute."""
     fig = Figure(figsize=(9, 3.4), layout="constrained")
     signed, absolute = fig.subplots(1, 2)
     for strategy, g in frame.groupby("strategy", sort=False):
-        signed.plot(g["t"], g["error"], color=palette[strategy], label=strategy)
-        absolute.plot(g["t"], g["abs_error"], color=palette[strategy], label=strategy)
+        signed.plot(g["t"], g["error"], label=strategy, **palette[strategy])
+        absolute.plot(g["t"], g["abs_error"], label=strategy, **palette[strategy])
     signed.axhline(0, color="0.5", linewidth=0.8)
     signed.set_title("mean (view - true) per node, vCPU", fontsize=10)
     absolute.set_title("mean |view - true| per node, vCPU", fontsize=10)
@@ -130,7 +134,7 @@ def _positions(values: list) -> tuple[np.ndarray, bool]:
     return x, bool(np.all(x > 0) and x.max() / x.min() >= 20)
 
 
-def sweep_lines(frame: pd.DataFrame, key: str, title: str, palette: dict[str, tuple]) -> bytes:
+def sweep_lines(frame: pd.DataFrame, key: str, title: str, palette: dict[str, dict]) -> bytes:
     """CV (mean over seeds, 95% band) against one swept key, a line per strategy, and the
     uniform-random CV for the same nodes and sandboxes."""
     fig = Figure(figsize=(9, 4.2), layout="constrained")
@@ -140,8 +144,8 @@ def sweep_lines(frame: pd.DataFrame, key: str, title: str, palette: dict[str, tu
     where = {v: x[i] for i, v in enumerate(values)}
     for strategy, g in frame.groupby("strategy", sort=False):
         gx = [where[v] for v in g[key]]
-        ax.plot(gx, g["cv_mean"], marker="o", color=palette[strategy], label=strategy)
-        ax.fill_between(gx, g["cv_lo"], g["cv_hi"], color=palette[strategy], alpha=0.2)
+        ax.plot(gx, g["cv_mean"], marker="o", label=strategy, **palette[strategy])
+        ax.fill_between(gx, g["cv_lo"], g["cv_hi"], color=palette[strategy]["color"], alpha=0.2)
     theory = frame.groupby(key, sort=False)["uniform_cv"].mean()
     ax.plot([where[v] for v in theory.index], theory.values, label="uniform random", **THEORY)
     if log:

@@ -164,4 +164,5 @@ def read_cells(path: str | Path, table: str, cells: list[int]) -> pd.DataFrame:
     if not folder.is_dir():
         return TABLES[table].empty_table().to_pandas()
     dataset = ds.dataset(folder, format="parquet", partitioning=PARTITIONING)
-    return dataset.to_table(filter=ds.field("cell").isin(cells)).to_pandas()
+    table = dataset.to_table(filter=ds.field("cell").isin(cells))
+    return table.to_pandas().sort_values("cell", kind="stable", ignore_index=True)
