@@ -15,7 +15,6 @@ run again, never half counted.
 from __future__ import annotations
 
 import json
-import math
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,8 +40,9 @@ class SweepStore:
     def __init__(self, out_dir: Path, sweep: Sweep) -> None:
         self.out_dir = Path(out_dir)
         self.sweep = sweep
-        meta_path = self.out_dir / "sweep.json"
-        old = json.loads(meta_path.read_text()) if meta_path.is_file() else None
+        if (self.out_dir / "run.json").exists():
+            raise ResultsError(f"{self.out_dir} holds a run, not a sweep; give another --out")
+        old = _read_meta(self.out_dir) if is_sweep(self.out_dir) else None
         if old is not None and old.get("identity") != _jsonable(sweep.identity()):
             raise ResultsError(
                 f"{self.out_dir} holds the results of a different sweep (base config, grid or "
@@ -134,8 +134,16 @@ class SweepStore:
 
 
 def _jsonable(value: Any) -> Any:
-    """As JSON would give it back (tuples as lists, NaN as None), so identities compare."""
-    return json.loads(json.dumps(value, default=str), parse_constant=lambda _: math.nan)
+    """As JSON gives it back (tuples as lists), so a fresh identity compares with a stored one."""
+    return json.loads(json.dumps(value))
+
+
+def _read_meta(folder: Path) -> dict[str, Any]:
+    path = folder / "sweep.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{path} is not readable: {e}") from None
 
 
 def is_sweep(path: str | Path) -> bool:
@@ -145,10 +153,7 @@ def is_sweep(path: str | Path) -> bool:
 def load_sweep_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
     """(sweep.json, summary of the complete cells), or ResultsError saying why not."""
     folder = Path(path)
-    try:
-        meta = json.loads((folder / "sweep.json").read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ResultsError(f"{folder / 'sweep.json'} is not readable: {e}") from None
+    meta = _read_meta(folder)
     summary_path = folder / "summary.parquet"
     if not summary_path.is_file():
         columns = [*TABLES["summary"].names, "cell", *meta["keys"]]

@@ -13,9 +13,10 @@ import pytest
 from harness.cli import main
 from harness.config import ConfigError
 from harness.ledgers import LEDGERS
+from harness.results import ResultsError
 from harness.sweep import run_sweep
 from harness.sweep_spec import load_sweep
-from harness.sweep_store import load_sweep_results, read_cells
+from harness.sweep_store import SweepStore, load_sweep_results, read_cells
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 FAILING_CPU_COUNT = 13  # the fault injected into Ray workers hits seed 1 of these cells
@@ -118,6 +119,14 @@ def test_shipped_sweeps_are_valid():
     assert scale.grid["cluster.nodes"][-1] == 10_000
     rates = {c.config.workload.rate_per_s / c.config.cluster.nodes for c in scale.cells}
     assert len(rates) == 1
+
+
+def test_a_folder_of_another_sweep_is_refused(tmp_path):
+    out = tmp_path / "out"
+    SweepStore(out, load_sweep(_sweep_file(tmp_path, GRID)))
+    SweepStore(out, load_sweep(_sweep_file(tmp_path, GRID)))  # the same sweep: resumes
+    with pytest.raises(ResultsError, match="different sweep"):
+        SweepStore(out, load_sweep(_sweep_file(tmp_path, GRID), seeds=4))
 
 
 # -- running on Ray ---------------------------------------------------------------------------
