@@ -201,11 +201,13 @@ def _sweep(folder: Path) -> tuple[str, str]:
 def _featured(done: list[dict], axes: list[str], base: Config) -> tuple[list[dict], str]:
     """The complete cells (one per strategy) at the base config's values of the swept keys,
     else at the first complete cell's: the scenario drawn in detail."""
+    if not axes:
+        return done, "Every cell: only the strategy varies."
     at_base = {k: get_value(base, k) for k in axes}
     matching = [c for c in done if all(c["values"][k] == v for k, v in at_base.items())]
     if matching:
         where = ", ".join(f"{k} = {plots.label(v)}" for k, v in at_base.items())
-        return matching, f"Cells at {where or 'the base config'} (the base config's values)."
+        return matching, f"Cells at {where} (the base config's values)."
     first = {k: done[0]["values"][k] for k in axes}
     where = ", ".join(f"{k} = {plots.label(v)}" for k, v in first.items())
     return [c for c in done if all(c["values"][k] == v for k, v in first.items())], (
