@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import harness
-from harness.config import Config
+from harness.config import Config, ConfigError
 from harness.engine import get_engine
 from harness.results import SeedResult
 from harness.sweep_spec import Cell, Sweep
@@ -41,7 +41,10 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> None:
         ray.init(num_cpus=num_cpus, include_dashboard=False, **quiet)
     else:
         package = str(Path(harness.__file__).parent)
-        ray.init(address=address, runtime_env={"py_modules": [package]}, **quiet)
+        try:
+            ray.init(address=address, runtime_env={"py_modules": [package]}, **quiet)
+        except ConnectionError as e:
+            raise ConfigError("--address", f"cannot join the Ray cluster: {e}") from None
 
 
 def run_seed(config: Config, seed: int) -> SeedResult:
