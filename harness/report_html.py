@@ -110,15 +110,18 @@ def _scenario(
             f"Mean over seeds with its 95% bootstrap band. Heartbeats: {note}. Dashed: the CV "
             "of throwing the same number of sandboxes uniformly at random, sqrt((n-1)/m).",
         ),
-        "<h2>Accounting error over time</h2>",
-        _figure(
-            plots.accounting(accounting_over_time(timeline), palette),
-            "accounting error over time for each strategy",
-            "What the scheduler believes a node has allocated minus what it truly has, per "
-            "node, mean over seeds. Below zero: placed sandboxes it cannot see yet; above: "
-            "sandboxes counted twice or already gone.",
-        ),
     ]
+    if timeline["view_cpu_allocated"].notna().any():  # an engine may not know the view
+        parts += [
+            "<h2>Accounting error over time</h2>",
+            _figure(
+                plots.accounting(accounting_over_time(timeline), palette),
+                "accounting error over time for each strategy",
+                "What the scheduler believes a node has allocated minus what it truly has, per "
+                "node, mean over seeds. Below zero: placed sandboxes it cannot see yet; above: "
+                "sandboxes counted twice or already gone.",
+            ),
+        ]
     return "\n".join(parts)
 
 
