@@ -175,7 +175,8 @@ def heatmaps(frame: pd.DataFrame, rows: str, cols: str) -> bytes:
         image = ax.imshow(grid, vmin=0, vmax=top or 1.0, cmap="viridis", aspect="auto")
         for (i, j), v in np.ndenumerate(grid):
             if not np.isnan(v):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="w")
+                ink = "k" if v > 0.6 * top else "w"  # readable on viridis's light end
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color=ink)
         ax.set_xticks(range(len(col_values)), [label(v) for v in col_values], fontsize=8)
         ax.set_yticks(range(len(row_values)), [label(v) for v in row_values], fontsize=8)
         ax.set_title(strategy, fontsize=10)
