@@ -19,12 +19,15 @@ from pathlib import Path
 
 from harness.sweep import run_seed, run_sweep, start_ray
 from harness.sweep_spec import Sweep, load_sweep
+from harness.sweep_store import load_sweep_results
 
 SWEEP = Path(__file__).resolve().parent.parent / "configs" / "sweep-heartbeat.toml"
 
 
-def measure(sweep: Sweep, workers: int, repeats: int) -> list[float]:
-    """Seconds per full sweep, `repeats` times, on a local Ray with `workers` CPUs."""
+def measure(sweep: Sweep, workers: int, repeats: int) -> list[tuple[float, float]]:
+    """(seconds per full sweep, seconds the engine spent in its tasks), `repeats` times, on a
+    local Ray with `workers` CPUs. Engine time growing with the workers means the cores were
+    not free: the machine is shared."""
     start_ray(num_cpus=workers)
     import ray  # after start_ray, which decides how Ray binds before it is first imported
 
@@ -37,7 +40,9 @@ def measure(sweep: Sweep, workers: int, repeats: int) -> list[float]:
             with tempfile.TemporaryDirectory() as out:
                 began = time.perf_counter()
                 run_sweep(sweep, Path(out))
-                times.append(time.perf_counter() - began)
+                elapsed = time.perf_counter() - began
+                engine = load_sweep_results(out)[1]["engine_wall_s"].sum()
+                times.append((elapsed, float(engine)))
         return times
     finally:
         ray.shutdown()
@@ -62,10 +67,10 @@ def main() -> None:
     rates = {}
     for workers in dict.fromkeys((1, cores)):
         times = measure(sweep, workers, args.repeats)
-        rates[workers] = cells / min(times)
-        runs = ", ".join(f"{t:.2f}" for t in times)
+        rates[workers] = cells / min(elapsed for elapsed, _ in times)
+        runs = ", ".join(f"{elapsed:.2f} s (engine {engine:.2f} s)" for elapsed, engine in times)
         print(
-            f"{workers} worker(s): {rates[workers]:.2f} cells/s (best of runs {runs} s); "
+            f"{workers} worker(s): {rates[workers]:.2f} cells/s, best of: {runs}; "
             f"load average now {os.getloadavg()[0]:.2f}"
         )
     if cores > 1:

@@ -29,8 +29,9 @@ SweepProgress = Callable[[int, int, int], None]
 
 
 def start_ray(address: str | None = None, num_cpus: int | None = None) -> None:
-    """Join the cluster at `address`, shipping this harness to it; or start a local Ray that
-    listens on loopback only, without dashboard, and keeps workers' logs off the terminal."""
+    """Join the cluster at `address`, shipping this harness to it; or start a new local Ray
+    (never one another program started here) listening on loopback only, without dashboard,
+    and keeping workers' logs off the terminal."""
     if address is None:
         # Read when ray is first imported: local Ray then binds to 127.0.0.1, not the LAN.
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -38,7 +39,7 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> None:
 
     quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
     if address is None:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, **quiet)
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **quiet)
     else:
         package = str(Path(harness.__file__).parent)
         try:
