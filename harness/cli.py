@@ -13,7 +13,6 @@ from rich.console import Console
 from harness.config import ConfigError, load
 from harness.display import LazyProgress, SweepBar, print_run, print_sweep
 from harness.ledgers import LEDGERS
-from harness.report_html import write_report
 from harness.results import ResultsError, load_run
 from harness.runner import default_out_dir, run
 from harness.sweep_spec import load_sweep
@@ -113,7 +112,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
-    from harness.sweep import run_sweep
+    from harness.sweep import run_sweep  # ray: only loaded when sweeping
 
     sweep = load_sweep(args.sweep, args.overrides, args.seeds)
     out = args.out or Path("results") / sweep.name
@@ -136,6 +135,8 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_report(args: argparse.Namespace, console: Console) -> int:
+    from harness.report_html import write_report  # matplotlib: only loaded when drawing
+
     if is_sweep(args.dir):
         meta, summary = load_sweep_results(args.dir)
         print_sweep(meta, summary, console)
