@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +77,9 @@ def get_value(config: Config, key: str) -> Any:
 
 
 def _choices(config: Config, key: str) -> tuple[str, ...] | None:
-    section, leaf = key.split(".")
-    for f in fields(getattr(config, section)):
+    section, _, leaf = key.partition(".")
+    part = getattr(config, section, None)
+    for f in fields(part) if is_dataclass(part) else ():
         if f.name == leaf:
             return f.metadata.get("choices")
     return None
@@ -108,8 +109,9 @@ def _check_values(base: Config, section: str, key: str, values: Any) -> list[Any
     """Validate each value of a varied key on the base; returns them as the config holds them."""
     where = f"{section}.{key}"
     if values == "all":
-        choices = _choices(base, key) if key.count(".") == 1 else None
+        choices = _choices(base, key)
         if not choices:
+            _changed(base, {key: values}, prefix=f"{section}.")  # an unknown key says so
             raise ConfigError(where, '"all" only works for keys with a fixed set of choices')
         values = list(choices)
     if not isinstance(values, list) or not values:
@@ -181,7 +183,7 @@ def load_sweep(path: str | Path, overrides: list[str] = (), seeds: int | None = 
         where = f"linked.{key}"
         if not isinstance(spec, dict) or set(spec) != {"with", "values"}:
             raise ConfigError(where, "must be { with = <grid key>, values = [...] }")
-        if spec["with"] not in grid:
+        if not isinstance(spec["with"], str) or spec["with"] not in grid:
             raise ConfigError(f"{where}.with", f"must be a grid key, got {spec['with']!r}")
         if key in grid:
             raise ConfigError(where, "is already a grid key")

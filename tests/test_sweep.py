@@ -91,6 +91,8 @@ def test_grid_expands_to_every_combination_with_linked_keys(tmp_path):
         ('"cluster.nodes" = [1, -2]\n', "", "grid.cluster.nodes"),
         ('"cluster.nodes" = []\n', "", "grid.cluster.nodes"),
         ('"cluster.nodes" = "all"\n', "", "grid.cluster.nodes"),
+        ('"clustr.nodes" = "all"\n', "", "grid.clustr"),
+        ('"run.name" = "all"\n', "", "grid.run.name"),
         ('"cluster.nodes" = [1, 1]\n', "", "grid.cluster.nodes"),
         ('"cluster.nodes" = [1, 2]\n', '"cluster.cpu_count" = "many"\n', "set.cluster.cpu_count"),
         (
