@@ -132,9 +132,11 @@ class LazyProgress:
 
 
 class SweepBar:
-    """Cells complete, cells failed and time left of a sweep, on stderr."""
+    """Cells complete, cells failed and time left of a sweep, on stderr; it appears with the
+    first report, so an error found before the sweep starts is not drawn under a bar."""
 
     def __init__(self, description: str) -> None:
+        self.started = False
         self.bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -145,14 +147,17 @@ class SweepBar:
             console=Console(file=sys.stderr),
         )
         self.task = self.bar.add_task(description, total=None, cells="")
-        self.bar.start()
 
     def __call__(self, done: int, failed: int, total: int) -> None:
+        if not self.started:
+            self.bar.start()
+            self.started = True
         cells = f"{done}/{total} cells" + (f" [red]{failed} failed[/red]" if failed else "")
         self.bar.update(self.task, completed=done + failed, total=total, cells=cells)
 
     def close(self) -> None:
-        self.bar.stop()
+        if self.started:
+            self.bar.stop()
 
 
 def print_sweep(meta: dict[str, Any], summary: pd.DataFrame, console: Console) -> None:

@@ -59,11 +59,16 @@ def run_sweep(
     progress: SweepProgress | None = None,
     address: str | None = None,
 ) -> SweepStore:
-    """Run the cells of `sweep` not yet complete in `out_dir`; uses the Ray already running in
-    this process if any, else starts (and at the end stops) one."""
+    """Run the cells of `sweep` not yet complete in `out_dir` (none: Ray is not even started);
+    uses the Ray already running in this process if any, else starts (and then stops) one."""
     import ray
 
     store = SweepStore(out_dir, sweep)
+    if not store.pending():
+        if progress is not None:
+            progress(len(sweep.cells), 0, len(sweep.cells))
+        store.close()
+        return store
     started = not ray.is_initialized()
     if started:
         start_ray(address)
