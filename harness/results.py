@@ -188,6 +188,11 @@ def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, list])
     return pa.Table.from_pydict(arrays, schema=schema)
 
 
+def summary_table(summaries: list[dict[str, Any]]) -> pa.Table:
+    """Summary rows (one dict per (strategy, seed)) as a table of the SUMMARY schema."""
+    return pa.Table.from_pylist(summaries, schema=SUMMARY)
+
+
 @dataclass
 class SeedResult:
     """Everything one (strategy, seed) produced."""
@@ -233,7 +238,7 @@ class RunWriter:
 
     def add(self, result: SeedResult) -> None:
         parts = {
-            "summary": pa.Table.from_pylist([result.summary], schema=SUMMARY),
+            "summary": summary_table([result.summary]),
             "nodes": result.nodes,
             "requests": result.requests,
             "timeline": result.timeline,
