@@ -18,8 +18,8 @@ from matplotlib.image import imread
 from harness.cli import main
 from harness.ledgers import LEDGERS
 from harness.sweep import start_ray
+from tests.conftest import CONFIGS
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 IMAGE = re.compile(r'<img alt="([^"]*)" src="data:image/png;base64,([^"]+)">')
 
 

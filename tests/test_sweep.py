@@ -17,8 +17,8 @@ from harness.results import ResultsError
 from harness.sweep import run_sweep
 from harness.sweep_spec import load_sweep
 from harness.sweep_store import SweepStore, load_sweep_results, read_cells
+from tests.conftest import CONFIGS
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 FAILING_CPU_COUNT = 13  # the fault injected into Ray workers hits seed 1 of these cells
 
 
@@ -87,16 +87,16 @@ def test_grid_expands_to_every_combination_with_linked_keys(tmp_path):
 @pytest.mark.parametrize(
     ("grid", "extra", "key"),
     [
-        ('"cluster.nodez" = [1, 2]\n', "", "grid.cluster.nodez"),
-        ('"cluster.nodes" = [1, -2]\n', "", "grid.cluster.nodes"),
+        ('"cluster.nodez" = [4, 5]\n', "", "grid.cluster.nodez"),
+        ('"cluster.nodes" = [4, -2]\n', "", "grid.cluster.nodes"),
         ('"cluster.nodes" = []\n', "", "grid.cluster.nodes"),
         ('"cluster.nodes" = "all"\n', "", "grid.cluster.nodes"),
         ('"clustr.nodes" = "all"\n', "", "grid.clustr"),
         ('"run.name" = "all"\n', "", "grid.run.name"),
-        ('"cluster.nodes" = [1, 1]\n', "", "grid.cluster.nodes"),
-        ('"cluster.nodes" = [1, 2]\n', '"cluster.cpu_count" = "many"\n', "set.cluster.cpu_count"),
+        ('"cluster.nodes" = [4, 4]\n', "", "grid.cluster.nodes"),
+        ('"cluster.nodes" = [4, 5]\n', '"cluster.cpu_count" = "many"\n', "set.cluster.cpu_count"),
         (
-            '"cluster.nodes" = [1, 2]\n[linked]\n"workload.rate_per_s" = '
+            '"cluster.nodes" = [4, 5]\n[linked]\n"workload.rate_per_s" = '
             '{ with = "cluster.nodes", values = [1] }\n',
             "",
             "linked.workload.rate_per_s.values",
