@@ -161,3 +161,61 @@ def cv_shift(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def cv_over_time(timeline: pd.DataFrame) -> pd.DataFrame:
+    """CV of the true sandboxes per node at each sample, per strategy: mean over seeds with its
+    95% interval, and the mean sandboxes in all (the m of the uniform-random line)."""
+    true = timeline[timeline["replica"] == timeline["replica"].min()]
+    per_seed = true.groupby(["strategy", "seed", "t"], sort=False)["sandboxes"].agg(
+        mean="mean", std=lambda s: s.std(ddof=0), total="sum", nodes="size"
+    )
+    per_seed["cv"] = (per_seed["std"] / per_seed["mean"]).where(per_seed["mean"] > 0)
+    rows = []
+    for (strategy, t), group in per_seed.groupby(["strategy", "t"], sort=False):
+        mean, lo, hi = mean_interval(group["cv"])
+        rows.append(
+            {
+                "strategy": strategy,
+                "t": t,
+                "cv_mean": mean,
+                "cv_lo": lo,
+                "cv_hi": hi,
+                "sandboxes": float(group["total"].mean()),
+                "nodes": int(group["nodes"].iloc[0]),
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["strategy", "t", "cv_mean", "cv_lo", "cv_hi", "sandboxes", "nodes"]
+    )
+
+
+def accounting_over_time(timeline: pd.DataFrame) -> pd.DataFrame:
+    """How far each scheduler's view of a node is from the node's true allocated vCPUs, at each
+    sample, per strategy: the mean signed error (+: counted twice, -: invisible) and the mean
+    absolute error per node, both averaged over seeds."""
+    error = timeline["cpu_error"]
+    frame = timeline[["strategy", "seed", "t"]].assign(error=error, abs_error=error.abs())
+    per_seed = frame.groupby(["strategy", "seed", "t"], sort=False).mean()
+    return per_seed.groupby(["strategy", "t"], sort=False).mean().reset_index()
+
+
+def cv_by(summary: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """CV mean with its 95% interval over the seeds (and any other cells) at each combination
+    of `keys`, with the mean nodes and live sandboxes that give the uniform-random CV."""
+    rows = []
+    for values, group in summary.groupby(keys, sort=False, dropna=False):
+        mean, lo, hi = mean_interval(group["cv"])
+        n = float(group["nodes"].mean())
+        live = float((group["placed"] - group["kills"]).mean())
+        rows.append(
+            {
+                **dict(zip(keys, values, strict=True)),
+                "cv_mean": mean,
+                "cv_lo": lo,
+                "cv_hi": hi,
+                "seeds": len(group),
+                "uniform_cv": uniform_cv(round(n), round(live)) if live >= 1 else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,4 +1,5 @@
-"""`harness run` and `harness report`. User mistakes end with one line and exit code 2."""
+"""`harness run`, `harness sweep` and `harness report`. User mistakes end with one line and exit
+code 2."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from pathlib import Path
 from rich.console import Console
 
 from harness.config import ConfigError, load
-from harness.display import LazyProgress, print_run
+from harness.display import LazyProgress, SweepBar, print_run, print_sweep
 from harness.ledgers import LEDGERS
 from harness.results import ResultsError, load_run
 from harness.runner import default_out_dir, run
+from harness.sweep_spec import load_sweep
+from harness.sweep_store import is_sweep, load_sweep_results
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,8 +51,30 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="output folder (default results/<name>-<time>/)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    r = sub.add_parser("report", help="print the tables of a finished run")
-    r.add_argument("dir", type=Path, help="a run's output folder")
+    w = sub.add_parser("sweep", help="run every cell of a sweep file on Ray")
+    w.add_argument("sweep", help="sweep TOML file (see configs/sweep-*.toml)")
+    w.add_argument(
+        "--out",
+        type=Path,
+        help="output folder (default results/<name>/); "
+        "rerunning into it skips the cells already complete",
+    )
+    w.add_argument("--address", help="join this Ray cluster (default: a local Ray on all cores)")
+    w.add_argument("--seeds", type=int, metavar="N", help="overrides the sweep's seeds")
+    w.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="override a key of the base config (not a varied one); repeatable",
+    )
+    w.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    r = sub.add_parser(
+        "report", help="print the tables of a run or sweep and write its HTML report"
+    )
+    r.add_argument("dir", type=Path, help="a run's or a sweep's output folder")
     return parser
 
 
@@ -93,9 +118,39 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
+    from harness.sweep import run_sweep  # ray: only loaded when sweeping
+
+    sweep = load_sweep(args.sweep, args.overrides, args.seeds)
+    out = args.out or Path("results") / sweep.name
+    progress = None if args.quiet else SweepBar(sweep.name)
+    try:
+        run_sweep(sweep, out, progress, args.address)
+    except KeyboardInterrupt:
+        console.print(
+            f"[red]interrupted[/red]: finished cells are in {out}; "
+            "run the same command again to do the rest"
+        )
+        return 130
+    finally:
+        if progress is not None:
+            progress.close()
+    meta, summary = load_sweep_results(out)
+    print_sweep(meta, summary, console)
+    console.print(f"results: {out}")
+    return 0
+
+
 def _cmd_report(args: argparse.Namespace, console: Console) -> int:
-    meta, frames = load_run(args.dir)
-    print_run(meta, frames, console)
+    from harness.report_html import write_report  # matplotlib: only loaded when drawing
+
+    if is_sweep(args.dir):
+        meta, summary = load_sweep_results(args.dir)
+        print_sweep(meta, summary, console)
+    else:
+        meta, frames = load_run(args.dir)
+        print_run(meta, frames, console)
+    console.print(f"report: {write_report(args.dir)}")
     return 0
 
 
@@ -110,9 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         console.width = 150  # piped output: room for the tables rather than 80 columns
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        if args.command == "run":
-            return _cmd_run(args, console)
-        return _cmd_report(args, console)
+        commands = {"run": _cmd_run, "sweep": _cmd_sweep, "report": _cmd_report}
+        return commands[args.command](args, console)
     except (ConfigError, ResultsError) as e:
         print(f"harness: error: {e}", file=sys.stderr)
         return 2

@@ -161,8 +161,14 @@ class Config:
 
     def with_value(self, key: str, value: Any) -> Config:
         """A copy with one dotted key changed and the whole config validated again."""
+        return self.with_values({key: value})
+
+    def with_values(self, values: dict[str, Any]) -> Config:
+        """A copy with several dotted keys changed at once, validated once: keys that must
+        agree (say cluster.nodes and cluster.initial_cpu_per_node) can change together."""
         raw = self.to_dict()
-        _set_dotted(raw, key, value)
+        for key, value in values.items():
+            _set_dotted(raw, key, value)
         return from_dict(raw)
 
 

@@ -177,3 +177,64 @@ class LazyProgress:
     def close(self) -> None:
         if self.live is not None:
             self.live.stop()
+
+
+class SweepBar:
+    """Cells complete, cells failed and time left of a sweep, on stderr; it appears with the
+    first report, so an error found before the sweep starts is not drawn under a bar."""
+
+    def __init__(self, description: str) -> None:
+        self.started = False
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[cells]}"),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+            console=Console(file=sys.stderr),
+        )
+        self.task = self.bar.add_task(description, total=None, cells="")
+
+    def __call__(self, done: int, failed: int, total: int) -> None:
+        if not self.started:
+            self.bar.start()
+            self.started = True
+        cells = f"{done}/{total} cells" + (f" [red]{failed} failed[/red]" if failed else "")
+        self.bar.update(self.task, completed=done + failed, total=total, cells=cells)
+
+    def close(self) -> None:
+        if self.started:
+            self.bar.stop()
+
+
+def print_sweep(meta: dict[str, Any], summary: pd.DataFrame, console: Console) -> None:
+    """One row per complete cell (CV over its seeds), then the failed cells with their errors."""
+    keys = meta["keys"]
+    cells = meta["cells"]
+    done = sum(c["status"] == "complete" for c in cells)
+    table = Table(
+        title=f"{meta['name']}: {done}/{len(cells)} cells complete, {len(meta['seeds'])} seeds",
+        title_justify="left",
+    )
+    table.add_column("cell", justify="right")
+    for key in keys:
+        table.add_column(key, justify="right", no_wrap=True)
+    for col in ("CV mean", "CV 95% CI", "max", "min", "failed"):
+        table.add_column(col, justify="right", no_wrap=True)
+    for cell, group in summary.groupby("cell", sort=True):
+        row = by_strategy(group).iloc[0]
+        values = meta["cells"][cell]["values"]
+        table.add_row(
+            str(cell),
+            *(str(values[k]) for k in keys),
+            _fmt(row["cv_mean"]),
+            f"{_fmt(row['cv_lo'])}-{_fmt(row['cv_hi'])}",
+            f"{row['max_count']:.1f}",
+            f"{row['min_count']:.1f}",
+            f"{row['failed']:.1f}",
+        )
+    console.print(table)
+    for c in cells:
+        if c["status"] == "failed":
+            console.print(f"[red]cell {c['cell']} failed[/red] {c['values']}: {c['error']}")

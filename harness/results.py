@@ -232,6 +232,11 @@ class Spool:
         return pa.ipc.open_file(pa.memory_map(str(self.path))).read_all()
 
 
+def summary_table(summaries: list[dict[str, Any]]) -> pa.Table:
+    """Summary rows (one dict per (strategy, seed)) as a table of the SUMMARY schema."""
+    return pa.Table.from_pylist(summaries, schema=SUMMARY)
+
+
 @dataclass
 class SeedResult:
     """Everything one (strategy, seed) produced."""
@@ -277,7 +282,7 @@ class RunWriter:
 
     def add(self, result: SeedResult) -> None:
         parts = {
-            "summary": pa.Table.from_pylist([result.summary], schema=SUMMARY),
+            "summary": summary_table([result.summary]),
             "nodes": result.nodes,
             "requests": result.requests,
             "timeline": result.timeline,

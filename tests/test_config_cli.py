@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from harness.cli import main
 from harness.config import ConfigError, defaults_table, from_dict, parse_override
-
-CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.toml"))
+from tests.conftest import CONFIGS, SCENARIOS
 
 
 @pytest.mark.parametrize(
@@ -63,7 +61,7 @@ def test_every_key_has_help_and_a_valid_default():
     from_dict({})
 
 
-@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
 def test_every_shipped_config_runs(path, tmp_path):
     out = tmp_path / "out"
     code = main(
@@ -85,7 +83,7 @@ def test_every_shipped_config_runs(path, tmp_path):
 
 def test_run_compare_then_report(tmp_path, capsys):
     out = tmp_path / "herd"
-    config = Path(__file__).parent.parent / "configs" / "seed-herd.toml"
+    config = CONFIGS / "seed-herd.toml"
     assert (
         main(
             [
@@ -129,7 +127,7 @@ def test_user_mistakes_give_one_line_and_exit_2(argv, message, tmp_path, capsys)
     latin1 = tmp_path / "latin1.toml"
     latin1.write_bytes("name = 'caf\xe9'".encode("latin-1"))
     values = {
-        "config": str(CONFIGS[0]),
+        "config": str(SCENARIOS[0]),
         "bad_toml": str(bad_toml),
         "latin1": str(latin1),
         "tmp": str(tmp_path),
@@ -155,7 +153,7 @@ def test_an_interrupted_run_leaves_readable_partial_results(tmp_path, monkeypatc
 
     monkeypatch.setattr(VirtualEngine, "run_seed", interrupted)
     out = tmp_path / "partial"
-    config = str(Path(__file__).parent.parent / "configs" / "seed-herd.toml")
+    config = str(CONFIGS / "seed-herd.toml")
     assert main(["run", config, "--out", str(out), "--quiet"]) == 130
     meta, frames = load_run(out)
     assert meta["completed"] is False and meta["error"] == "interrupted"

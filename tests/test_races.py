@@ -19,8 +19,8 @@ from harness.config import Config, load
 from harness.engine.virtual import VirtualEngine
 from harness.ledgers.optimistic import OptimisticLedger
 from harness.results import SeedResult
+from tests.conftest import CONFIGS, SCENARIOS
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 TOL = 1e-9
 
 
@@ -124,7 +124,7 @@ def test_the_in_flight_bound_catches_the_merged_fix() -> None:
     assert over.max() > 0 or under.max() > 0
 
 
-@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.toml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
 def test_reconcile_cv_is_no_worse_than_optimistic(path: Path) -> None:
     """Paired over the scenario's own seeds: the 95% interval of CV(reconcile) - CV(optimistic)
     must not lie wholly above zero."""

@@ -14,9 +14,7 @@ from harness.config import load
 from harness.engine.virtual import VirtualEngine
 from harness.results import TABLES
 from harness.runner import run
-from tests.conftest import scenario
-
-CONFIGS = Path(__file__).parent.parent / "configs"
+from tests.conftest import CONFIGS, scenario
 
 # A scenario that reaches every path: churn, full nodes, retries, kills, staggered reports.
 TIGHT = {

@@ -9,10 +9,8 @@ the runner writes the same Parquet files as for the virtual engine.
 from __future__ import annotations
 
 import itertools
-import logging
 import math
 import os
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -20,20 +18,18 @@ from typing import Any
 
 import numpy as np
 import ray
-from ray._private import ray_constants
 
-import actors
-import harness
 from actors.client_pool import ClientPool
 from actors.node_group import NodeGroup
 from actors.scheduler import Replica
 from harness.analysis import seed_summary
 from harness.clock import WallClock
 from harness.cluster import build_nodes
-from harness.config import Config, ConfigError
+from harness.config import Config
 from harness.engine import Progress, Snapshot, stream
 from harness.ledgers import LEDGERS
 from harness.node import Node
+from harness.ray_setup import check_reachable, start_ray
 from harness.results import NODES, REQUESTS, TIMELINE, SeedResult, Spool, table
 
 POLL_S = 0.25
@@ -44,45 +40,15 @@ NODES_PER_GROUP = 5000
 """Nodes per node-group actor when `ray.node_groups` is 0."""
 
 
-def _reachable(address: str) -> None:
-    """Fail in seconds, not minutes: ray.init retries an unreachable address for a long time."""
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not port.isdigit():
-        if address == "auto":
-            return
-        raise ConfigError("--address", f"must be host:port, got {address!r}")
-    try:
-        socket.create_connection((host, int(port)), timeout=3.0).close()
-    except OSError as e:
-        raise ConfigError("--address", f"cannot reach a Ray cluster at {address}: {e}") from None
-
-
 def connect(address: str = "") -> None:
-    """Join the Ray cluster at `address` (or RAY_ADDRESS), else start an embedded local one.
-
-    A local Ray is bound to loopback, sized to this machine's CPUs, with no dashboard and quiet
-    logs. Joining a cluster ships this code with the job, so no shared filesystem is assumed.
-    When Ray is already initialised (tests share one instance) only the address is checked.
-    """
+    """Join the Ray cluster at `address` (or RAY_ADDRESS), else start an embedded local one
+    (see `harness.ray_setup.start_ray`). When Ray is already up in this process (tests share
+    one; a sweep task runs inside one) only the address is checked."""
     address = address or os.environ.get("RAY_ADDRESS", "")
-    if address:
-        _reachable(address)
-    if ray.is_initialized():
-        return
-    quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
-    if address:
-        ray.init(address=address, runtime_env={"py_modules": [harness, actors]}, **quiet)
-    else:
-        # Ray turns 127.0.0.1 into the machine's public address unless it runs in single-host
-        # mode (its default on macOS and Windows); ask for that mode, here and in its children.
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-        ray_constants.ENABLE_RAY_CLUSTER = False
-        ray.init(
-            num_cpus=os.cpu_count(),
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            **quiet,
-        )
+    if not ray.is_initialized():
+        start_ray(address or None)
+    elif address:
+        check_reachable(address)
 
 
 def _percentiles(values: np.ndarray, scale_ms: float) -> tuple[float, float]:

@@ -1,0 +1,53 @@
+"""Starting or joining Ray, the same way for every command that uses it (runs and sweeps)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import actors
+import harness
+from harness.config import ConfigError
+
+
+def check_reachable(address: str) -> None:
+    """Fail in seconds, not minutes: ray.init retries an unreachable address for a long time."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if address == "auto":
+        return
+    if not sep or not port.isdigit():
+        raise ConfigError("--address", f"must be host:port, got {address!r}")
+    try:
+        socket.create_connection((host, int(port)), timeout=3.0).close()
+    except OSError as e:
+        raise ConfigError("--address", f"cannot reach a Ray cluster at {address}: {e}") from None
+
+
+def start_ray(address: str | None = None, num_cpus: int | None = None) -> None:
+    """Join the cluster at `address`, shipping this code (the harness and its actors) with the
+    job, so no shared filesystem is assumed; or start a new local Ray (never one another program
+    started here) listening on loopback only, sized to this machine unless `num_cpus` says
+    otherwise, without dashboard, and keeping workers' logs off the terminal."""
+    quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
+    if address is None:
+        # Ray binds to the machine's network address unless it runs in single-host mode. The
+        # flag is read from the environment when ray is first imported (here and in every
+        # process Ray starts); if this process imported ray already, switch it on there too.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        import ray
+        from ray._private import ray_constants
+
+        ray_constants.ENABLE_RAY_CLUSTER = False
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **quiet)
+        return
+    check_reachable(address)
+    import ray
+
+    packages = [str(Path(package.__file__).parent) for package in (harness, actors)]
+    try:
+        ray.init(address=address, runtime_env={"py_modules": packages}, **quiet)
+    except ConnectionError as e:
+        raise ConfigError("--address", f"cannot join the Ray cluster: {e}") from None

@@ -1,0 +1,173 @@
+"""A sweep's folder on disk, written cell by cell so that whatever finished stays readable.
+
+    sweep.json              the sweep (base config, grid, seeds) and each cell's status
+    summary.parquet         one row per (cell, seed) of every complete cell, with the varied keys
+    nodes/cell=<n>/...      hive-partitioned Parquet datasets, one per table schema,
+    requests/cell=<n>/...   written with pyarrow's dataset writer
+    timeline/cell=<n>/...
+
+A cell is complete once sweep.json says so. Its tables are written first (replacing whatever
+an earlier, interrupted attempt left in its partition), then summary.parquet, then sweep.json,
+each file replaced atomically: a crash at any point leaves the cell either complete or to be
+run again, never half counted.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+import harness
+from harness.results import TABLES, ResultsError, SeedResult, summary_table
+from harness.sweep_spec import Cell, Sweep
+
+CELL_TABLES = ("nodes", "requests", "timeline")
+PARTITIONING = ds.partitioning(pa.schema([("cell", pa.int32())]), flavor="hive")
+COMPLETE, FAILED, PENDING = "complete", "failed", "pending"
+
+
+class SweepStore:
+    """Opens (or creates) the folder of one sweep; refuses a folder holding another sweep."""
+
+    def __init__(self, out_dir: Path, sweep: Sweep) -> None:
+        self.out_dir = Path(out_dir)
+        self.sweep = sweep
+        if (self.out_dir / "run.json").exists():
+            raise ResultsError(f"{self.out_dir} holds a run, not a sweep; give another --out")
+        old = _read_meta(self.out_dir) if is_sweep(self.out_dir) else None
+        if old is not None and old.get("identity") != _jsonable(sweep.identity()):
+            raise ResultsError(
+                f"{self.out_dir} holds the results of a different sweep (base config, grid or "
+                "seeds differ); give another --out"
+            )
+        previous = {c["cell"]: c for c in old["cells"]} if old else {}
+        self.meta: dict[str, Any] = {
+            "harness_version": harness.__version__,
+            "kind": "sweep",
+            "name": sweep.name,
+            "keys": sweep.keys,
+            "grid_keys": list(sweep.grid),
+            "seeds": sweep.seeds,
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "completed": False,
+            "identity": _jsonable(sweep.identity()),
+            "cells": [
+                previous.get(cell.index)
+                or {"cell": cell.index, "values": _jsonable(cell.values), "status": PENDING}
+                for cell in sweep.cells
+            ],
+        }
+        self._summaries: dict[int, pa.Table] = {}
+        summary_path = self.out_dir / "summary.parquet"
+        if summary_path.is_file():
+            done = pq.read_table(summary_path)
+            for cell in self.complete():
+                self._summaries[cell] = done.filter(pc.equal(done["cell"], cell))
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._write_meta()
+
+    def complete(self) -> set[int]:
+        return {c["cell"] for c in self.meta["cells"] if c["status"] == COMPLETE}
+
+    def pending(self) -> list[Cell]:
+        """Cells still to run: never run, interrupted, or failed last time."""
+        done = self.complete()
+        return [cell for cell in self.sweep.cells if cell.index not in done]
+
+    def add_cell(self, cell: Cell, results: list[SeedResult], wall_s: float) -> None:
+        """Write a finished cell; `results` in seed order, so reruns give identical files."""
+        for name in CELL_TABLES:
+            table = pa.concat_tables(getattr(r, name) for r in results)
+            table = table.append_column("cell", pa.array([cell.index] * len(table), pa.int32()))
+            ds.write_dataset(
+                table,
+                self.out_dir / name,
+                format="parquet",
+                partitioning=PARTITIONING,
+                basename_template="part-{i}.parquet",
+                existing_data_behavior="delete_matching",
+                preserve_order=True,
+            )
+        rows = summary_table([r.summary for r in results])
+        rows = rows.append_column("cell", pa.array([cell.index] * len(rows), pa.int32()))
+        for key in self.sweep.keys:
+            rows = rows.append_column(key, pa.array([cell.values[key]] * len(rows)))
+        self._summaries[cell.index] = rows
+        self._write_summary()
+        self._set(cell, status=COMPLETE, error=None, traceback=None, wall_s=round(wall_s, 3))
+
+    def fail_cell(self, cell: Cell, error: str, trace: str) -> None:
+        """Record a cell that raised; the sweep goes on and a rerun tries it again."""
+        self._set(cell, status=FAILED, error=error, traceback=trace)
+
+    def close(self) -> None:
+        self.meta["completed"] = len(self.complete()) == len(self.sweep.cells)
+        self.meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        self._write_summary()
+        self._write_meta()
+
+    def _set(self, cell: Cell, **fields: Any) -> None:
+        self.meta["cells"][cell.index].update(fields)
+        self._write_meta()
+
+    def _write_summary(self) -> None:
+        parts = [self._summaries[c] for c in sorted(self._summaries)]
+        table = pa.concat_tables(parts) if parts else None
+        if table is None:
+            return
+        tmp = self.out_dir / "summary.parquet.tmp"
+        pq.write_table(table, tmp)
+        tmp.replace(self.out_dir / "summary.parquet")
+
+    def _write_meta(self) -> None:
+        tmp = self.out_dir / "sweep.json.tmp"
+        tmp.write_text(json.dumps(self.meta, indent=2))
+        tmp.replace(self.out_dir / "sweep.json")
+
+
+def _jsonable(value: Any) -> Any:
+    """As JSON gives it back (tuples as lists), so a fresh identity compares with a stored one."""
+    return json.loads(json.dumps(value))
+
+
+def _read_meta(folder: Path) -> dict[str, Any]:
+    path = folder / "sweep.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{path} is not readable: {e}") from None
+
+
+def is_sweep(path: str | Path) -> bool:
+    return (Path(path) / "sweep.json").is_file()
+
+
+def load_sweep_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
+    """(sweep.json, summary of the complete cells), or ResultsError saying why not."""
+    folder = Path(path)
+    meta = _read_meta(folder)
+    summary_path = folder / "summary.parquet"
+    if not summary_path.is_file():
+        columns = [*TABLES["summary"].names, "cell", *meta["keys"]]
+        return meta, pd.DataFrame(columns=columns)
+    summary = pq.read_table(summary_path).to_pandas()
+    complete = {c["cell"] for c in meta["cells"] if c["status"] == COMPLETE}
+    return meta, summary[summary["cell"].isin(complete)].reset_index(drop=True)
+
+
+def read_cells(path: str | Path, table: str, cells: list[int]) -> pd.DataFrame:
+    """One table's rows for some cells, read from its partitions only."""
+    folder = Path(path) / table
+    if not folder.is_dir():
+        return TABLES[table].empty_table().to_pandas()
+    dataset = ds.dataset(folder, format="parquet", partitioning=PARTITIONING)
+    table = dataset.to_table(filter=ds.field("cell").isin(cells))
+    return table.to_pandas().sort_values("cell", kind="stable", ignore_index=True)

@@ -1,0 +1,216 @@
+"""Sweeps: the file format, and on one shared local Ray: resume after an interruption gives
+the same results as one uninterrupted sweep, and a cell that raises is recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.cli import main
+from harness.config import ConfigError
+from harness.ledgers import LEDGERS
+from harness.results import ResultsError
+from harness.sweep import run_sweep
+from harness.sweep_spec import load_sweep
+from harness.sweep_store import SweepStore, load_sweep_results, read_cells
+from tests.conftest import CONFIGS
+
+FAILING_CPU_COUNT = 13  # the fault injected into Ray workers hits seed 1 of these cells
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    """One local Ray for the module, on loopback, with a fault injector in every worker."""
+
+    def inject_fault() -> None:
+        # Defined in here so that Ray ships it by value: workers cannot import this module.
+        from harness.engine.virtual import VirtualEngine
+
+        run_seed = VirtualEngine.run_seed
+
+        def failing(self, config, seed, progress=None):
+            if config.cluster.cpu_count == FAILING_CPU_COUNT and seed == 1:
+                raise RuntimeError("injected failure")
+            return run_seed(self, config, seed, progress)
+
+        VirtualEngine.run_seed = failing
+
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    ray = pytest.importorskip("ray")
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"worker_process_setup_hook": inject_fault},
+    )
+    yield ray
+    ray.shutdown()
+
+
+def _sweep_file(tmp_path: Path, grid: str, extra: str = "") -> Path:
+    path = tmp_path / "sweep.toml"
+    path.write_text(
+        f'[sweep]\nbase = "{CONFIGS / "seed-herd.toml"}"\nseeds = 3\n'
+        f'[set]\n"run.duration_s" = 6.0\n{extra}\n[grid]\n{grid}\n'
+    )
+    return path
+
+
+GRID = '"placement.strategy" = ["stale", "optimistic"]\n"heartbeat.interval_s" = [1, 2.5, 5]\n'
+
+
+# -- the sweep file ---------------------------------------------------------------------------
+
+
+def test_grid_expands_to_every_combination_with_linked_keys(tmp_path):
+    path = _sweep_file(
+        tmp_path,
+        '"placement.strategy" = "all"\n"cluster.nodes" = [5, 50]\n'
+        '[linked]\n"workload.rate_per_s" = { with = "cluster.nodes", values = [10, 100] }\n',
+    )
+    sweep = load_sweep(path)
+    assert sweep.grid["placement.strategy"] == list(LEDGERS)
+    assert len(sweep.cells) == len(LEDGERS) * 2
+    assert sweep.seeds == [0, 1, 2]
+    for cell in sweep.cells:
+        c = cell.config
+        assert c.placement.strategy == cell.values["placement.strategy"]
+        assert c.workload.rate_per_s == 2.0 * c.cluster.nodes
+        assert c.run.duration_s == 6.0
+
+
+@pytest.mark.parametrize(
+    ("grid", "extra", "key"),
+    [
+        ('"cluster.nodez" = [4, 5]\n', "", "grid.cluster.nodez"),
+        ('"cluster.nodes" = [4, -2]\n', "", "grid.cluster.nodes"),
+        ('"cluster.nodes" = []\n', "", "grid.cluster.nodes"),
+        ('"cluster.nodes" = "all"\n', "", "grid.cluster.nodes"),
+        ('"clustr.nodes" = "all"\n', "", "grid.clustr"),
+        ('"run.name" = "all"\n', "", "grid.run.name"),
+        ('"cluster.nodes" = [4, 4]\n', "", "grid.cluster.nodes"),
+        ('"cluster.nodes" = [4, 5]\n', '"cluster.cpu_count" = "many"\n', "set.cluster.cpu_count"),
+        (
+            '"cluster.nodes" = [4, 5]\n[linked]\n"workload.rate_per_s" = '
+            '{ with = "cluster.nodes", values = [1] }\n',
+            "",
+            "linked.workload.rate_per_s.values",
+        ),
+    ],
+)
+def test_mistakes_in_a_sweep_file_name_the_key(tmp_path, grid, extra, key):
+    with pytest.raises(ConfigError) as caught:
+        load_sweep(_sweep_file(tmp_path, grid, extra))
+    assert caught.value.key == key
+
+
+def test_cli_exits_2_on_a_bad_sweep_file(tmp_path, capsys):
+    assert main(["sweep", str(_sweep_file(tmp_path, '"placement.k" = [0]\n'))]) == 2
+    assert "grid.placement.k" in capsys.readouterr().err
+
+
+def test_shipped_sweeps_are_valid():
+    heartbeat = load_sweep(CONFIGS / "sweep-heartbeat.toml")
+    assert min(heartbeat.grid["heartbeat.interval_s"]) == 0.1
+    assert max(heartbeat.grid["heartbeat.interval_s"]) == 60.0
+    scale = load_sweep(CONFIGS / "sweep-scale.toml")
+    assert scale.grid["cluster.nodes"][-1] == 10_000
+    rates = {c.config.workload.rate_per_s / c.config.cluster.nodes for c in scale.cells}
+    assert len(rates) == 1
+
+
+def test_a_folder_of_another_sweep_is_refused(tmp_path):
+    out = tmp_path / "out"
+    SweepStore(out, load_sweep(_sweep_file(tmp_path, GRID)))
+    SweepStore(out, load_sweep(_sweep_file(tmp_path, GRID)))  # the same sweep: resumes
+    with pytest.raises(ResultsError, match="different sweep"):
+        SweepStore(out, load_sweep(_sweep_file(tmp_path, GRID), seeds=4))
+
+
+# -- running on Ray ---------------------------------------------------------------------------
+
+
+def _everything(out: Path) -> dict[str, pd.DataFrame]:
+    """All results of a sweep folder, in a canonical order, without wall-clock columns."""
+    meta, summary = load_sweep_results(out)
+    cells = [c["cell"] for c in meta["cells"]]
+    frames = {"summary": summary.drop(columns=["engine_wall_s"])}
+    for table in ("nodes", "requests", "timeline"):
+        frames[table] = read_cells(out, table, cells)
+    order = {
+        "summary": ["cell", "seed"],
+        "nodes": ["cell", "seed", "node_id"],
+        "requests": ["cell", "seed", "kind", "sandbox_id"],
+        "timeline": ["cell", "seed", "t", "node_id", "replica"],
+    }
+    return {
+        name: frame.sort_values(order[name]).reset_index(drop=True)
+        for name, frame in frames.items()
+    }
+
+
+def test_interrupted_sweep_resumes_to_the_same_results(ray_instance, tmp_path):
+    sweep = load_sweep(_sweep_file(tmp_path, GRID))
+    full, part = tmp_path / "full", tmp_path / "part"
+    run_sweep(sweep, full)
+
+    def interrupt(done, failed, total):
+        if done == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(sweep, part, interrupt)
+    meta, summary = load_sweep_results(part)
+    assert not meta["completed"]
+    finished = [c["cell"] for c in meta["cells"] if c["status"] == "complete"]
+    assert len(finished) == 3
+    assert sorted(summary["cell"].unique()) == finished  # finished cells are readable
+    assert len(read_cells(part, "nodes", finished)) == 3 * len(sweep.seeds) * 10
+
+    # A cell whose files were written but whose completion was never recorded (a crash
+    # between the two) must be run again and end up once, not twice.
+    rewritten = finished[-1]
+    meta["cells"][rewritten]["status"] = "pending"
+    (part / "sweep.json").write_text(json.dumps(meta))
+    kept = finished[:-1]
+    stamps = {c: (part / "nodes" / f"cell={c}" / "part-0.parquet").stat().st_mtime_ns for c in kept}
+
+    calls = []
+    run_sweep(sweep, part, lambda *args: calls.append(args))
+    assert calls[0] == (len(kept), 0, len(sweep.cells))  # the complete cells were skipped
+    assert {
+        c: (part / "nodes" / f"cell={c}" / "part-0.parquet").stat().st_mtime_ns for c in kept
+    } == stamps
+    meta, summary = load_sweep_results(part)
+    assert meta["completed"]
+    assert not summary.duplicated(["cell", "seed"]).any()
+    assert len(summary) == len(sweep.cells) * len(sweep.seeds)
+
+    expected, got = _everything(full), _everything(part)
+    for name in expected:
+        pd.testing.assert_frame_equal(got[name], expected[name], check_categorical=False)
+
+
+def test_a_cell_that_raises_is_recorded_and_the_rest_complete(ray_instance, tmp_path):
+    sweep = load_sweep(
+        _sweep_file(tmp_path, f'"cluster.cpu_count" = [64, {FAILING_CPU_COUNT}, 192]')
+    )
+    out = tmp_path / "out"
+    calls = []
+    run_sweep(sweep, out, lambda *args: calls.append(args))
+    meta, summary = load_sweep_results(out)
+    status = {c["cell"]: c["status"] for c in meta["cells"]}
+    assert status == {0: "complete", 1: "failed", 2: "complete"}
+    failed = meta["cells"][1]
+    assert "RuntimeError: injected failure" in failed["error"]
+    assert "seed 1" in failed["error"]
+    assert "injected failure" in failed["traceback"]
+    assert not meta["completed"]
+    assert calls[-1] == (2, 1, 3)
+    assert sorted(summary["cell"].unique()) == [0, 2]
+    assert (summary.groupby("cell").size() == len(sweep.seeds)).all()
