@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -11,11 +10,10 @@ import ray
 
 from harness.cli import main
 from harness.config import load
+from harness.engine import get_engine
 from harness.engine.ray import RaySeedRun, connect
 from harness.results import REQUESTS, SUMMARY, load_run
-from tests.conftest import scenario
-
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+from tests.conftest import CONFIGS, scenario
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -136,3 +134,26 @@ def test_unreachable_address_is_a_one_line_error_with_exit_code_2(tmp_path, caps
     err = capsys.readouterr().err.strip()
     assert code == 2 and "--address" in err and len(err.splitlines()) == 1
     assert not out.exists()
+
+
+def _beyond_in_flight(timeline) -> tuple[float, float]:
+    """Share of node-time under-counted, and over-counted, by more than the calls in flight."""
+    under = -timeline["cpu_error"] - timeline["in_progress_cpu"]
+    over = timeline["cpu_error"] - timeline["kill_in_progress_cpu"]
+    return float((under > 1e-9).mean()), float((over > 1e-9).mean())
+
+
+def test_the_erase_race_has_the_same_sign_on_ray_as_in_virtual_time():
+    """race-erase: adding before the RPC lets older reports erase the add. Both engines must
+    find the scheduler under-counting beyond its calls in flight, and rarely over-counting."""
+    config = load(
+        CONFIGS / "race-erase.toml",
+        ["placement.strategy=optimistic_pre_rpc", "run.duration_s=20", "run.time_scale=0.5"],
+    )
+    shares = {}
+    for engine in ("virtual", "ray"):
+        result = get_engine(engine).run_seed(config.with_value("run.engine", engine), seed=0)
+        shares[engine] = _beyond_in_flight(result.timeline.to_pandas())
+    for engine, (under, over) in shares.items():
+        assert under > 0.2, (engine, shares)
+        assert over < under / 4, (engine, shares)
