@@ -45,8 +45,8 @@ def accounting_error(timeline: pa.Table) -> dict[str, float]:
     wrong = np.abs(error) > ERROR_TOLERANCE
     return {
         "err_mean_abs": float(np.average(np.abs(error), weights=weight)),
-        "err_over_max": float(max(error.max(), 0.0)),
-        "err_under_max": float(max(-error.min(), 0.0)),
+        "err_over_max": float(max(0.0, error.max())),  # 0.0 first: never print -0.0
+        "err_under_max": float(max(0.0, -error.min())),
         "err_nonzero_frac": float(weight[wrong].sum() / weight.sum()),
     }
 
