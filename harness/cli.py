@@ -12,6 +12,7 @@ from rich.console import Console
 
 from harness.config import ConfigError, load
 from harness.display import LazyProgress, SweepBar, print_run, print_sweep
+from harness.invariants import InvariantError
 from harness.ledgers import LEDGERS
 from harness.results import ResultsError, load_run
 from harness.runner import default_out_dir, run
@@ -170,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ResultsError) as e:
         print(f"harness: error: {e}", file=sys.stderr)
         return 2
+    except InvariantError as e:
+        print(f"harness: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
