@@ -21,7 +21,8 @@ COUNTS = (
     "fault_rpc_failed",
     "fault_rpc_exhausted",
     "fault_timeouts",
-    "fault_down_rpcs",
+    "fault_down_creates",
+    "fault_down_kills",
     "fault_lost_reports",
     "fault_crashes",
 )
@@ -90,7 +91,7 @@ class Faults:
         """The create RPC as the node's side answers it, faults included. TIMEOUT means the
         node acted (or not) but its answer never arrives: the scheduler gives up later."""
         if node.down:
-            self.counts["fault_down_rpcs"] += 1
+            self.counts["fault_down_creates"] += 1
             return Outcome.FAILED
         fault = self._draw(self.create_faults, node.node_id, now) if self.create_faults else None
         if fault is None:
@@ -104,7 +105,7 @@ class Faults:
     def kill(self, node: Node, sandbox_id: int, now: float) -> Outcome:
         """The kill RPC as the node's side answers it, faults included."""
         if node.down:
-            self.counts["fault_down_rpcs"] += 1
+            self.counts["fault_down_kills"] += 1
             return Outcome.FAILED
         fault = self._draw(self.kill_faults, node.node_id, now) if self.kill_faults else None
         if fault is None:

@@ -13,6 +13,7 @@ import math
 import os
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from harness.clock import WallClock
 from harness.cluster import build_nodes
 from harness.config import Config
 from harness.engine import Progress, Snapshot, stream
+from harness.faults import COUNTS
 from harness.ledgers import LEDGERS
 from harness.node import Node
 from harness.ray_setup import check_reachable, start_ray
@@ -191,6 +193,10 @@ class RaySeedRun:
             try:
                 self._actors(nodes)
                 self._play(requests_spool, timeline_spool, progress)
+                ray.get([g.drain_sync.remote() for g in self.groups])
+                drained = [
+                    views[0] for views in ray.get([r.sample.remote() for r in self.replicas])
+                ]
                 finals = ray.get([g.final.remote() for g in self.groups])
                 rpc = np.concatenate(
                     [np.asarray(a) for a in ray.get([r.rpc_times.remote() for r in self.replicas])]
@@ -205,6 +211,9 @@ class RaySeedRun:
             for name, values in part["columns"].items():
                 columns.setdefault(name, []).extend(values)
         self.sandbox_ids = [ids for part in finals for ids in part["sandbox_ids"]]
+        faults = Counter(dict.fromkeys(COUNTS, 0))
+        for part in finals:
+            faults.update(part["faults"])
         lateness = np.concatenate([np.asarray(part["lateness"]) for part in finals])
         nodes_table = table(NODES, strategy, seed, columns)
         done_at = requests.column("done_at").to_numpy()
@@ -227,8 +236,17 @@ class RaySeedRun:
             "heartbeat_late_p50_ms": late_p50,
             "heartbeat_late_p99_ms": late_p99,
             "ray_nodes": len(set(self.ray_nodes)),
+            **faults,
         }
-        return SeedResult(summary, nodes_table, requests, timeline)
+        return SeedResult(
+            summary,
+            nodes_table,
+            requests,
+            timeline,
+            sandbox_ids=self.sandbox_ids,
+            lost_ids=[i for part in finals for i in part["lost_ids"]],
+            drained_views=drained,
+        )
 
 
 class RayEngine:
