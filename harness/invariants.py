@@ -34,9 +34,9 @@ def _first(items: list[Any], n: int = 5) -> str:
     return ", ".join(map(str, items[:n])) + (", ..." if len(items) > n else "")
 
 
-def check(config: Config, result: SeedResult) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The checks (name, ok, detail) and the figures they found for the summary
-    (`lost_sandboxes`, `orphans`, `invariants_ok`)."""
+def check(config: Config, result: SeedResult) -> list[dict[str, Any]]:
+    """The checks (name, ok, detail); what they found goes into the result's summary
+    (`lost_sandboxes`, `orphans`, `invariants_ok`), so every engine's summary has it."""
     req = result.requests
     kind = req.column("kind").to_numpy(zero_copy_only=False)
     outcome = req.column("outcome").to_numpy(zero_copy_only=False)
@@ -101,9 +101,7 @@ def check(config: Config, result: SeedResult) -> tuple[list[dict[str, Any]], dic
                 f"live nodes whose drained view differs from the truth: [{_first(wrong)}]",
             )
         )
-    figures = {
-        "lost_sandboxes": len(lost),
-        "orphans": orphans,
-        "invariants_ok": all(c["ok"] for c in checks),
-    }
-    return checks, figures
+    result.summary.update(
+        lost_sandboxes=len(lost), orphans=orphans, invariants_ok=all(c["ok"] for c in checks)
+    )
+    return checks

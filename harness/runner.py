@@ -49,8 +49,7 @@ def run(
                         progress(done, total, t / config.run.duration_s, snapshot)
 
                 result = engine.run_seed(variant, seed, tick)
-                checks, figures = check(variant, result)
-                result.summary.update(figures)
+                checks = check(variant, result)
                 writer.add(result, checks)
                 broken += [
                     f"{strategy} seed {seed}: {c['check']} ({c['detail']})"
