@@ -126,8 +126,9 @@ def expect_slow_node(config: Config, result: SeedResult) -> None:
     on_slow = placed & (c["node_id"] == 2) & (c["issued_at"] > 5.0)
     assert on_slow.sum() > 0
     assert (c["latency_ms"][on_slow] >= 50.0).all()
+    # Half the extra 50 ms as the margin: on Ray the base latency is engine overhead, noisy.
     before = placed & (c["issued_at"] < 4.9)
-    assert np.median(c["latency_ms"][before]) < 50.0
+    assert np.median(c["latency_ms"][on_slow]) >= np.median(c["latency_ms"][before]) + 25.0
     expect_no_loss(config, result)
 
 
