@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import math
 from typing import Any
 
 import ray
@@ -69,6 +70,17 @@ class NodeGroup(Checked):
         self.schedulers: list[Any] = []
         self.outboxes: list[Outbox] = []
         self.beats: asyncio.Future | None = None
+        self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        if self.restarted:  # Ray restarted this process: every node of it crashed, back empty
+            for node in nodes:
+                self.faults.crash(node, True)
+                self.faults.crash(node, False)
+
+    async def check(self) -> bool:
+        """Raises a failure if any; True when Ray restarted this group and the driver has to
+        connect and start it again."""
+        self.raise_failure()
+        return self.restarted and not self.schedulers
 
     async def connect(self, schedulers: list[Any]) -> str:
         """Learn the scheduler replicas (every report goes to each); returns this Ray node."""
@@ -85,6 +97,12 @@ class NodeGroup(Checked):
 
     async def start(self, epoch: float) -> None:
         self.clock = WallClock(epoch, self.scale)
+        if self.restarted:  # no burst of the beats missed while down: from the next one on
+            now = self.clock.now()
+            self.first_beats = [
+                t + max(0, math.ceil((now - t) / self.interval)) * self.interval
+                for t in self.first_beats
+            ]
         self.beats = spawn(self._beat(), self.errors)
         self.crashes = spawn(self._crashes(), self.errors)
 
@@ -192,6 +210,7 @@ class NodeGroup(Checked):
             self.crashes.cancel()
         self.raise_failure()
         return {
+            "restarted": self.restarted,
             "columns": node_columns(self.nodes),
             "sandbox_ids": [sorted(n.sandboxes) for n in self.nodes],
             "lost_ids": [i for n in self.nodes for i in n.lost],

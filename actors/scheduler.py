@@ -51,8 +51,11 @@ class Replica(Checked):
     async def connect(self, groups: list[Any], group_of: list[int], pools: list[Any]) -> str:
         """Learn the node groups (`group_of[node]` hosts the node) and the client pools."""
         self.group_of = group_of
-        self.creates = [Outbox(g.create, self.errors) for g in groups]
-        self.kills = [Outbox(g.kill, self.errors) for g in groups]
+        # A node group whose process died answers every RPC in flight as failed: its nodes
+        # crashed with it (the driver has Ray restart it, empty).
+        died = (Outcome.FAILED, None)
+        self.creates = [Outbox(g.create, self.errors, died) for g in groups]
+        self.kills = [Outbox(g.kill, self.errors, died) for g in groups]
         self.answers = [Outbox(p.answers, self.errors) for p in pools]
         return ray.get_runtime_context().get_node_id()
 

@@ -297,6 +297,7 @@ class RunWriter:
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "completed": False,
             "finished": [],
+            "partial": [],
             "invariants": [],
             "config": config,
         }
@@ -308,8 +309,11 @@ class RunWriter:
         tmp.write_text(json.dumps(self.meta, indent=2, default=str))
         tmp.replace(self.out_dir / "run.json")
 
-    def add(self, result: SeedResult, checks: list[dict[str, Any]] | None = None) -> None:
-        """Append one (strategy, seed); `checks` are its invariant checks, kept in run.json."""
+    def add(
+        self, result: SeedResult, checks: list[dict[str, Any]] | None = None, partial: bool = False
+    ) -> None:
+        """Append one (strategy, seed); `checks` are its invariant checks, kept in run.json.
+        A `partial` seed (stopped midway, unchecked) is listed under "partial", not "finished"."""
         parts = {
             "summary": summary_table([result.summary]),
             "nodes": result.nodes,
@@ -322,7 +326,8 @@ class RunWriter:
                 writer = pq.ParquetWriter(self.out_dir / f"{name}.parquet", TABLES[name])
                 self._writers[name] = writer
             writer.write_table(part)
-        self.meta["finished"].append([result.summary["strategy"], result.summary["seed"]])
+        key = [result.summary["strategy"], result.summary["seed"]]
+        self.meta["partial" if partial else "finished"].append(key)
         for check in checks or ():
             entry = {"strategy": result.summary["strategy"], "seed": result.summary["seed"]}
             self.meta["invariants"].append({**entry, **check})

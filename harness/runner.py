@@ -48,7 +48,13 @@ def run(
                     if progress is not None:
                         progress(done, total, t / config.run.duration_s, snapshot)
 
-                result = engine.run_seed(variant, seed, tick)
+                try:
+                    result = engine.run_seed(variant, seed, tick)
+                except BaseException as e:
+                    partial = getattr(e, "partial", None)
+                    if partial is not None:
+                        writer.add(partial, partial=True)
+                    raise
                 checks = check(variant, result)
                 writer.add(result, checks)
                 broken += [
