@@ -116,7 +116,7 @@ def test_sigint_on_the_driver_flushes_and_marks_the_run_incomplete(tmp_path):
     deadline = time.time() + 60
     while not (out / "run.json").exists() and time.time() < deadline:
         time.sleep(0.2)
-    time.sleep(8.0)  # Ray up, actors up, some seconds of requests
+    time.sleep(5.0)  # run.json is written once Ray is up: actors up, then seconds of requests
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr.decode()[-2000:]
