@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from harness.cli import main
-from harness.config import Config, load
+from harness.config import Config, ConfigError, from_dict, load
 from harness.engine.virtual import VirtualEngine
 from harness.invariants import check
 from harness.results import SeedResult, load_run
@@ -187,3 +187,35 @@ def test_a_broken_invariant_fails_the_run_loudly(tmp_path, monkeypatch, capsys):
     assert [c["ok"] for c in meta["invariants"] if c["check"] == "acknowledged_sandboxes"] == [
         False
     ]
+
+
+@pytest.mark.parametrize(
+    "faults,key,reason",
+    [
+        ({"kind": "crash"}, "faults[1].node", "needs a target node"),
+        ({"kind": "crash", "node": 10}, "faults[1].node", "is not a node"),
+        ({"kind": "crash", "node": 1, "fraction": 0.5}, "faults[1].fraction", "does not apply"),
+        ({"kind": "rpc_error", "fraction": 1.5}, "faults[1].fraction", "<= 1"),
+        ({"kind": "timeout", "at_s": 5, "until_s": 5}, "faults[1].until_s", "after at_s"),
+        ({"kind": "lost_reports", "at_s": 99}, "faults[1].at_s", "before run.duration_s"),
+        ({"kind": "slow_node", "node": 1, "latncy_ms": 5}, "faults[1].latncy_ms", "latency_ms"),
+        ({"kind": "meteor"}, "faults[1].kind", "must be one of"),
+        (3, "faults[1]", "must be a table"),
+    ],
+)
+def test_bad_fault_entries_name_the_entry_and_key(faults, key, reason):
+    with pytest.raises(ConfigError) as e:
+        from_dict({"faults": [{"kind": "timeout"}, faults]})
+    assert e.value.key == key and reason in str(e.value)
+
+
+def test_faults_must_be_a_list_and_are_not_set_on_the_command_line():
+    with pytest.raises(ConfigError, match="list of tables"):
+        from_dict({"faults": {"kind": "crash"}})
+    with pytest.raises(ConfigError, match="config file"):
+        load(CONFIGS / "faults-crash.toml", ["faults.node=1"])
+
+
+def test_a_config_with_faults_survives_the_round_trip_through_run_json():
+    config = load(CONFIGS / "faults-rpc-error.toml")
+    assert from_dict(config.to_dict()) == config
