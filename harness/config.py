@@ -363,6 +363,12 @@ def _cross_check(c: Config) -> None:
             f"{c.workload.vcpu:g} exceeds cluster.cpu_count "
             f"{c.cluster.cpu_count}: no node could ever take a sandbox",
         )
+    if c.workload.arrival == "burst" and c.workload.burst_at_s >= c.run.duration_s:
+        raise ConfigError(
+            "workload.burst_at_s",
+            f"{c.workload.burst_at_s:g} is not before run.duration_s {c.run.duration_s:g}: "
+            "the run would send nothing",
+        )
     for i, fault in enumerate(c.faults):
         _check_fault(f"faults[{i}]", fault, c)
 
