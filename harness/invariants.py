@@ -5,7 +5,6 @@ records it in run.json and fails loudly rather than publishing numbers nobody sh
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,9 +19,9 @@ TOLERANCE = 1e-6
 class InvariantError(Exception):
     """Some check failed; the results are on disk, with the checks in run.json."""
 
-    def __init__(self, out_dir: Path, broken: list[str]) -> None:
+    def __init__(self, where: str, broken: list[str]) -> None:
         more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
-        super().__init__(f"invariant broken in {out_dir}: {broken[0]}{more}")
+        super().__init__(f"invariant broken in {where}: {broken[0]}{more}")
         self.broken = broken
 
 

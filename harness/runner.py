@@ -66,5 +66,5 @@ def run(
                 if progress is not None:
                     progress(done, total, 0.0, None)
     if broken:
-        raise InvariantError(out_dir, broken)
+        raise InvariantError(str(out_dir), broken)
     return out_dir
