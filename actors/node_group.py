@@ -161,6 +161,8 @@ class NodeGroup(Checked):
     def _legs(self, leg: float, node_ids: list[int]) -> float:
         """One leg of a batch: a slow node in it delays the whole batch (they travel
         together), so its extra latency is the largest of the batch."""
+        if not self.faults.slow:
+            return leg
         now = self.clock.now()
         return leg + max(self.faults.extra_leg(i, now) for i in node_ids)
 

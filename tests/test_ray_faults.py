@@ -87,6 +87,7 @@ def test_a_node_group_process_killed_mid_run_is_restarted_and_the_run_goes_on(tm
     (s,) = frames["summary"].to_dict("records")
     assert s["fault_crashes"] == 5  # the group's nodes, 0-4
     assert s["lost_sandboxes"] > 0 and s["invariants_ok"]
+    assert frames["nodes"]["lost"].sum() == s["lost_sandboxes"]
     assert s["placed"] + s["failed"] == s["requests"]
     creates = frames["requests"].query("kind == 'create' and outcome == 'placed'")
     after = creates[creates.done_at > 0.4 * 20.0 + 2.0]

@@ -172,10 +172,10 @@ class RaySeedRun:
                 self.restarts.append((g, now))
         return restarting
 
-    def _lost_with_groups(self, requests: pa.Table) -> list[int]:
+    def _lost_with_groups(self, requests: pa.Table) -> list[tuple[int, int]]:
         """Sandboxes lost with the process of a restarted node group: acknowledged on one of
         its nodes before the restart, not killed, and not there at the end. (The process that
-        knew them is gone, so they are inferred from the acknowledgements.)"""
+        knew them is gone, so they are inferred from the acknowledgements.) (node, ID) each."""
         if not self.restarts:
             return []
         kind = requests.column("kind").to_numpy(zero_copy_only=False)
@@ -190,7 +190,8 @@ class RaySeedRun:
             lo, hi = self.bounds[g], self.bounds[g + 1]
             there = {i for ids_on_node in self.sandbox_ids[lo:hi] for i in ids_on_node}
             on_group = placed & (node >= lo) & (node < hi) & (done <= t)
-            lost += [i for i in ids[on_group].tolist() if i not in killed and i not in there]
+            pairs = zip(node[on_group].tolist(), ids[on_group].tolist(), strict=True)
+            lost += [(n, i) for n, i in pairs if i not in killed and i not in there]
         return lost
 
     def _drain(self, requests: Spool) -> int:
@@ -297,6 +298,10 @@ class RaySeedRun:
         for part in finals:
             faults.update(part["faults"])
         lateness = np.concatenate([np.asarray(part["lateness"]) for part in finals])
+        lost = [i for part in finals for i in part["lost_ids"]]
+        for n, i in self._lost_with_groups(requests):
+            columns["lost"][n] += 1
+            lost.append(i)
         nodes_table = table(NODES, config.placement.strategy, self.seed, columns)
         rpc_p50, rpc_p99 = _percentiles(rpc, 1000.0 / config.run.time_scale)
         late_p50, late_p99 = _percentiles(lateness, 1000.0)
@@ -314,8 +319,7 @@ class RaySeedRun:
             requests,
             timeline,
             sandbox_ids=self.sandbox_ids,
-            lost_ids=[i for part in finals for i in part["lost_ids"]]
-            + self._lost_with_groups(requests),
+            lost_ids=lost,
             drained_views=drained,
         )
 
