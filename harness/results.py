@@ -313,13 +313,12 @@ class RunWriter:
         self, result: SeedResult, checks: list[dict[str, Any]] | None = None, partial: bool = False
     ) -> None:
         """Append one (strategy, seed); `checks` are its invariant checks, kept in run.json.
-        A `partial` seed (stopped midway, unchecked) is listed under "partial", not "finished"."""
-        parts = {
-            "summary": summary_table([result.summary]),
-            "nodes": result.nodes,
-            "requests": result.requests,
-            "timeline": result.timeline,
-        }
+        A `partial` seed (stopped midway, unchecked) is listed under "partial", not "finished",
+        and only its requests and samples are kept: a summary of half a seed would mix into
+        the statistics over seeds."""
+        parts = {"requests": result.requests, "timeline": result.timeline}
+        if not partial:
+            parts |= {"summary": summary_table([result.summary]), "nodes": result.nodes}
         for name, part in parts.items():
             writer = self._writers.get(name)
             if writer is None:

@@ -250,11 +250,16 @@ class RaySeedRun:
             "ray_nodes": len(set(self.ray_nodes)),
         }
 
-    def _partial(self, requests: pa.Table, timeline: pa.Table, wall: float) -> SeedResult:
-        """What the driver holds of a seed that did not finish: the requests and samples
-        that had arrived; the nodes' end state is unknown (their actors are gone or going)."""
-        nodes = NODES.empty_table()
-        return SeedResult(self._summary(nodes, requests, timeline, wall), nodes, requests, timeline)
+    def _partial(self, requests: pa.Table, timeline: pa.Table) -> SeedResult:
+        """What the driver holds of a seed that did not finish: the requests and samples that
+        had arrived; the nodes' end state is unknown (their actors are gone or going)."""
+        config = self.config
+        summary = {
+            "engine": RayEngine.name,
+            "strategy": config.placement.strategy,
+            "seed": self.seed,
+        }
+        return SeedResult(summary, NODES.empty_table(), requests, timeline)
 
     def run(self, progress: Progress | None = None) -> SeedResult:
         config = self.config
@@ -269,7 +274,7 @@ class RaySeedRun:
                 try:
                     self._play(requests_spool, timeline_spool, progress)
                 except (KeyboardInterrupt, ray.exceptions.RayActorError) as e:
-                    partial = self._partial(requests_spool.table(), timeline_spool.table(), wall)
+                    partial = self._partial(requests_spool.table(), timeline_spool.table())
                     if isinstance(e, KeyboardInterrupt):
                         e.partial = partial
                         raise
