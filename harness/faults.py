@@ -90,9 +90,9 @@ class Faults:
     ) -> Outcome:
         """The create RPC as the node's side answers it, faults included. TIMEOUT means the
         node acted (or not) but its answer never arrives: the scheduler gives up later."""
-        if node.down:
+        if node.down:  # the node refuses (see Node.create); counted here
             self.counts["fault_down_creates"] += 1
-            return Outcome.FAILED
+            return node.create(sandbox_id, vcpu, memory_mib, usage)
         fault = self._draw(self.create_faults, node.node_id, now) if self.create_faults else None
         if fault is None:
             return node.create(sandbox_id, vcpu, memory_mib, usage)
@@ -106,7 +106,7 @@ class Faults:
         """The kill RPC as the node's side answers it, faults included."""
         if node.down:
             self.counts["fault_down_kills"] += 1
-            return Outcome.FAILED
+            return node.kill(sandbox_id)
         fault = self._draw(self.kill_faults, node.node_id, now) if self.kill_faults else None
         if fault is None:
             return node.kill(sandbox_id)

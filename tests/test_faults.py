@@ -12,7 +12,7 @@ import math
 from dataclasses import replace
 
 import numpy as np
-import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from harness.cli import main
@@ -31,12 +31,12 @@ def within(observed: float, n: int, p: float) -> bool:
 
 
 def creates(result: SeedResult) -> dict[str, np.ndarray]:
-    r = result.requests.filter(pa.compute.equal(result.requests["kind"], "create"))
+    r = result.requests.filter(pc.equal(result.requests["kind"], "create"))
     return {name: r.column(name).to_numpy(zero_copy_only=False) for name in r.column_names}
 
 
 def kills(result: SeedResult) -> dict[str, np.ndarray]:
-    r = result.requests.filter(pa.compute.equal(result.requests["kind"], "kill"))
+    r = result.requests.filter(pc.equal(result.requests["kind"], "kill"))
     return {name: r.column(name).to_numpy(zero_copy_only=False) for name in r.column_names}
 
 
@@ -72,11 +72,12 @@ def expect_crash(config: Config, result: SeedResult) -> None:
     failed_kills = set(k["sandbox_id"][k["outcome"] == "failed"].tolist())
     assert failed_kills == lost & set(k["sandbox_id"].tolist())
     assert s["fault_down_kills"] <= s["kills_failed"] == len(failed_kills)
-    # Nothing is placed on a node while it is down.
+    # Nothing is placed on a node while it is down (an answer acted on before the crash may
+    # arrive after it: a second of slack covers Ray's overhead at a small time_scale).
     done, node = c["done_at"], c["node_id"]
     placed = c["outcome"] == "placed"
-    assert not (placed & (node == 7) & (done > 15.0 + 0.01)).any()
-    assert not (placed & (node == 3) & (done > 10.01) & (done < 20.0)).any()
+    assert not (placed & (node == 7) & (done > 16.0)).any()
+    assert not (placed & (node == 3) & (done > 11.0) & (done < 20.0)).any()
     expect_no_loss(config, result)
 
 
@@ -87,11 +88,13 @@ def expect_rpc_error(config: Config, result: SeedResult) -> None:
     assert s["failed"] == s["failed_attempts_exhausted"]
     # In the window an RPC fails with 0.5, answers ResourceExhausted with 0.5 * 0.2 (a skip:
     # drawn again); a request fails when 3 counted attempts in a row fail.
-    in_window = (c["issued_at"] >= 5.0) & (c["issued_at"] < 25.0 - 0.1)
+    # Whole seconds off the window's edges: on Ray a request is sent (and retried) later than
+    # it is issued, by engine overhead that is large in model time at a small time_scale.
+    in_window = (c["issued_at"] >= 5.0) & (c["issued_at"] < 24.0)
     p_fail = (0.5 / (0.5 + 0.5 * 0.8)) ** 3
     failed = int((c["outcome"][in_window] == "failed").sum())
     assert within(failed, int(in_window.sum()), p_fail), (failed, in_window.sum(), p_fail)
-    assert not (c["outcome"][c["issued_at"] < 5.0] == "failed").any()
+    assert not (c["outcome"][c["issued_at"] < 4.0] == "failed").any()
     kills_sent = s["kills"]
     assert within(s["kills_failed"], kills_sent, 0.1)
     expect_no_loss(config, result)
@@ -160,8 +163,8 @@ def test_faults_are_deterministic_and_leave_other_draws_alone():
     b = VirtualEngine().run_seed(config, 1)
     assert a.requests.equals(b.requests)
     plain = VirtualEngine().run_seed(replace(config, faults=()), 1)
-    first = a.requests.filter(pa.compute.less(a.requests["issued_at"], 5.0))
-    same = plain.requests.filter(pa.compute.less(plain.requests["issued_at"], 5.0))
+    first = a.requests.filter(pc.less(a.requests["issued_at"], 5.0))
+    same = plain.requests.filter(pc.less(plain.requests["issued_at"], 5.0))
     assert first.equals(same)  # before the window the run is the fault-free one
 
 
