@@ -14,15 +14,21 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ray.actor import ActorMethod
+from ray.exceptions import RayActorError
 
 
 class Outbox:
     """Messages to one remote method that takes a tuple (and, for `call`, returns one)."""
 
-    __slots__ = ("_callbacks", "_items", "_method", "_pending", "errors")
+    __slots__ = ("_callbacks", "_items", "_method", "_pending", "errors", "if_died")
 
-    def __init__(self, method: ActorMethod, errors: list[BaseException]) -> None:
+    def __init__(
+        self, method: ActorMethod, errors: list[BaseException], if_died: Any = None
+    ) -> None:
         self._method = method
+        self.if_died = if_died
+        """For `call`: the answer each item gets when the receiving actor died (or is being
+        restarted) before answering, instead of stopping the run; None: stop it."""
         self._items: list[Any] = []
         self._callbacks: list[Callable[[Any], None]] = []
         self._pending = False
@@ -61,7 +67,12 @@ class Outbox:
 
     def _settle(self, callbacks: list[Callable[[Any], None]], reply: asyncio.Future) -> None:
         try:
-            answers = reply.result()
+            try:
+                answers = reply.result()
+            except RayActorError:
+                if self.if_died is None or not callbacks:
+                    raise
+                answers = [self.if_died] * len(callbacks)
             if callbacks:
                 for on_answer, answer in zip(callbacks, answers, strict=True):
                     on_answer(answer)

@@ -7,6 +7,7 @@ the real service interleaves, so the herd and the races happen for real.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from array import array
@@ -20,6 +21,7 @@ from actors.reservoir import Reservoir
 from harness.clock import WallClock
 from harness.config import Config
 from harness.engine import make_scheduler
+from harness.node import Outcome
 from harness.report import Report
 from harness.request import CreateRequest
 from harness.scheduler import Step
@@ -36,6 +38,7 @@ class Replica(Checked):
         super().__init__()
         self.scheduler = make_scheduler(config, seed, replica, cpu_counts)
         self.deadline_s = config.placement.deadline_s
+        self.rpc_timeout_s = config.placement.rpc_timeout_ms / 1000.0
         self.scale = config.run.time_scale
         self.clock: WallClock | None = None
         self.placed: dict[int, CreateRequest] = {}
@@ -48,8 +51,11 @@ class Replica(Checked):
     async def connect(self, groups: list[Any], group_of: list[int], pools: list[Any]) -> str:
         """Learn the node groups (`group_of[node]` hosts the node) and the client pools."""
         self.group_of = group_of
-        self.creates = [Outbox(g.create, self.errors) for g in groups]
-        self.kills = [Outbox(g.kill, self.errors) for g in groups]
+        # A node group whose process died answers every RPC in flight as failed: its nodes
+        # crashed with it (the driver has Ray restart it, empty).
+        died = (Outcome.FAILED, None)
+        self.creates = [Outbox(g.create, self.errors, died) for g in groups]
+        self.kills = [Outbox(g.kill, self.errors, died) for g in groups]
         self.answers = [Outbox(p.answers, self.errors) for p in pools]
         return ray.get_runtime_context().get_node_id()
 
@@ -91,8 +97,18 @@ class Replica(Checked):
         self.creates[self.group_of[req.node]].call(rpc, answered)
 
     def _placed(self, pool: int, req: CreateRequest, sent: float, answer: Answer) -> None:
-        self.rpc_wall.add(time.perf_counter() - sent)
         outcome, response = answer
+        if outcome is Outcome.TIMEOUT:  # no answer came: give up when the timeout expires
+            left = self.rpc_timeout_s * self.scale - (time.perf_counter() - sent)
+            later = asyncio.get_running_loop().call_later
+            later(max(left, 0.0), self._answered, pool, req, outcome, None)
+            return
+        self.rpc_wall.add(time.perf_counter() - sent)
+        self._answered(pool, req, outcome, response)
+
+    def _answered(
+        self, pool: int, req: CreateRequest, outcome: Outcome, response: Report | None
+    ) -> None:
         step = self.scheduler.finish_create(req, outcome, self.clock.now(), response)
         if step is Step.RETRY:
             self._place(pool, req)

@@ -51,15 +51,22 @@ def accounting_error(timeline: pa.Table) -> dict[str, float]:
     }
 
 
+FAILURE_REASONS = ("no_candidate", "attempts_exhausted", "deadline")
+"""Why a create failed (`harness.scheduler`); each has a `failed_<reason>` summary column."""
+
+
 def seed_summary(nodes: pa.Table, requests: pa.Table, timeline: pa.Table) -> dict[str, Any]:
     """Counts, latency and accounting error of one (strategy, seed); sandboxes per node are
     the final true ones."""
     counts = nodes.column("sandboxes").to_numpy()
     kind = requests.column("kind").to_numpy(zero_copy_only=False)
     outcome = requests.column("outcome").to_numpy(zero_copy_only=False)
+    reason = requests.column("reason").to_numpy(zero_copy_only=False)
     latency = requests.column("latency_ms").to_numpy()
     creates = kind == "create"
     placed = creates & (outcome == "placed")
+    failed = creates & (outcome == "failed")
+    kills = kind == "kill"
     placed_latency = latency[placed]
     p50, p99 = (
         np.percentile(placed_latency, [50, 99]) if placed_latency.size else (math.nan, math.nan)
@@ -67,8 +74,10 @@ def seed_summary(nodes: pa.Table, requests: pa.Table, timeline: pa.Table) -> dic
     return {
         "requests": int(creates.sum()),
         "placed": int(placed.sum()),
-        "failed": int((creates & (outcome == "failed")).sum()),
-        "kills": int((kind == "kill").sum()),
+        "failed": int(failed.sum()),
+        **{f"failed_{r}": int((failed & (reason == r)).sum()) for r in FAILURE_REASONS},
+        "kills": int(kills.sum()),
+        "kills_failed": int((kills & (outcome == "failed")).sum()),
         "cv": cv(counts),
         "max_count": int(counts.max()) if counts.size else 0,
         "min_count": int(counts.min()) if counts.size else 0,

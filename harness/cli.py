@@ -12,6 +12,8 @@ from rich.console import Console
 
 from harness.config import ConfigError, load
 from harness.display import LazyProgress, SweepBar, print_run, print_sweep
+from harness.engine import EngineError
+from harness.invariants import InvariantError
 from harness.ledgers import LEDGERS
 from harness.results import ResultsError, load_run
 from harness.runner import default_out_dir, run
@@ -109,6 +111,9 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     except KeyboardInterrupt:
         console.print(f"[red]interrupted[/red]: partial results in {out} (completed: false)")
         return 130
+    except EngineError as e:
+        print(f"harness: error: {e}; partial results in {out} (completed: false)", file=sys.stderr)
+        return 1
     finally:
         if progress is not None:
             progress.close()
@@ -170,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ResultsError) as e:
         print(f"harness: error: {e}", file=sys.stderr)
         return 2
+    except InvariantError as e:
+        print(f"harness: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -107,6 +107,9 @@ class PlacementConfig:
         3, "Failed create RPCs (other than ResourceExhausted) per request.", ge=1
     )
     deadline_s: float = _opt(30.0, "A create still unplaced this long after issue fails.", gt=0)
+    rpc_timeout_ms: float = _opt(
+        1000.0, "The scheduler gives up on an unanswered create RPC after this long.", gt=0
+    )
     replicas: int = _opt(1, "Scheduler replicas, each with its own view and in-progress map.", ge=1)
     ttl_s: float = _opt(20.0, "How long an optimistic entry of the ttl strategy counts.", gt=0)
 
@@ -147,6 +150,45 @@ class RayConfig:
     client_pools: int = _opt(0, "Client-pool actors running the clients; 0: one per CPU.", ge=0)
 
 
+FAULT_KINDS = {
+    "crash": ("node", "at_s", "until_s"),
+    "rpc_error": ("rpc", "error", "fraction", "node", "at_s", "until_s"),
+    "timeout": ("fraction", "node", "at_s", "until_s"),
+    "lost_reports": ("fraction", "node", "at_s", "until_s"),
+    "slow_node": ("node", "latency_ms", "at_s", "until_s"),
+}
+"""The keys each fault kind takes besides `kind`; any other key is refused, so a typo or a
+key meant for another kind cannot be silently ignored."""
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    kind: str = _opt(
+        "crash",
+        "crash, rpc_error, timeout (create RPCs), lost_reports or slow_node.",
+        choices=tuple(FAULT_KINDS),
+    )
+    at_s: float = _opt(0.0, "When the fault starts (model seconds).", ge=0)
+    until_s: float | None = _opt(
+        None, 'When it ends; a crashed node comes back empty then; "none": never.', ge=0
+    )
+    node: int | None = _opt(
+        None, 'Target node (required for crash and slow_node); "none": every node.', ge=0
+    )
+    rpc: str = _opt(
+        "create", "rpc_error: which RPC fails, create or kill.", choices=("create", "kill")
+    )
+    error: str = _opt(
+        "failed",
+        "rpc_error: failed (transient: exclude, attempt + 1) or resource_exhausted (skip).",
+        choices=("failed", "resource_exhausted"),
+    )
+    fraction: float = _opt(
+        1.0, "Share of the RPCs (or reports) in the window that fail, drawn per RPC.", ge=0, le=1
+    )
+    latency_ms: float = _opt(10.0, "slow_node: extra round trip of every RPC to it.", gt=0)
+
+
 @dataclass(frozen=True)
 class Config:
     run: RunConfig = field(default_factory=RunConfig)
@@ -155,9 +197,16 @@ class Config:
     placement: PlacementConfig = field(default_factory=PlacementConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     ray: RayConfig = field(default_factory=RayConfig)
+    faults: tuple[FaultConfig, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        raw = asdict(self)
+        # As a config file has them: a list of tables, each with only its kind's keys.
+        raw["faults"] = [
+            {k: v for k, v in entry.items() if k == "kind" or k in FAULT_KINDS[entry["kind"]]}
+            for entry in raw["faults"]
+        ]
+        return raw
 
     def with_value(self, key: str, value: Any) -> Config:
         """A copy with one dotted key changed and the whole config validated again."""
@@ -172,7 +221,7 @@ class Config:
         return from_dict(raw)
 
 
-_SECTION_TYPES = get_type_hints(Config)
+_SECTION_TYPES = {k: v for k, v in get_type_hints(Config).items() if k != "faults"}
 
 
 def _type_name(tp: Any) -> str:
@@ -251,12 +300,30 @@ def _section(name: str, cls: type, raw: Any) -> Any:
     return cls(**values)
 
 
+def _faults(raw: Any) -> tuple[FaultConfig, ...]:
+    """`[[faults]]` entries, each checked like a section and against its kind's keys."""
+    if not isinstance(raw, list):
+        raise ConfigError("faults", f"must be a list of tables ([[faults]]), got {raw!r}")
+    entries = []
+    for i, entry in enumerate(raw):
+        name = f"faults[{i}]"
+        fault = _section(name, FaultConfig, entry)
+        for key in entry:
+            if key != "kind" and key not in FAULT_KINDS[fault.kind]:
+                raise ConfigError(f"{name}.{key}", f"does not apply to kind {fault.kind}")
+        entries.append(fault)
+    return tuple(entries)
+
+
 def from_dict(raw: dict[str, Any]) -> Config:
     """Build and validate a Config; raises ConfigError naming the first bad key."""
-    sections = {}
+    sections: dict[str, Any] = {}
     for name, value in raw.items():
+        if name == "faults":
+            sections[name] = _faults(value)
+            continue
         if name not in _SECTION_TYPES:
-            raise _unknown(name, list(_SECTION_TYPES))
+            raise _unknown(name, [*_SECTION_TYPES, "faults"])
         sections[name] = _section(name, _SECTION_TYPES[name], value)
     config = Config(**sections)
     _cross_check(config)
@@ -296,9 +363,34 @@ def _cross_check(c: Config) -> None:
             f"{c.workload.vcpu:g} exceeds cluster.cpu_count "
             f"{c.cluster.cpu_count}: no node could ever take a sandbox",
         )
+    if c.workload.arrival == "burst" and c.workload.burst_at_s >= c.run.duration_s:
+        raise ConfigError(
+            "workload.burst_at_s",
+            f"{c.workload.burst_at_s:g} is not before run.duration_s {c.run.duration_s:g}: "
+            "the run would send nothing",
+        )
+    for i, fault in enumerate(c.faults):
+        _check_fault(f"faults[{i}]", fault, c)
+
+
+def _check_fault(name: str, fault: FaultConfig, c: Config) -> None:
+    if fault.node is None and fault.kind in ("crash", "slow_node"):
+        raise ConfigError(f"{name}.node", f"a {fault.kind} needs a target node")
+    if fault.node is not None and fault.node >= c.cluster.nodes:
+        raise ConfigError(
+            f"{name}.node", f"{fault.node} is not a node (cluster.nodes = {c.cluster.nodes})"
+        )
+    if fault.until_s is not None and fault.until_s <= fault.at_s:
+        raise ConfigError(f"{name}.until_s", f"must be after at_s ({fault.at_s:g})")
+    if fault.at_s >= c.run.duration_s:
+        raise ConfigError(
+            f"{name}.at_s", f"{fault.at_s:g} is not before run.duration_s {c.run.duration_s:g}"
+        )
 
 
 def _set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
+    if key.startswith("faults"):
+        raise ConfigError(key, "faults are set in the config file ([[faults]]), not with --set")
     parts = key.split(".")
     if len(parts) != 2 or not all(parts):
         raise ConfigError(key, "must be section.key, e.g. placement.k")
@@ -365,3 +457,10 @@ def defaults_table() -> list[tuple[str, str, str]]:
             default = f.default if f.default is not MISSING else f.default_factory()
             rows.append((f"{section}.{f.name}", _toml(default), f.metadata["help"]))
     return rows
+
+
+def fault_keys_table() -> list[tuple[str, str, str]]:
+    """(key of a `[[faults]]` entry, default, help), for the README."""
+    return [
+        (f"faults[].{f.name}", _toml(f.default), f.metadata["help"]) for f in fields(FaultConfig)
+    ]

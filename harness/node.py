@@ -13,6 +13,8 @@ class Outcome(StrEnum):
     OK = "ok"
     RESOURCE_EXHAUSTED = "resource_exhausted"
     FAILED = "failed"
+    TIMEOUT = "timeout"
+    """No answer in time: the scheduler gave up; the node may have acted all the same."""
 
 
 class Node:
@@ -27,6 +29,8 @@ class Node:
         "cpu_allocated",
         "cpu_count",
         "cpu_percent",
+        "down",
+        "lost",
         "memory_allocated_mib",
         "memory_mib",
         "memory_used_mib",
@@ -57,6 +61,9 @@ class Node:
         self.memory_allocated_mib = 0.0
         self.memory_used_mib = 0.0
         self.seq = 0
+        self.down = False
+        self.lost: list[int] = []
+        """IDs of the sandboxes that were on this node when it crashed."""
 
     @property
     def capacity(self) -> float:
@@ -67,6 +74,8 @@ class Node:
 
         `usage` is the fraction of its vCPUs the sandbox keeps busy (1.0 = 100%).
         """
+        if self.down:
+            return Outcome.FAILED
         if sandbox_id in self.sandboxes:
             raise ValueError(f"sandbox {sandbox_id} already on node {self.node_id}")
         if self.cpu_allocated + vcpu > self.overcommit * self.cpu_count:
@@ -81,6 +90,8 @@ class Node:
         return Outcome.OK
 
     def kill(self, sandbox_id: int) -> Outcome:
+        if self.down:
+            return Outcome.FAILED
         entry = self.sandboxes.pop(sandbox_id, None)
         if entry is None:
             return Outcome.FAILED
@@ -90,6 +101,19 @@ class Node:
         self.memory_allocated_mib -= memory_mib
         self.memory_used_mib -= memory_mib * usage
         return Outcome.OK
+
+    def crash(self) -> None:
+        """The node dies: its sandboxes are gone (kept in `lost`), RPCs to it fail, and it
+        sends no report until `restart`."""
+        self.down = True
+        self.lost.extend(self.sandboxes)
+        self.sandboxes.clear()
+        self.cpu_allocated = self.cpu_percent = 0.0
+        self.memory_allocated_mib = self.memory_used_mib = 0.0
+
+    def restart(self) -> None:
+        """Back after a crash, empty."""
+        self.down = False
 
     def report(self, now: float, with_ids: bool = False) -> Report:
         self.seq += 1

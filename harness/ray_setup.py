@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,20 @@ def check_reachable(address: str) -> None:
         raise ConfigError("--address", f"cannot reach a Ray cluster at {address}: {e}") from None
 
 
+@contextlib.contextmanager
+def _keeping_sigterm() -> Iterator[None]:
+    """ray.init installs a SIGTERM handler that exits at once; the CLI's own (SIGTERM stops the
+    run like Ctrl-C, so what has arrived is written and run.json says incomplete) is put
+    back."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        yield
+    finally:
+        if main and previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
 def start_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     """Join the cluster at `address`, shipping this code (the harness and its actors) with the
     job, so no shared filesystem is assumed; or start a new local Ray (never one another program
@@ -41,13 +59,15 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> None:
         from ray._private import ray_constants
 
         ray_constants.ENABLE_RAY_CLUSTER = False
-        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **quiet)
+        with _keeping_sigterm():
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **quiet)
         return
     check_reachable(address)
     import ray
 
     packages = [str(Path(package.__file__).parent) for package in (harness, actors)]
     try:
-        ray.init(address=address, runtime_env={"py_modules": packages}, **quiet)
+        with _keeping_sigterm():
+            ray.init(address=address, runtime_env={"py_modules": packages}, **quiet)
     except ConnectionError as e:
         raise ConfigError("--address", f"cannot join the Ray cluster: {e}") from None

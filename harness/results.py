@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,8 @@ NODES = pa.schema(
         ("initial_cpu_allocated", pa.float64()),
         ("peak_cpu_allocated", pa.float64()),
         ("capacity", pa.float64()),
+        ("down", pa.bool_()),
+        ("lost", pa.int32()),
     ]
 )
 SUMMARY = pa.schema(
@@ -80,7 +82,11 @@ SUMMARY = pa.schema(
         ("requests", pa.int64()),
         ("placed", pa.int64()),
         ("failed", pa.int64()),
+        ("failed_no_candidate", pa.int64()),
+        ("failed_attempts_exhausted", pa.int64()),
+        ("failed_deadline", pa.int64()),
         ("kills", pa.int64()),
+        ("kills_failed", pa.int64()),
         ("cv", pa.float64()),
         ("max_count", pa.int64()),
         ("min_count", pa.int64()),
@@ -92,6 +98,17 @@ SUMMARY = pa.schema(
         ("err_nonzero_frac", pa.float64()),
         ("sim_duration_s", pa.float64()),
         ("engine_wall_s", pa.float64()),
+        # Faults injected (harness.faults.COUNTS) and what they cost (harness.invariants).
+        ("fault_rpc_failed", pa.int64()),
+        ("fault_rpc_exhausted", pa.int64()),
+        ("fault_timeouts", pa.int64()),
+        ("fault_down_creates", pa.int64()),
+        ("fault_down_kills", pa.int64()),
+        ("fault_lost_reports", pa.int64()),
+        ("fault_crashes", pa.int64()),
+        ("lost_sandboxes", pa.int64()),
+        ("orphans", pa.int64()),
+        ("invariants_ok", pa.bool_()),
         # Engines in real time only (null for the virtual engine); times in model ms.
         ("time_scale", pa.float64()),
         ("create_rpc_p50_ms", pa.float64()),
@@ -199,6 +216,8 @@ def node_columns(nodes: list[Node]) -> dict[str, list]:
         "initial_cpu_allocated": [n.base_cpu for n in nodes],
         "peak_cpu_allocated": [n.peak_cpu_allocated for n in nodes],
         "capacity": [n.capacity for n in nodes],
+        "down": [n.down for n in nodes],
+        "lost": [len(n.lost) for n in nodes],
     }
 
 
@@ -239,12 +258,20 @@ def summary_table(summaries: list[dict[str, Any]]) -> pa.Table:
 
 @dataclass
 class SeedResult:
-    """Everything one (strategy, seed) produced."""
+    """Everything one (strategy, seed) produced, and the end state the invariant checks need
+    (`harness.invariants`), in the same form whichever engine ran."""
 
     summary: dict[str, Any]
     nodes: pa.Table
     requests: pa.Table
     timeline: pa.Table
+    sandbox_ids: list[list[int]] = field(default_factory=list)
+    """The sandbox IDs each node runs at the end, node by node."""
+    lost_ids: list[int] = field(default_factory=list)
+    """IDs of sandboxes that were on a node when it crashed."""
+    drained_views: list[list[float]] | None = None
+    """Believed vCPUs per replica and node after the run drained and every live node sent one
+    last report; None when the engine could not take it."""
 
 
 class RunWriter:
@@ -270,6 +297,8 @@ class RunWriter:
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "completed": False,
             "finished": [],
+            "partial": [],
+            "invariants": [],
             "config": config,
         }
         self._writers: dict[str, pq.ParquetWriter] = {}
@@ -280,20 +309,28 @@ class RunWriter:
         tmp.write_text(json.dumps(self.meta, indent=2, default=str))
         tmp.replace(self.out_dir / "run.json")
 
-    def add(self, result: SeedResult) -> None:
-        parts = {
-            "summary": summary_table([result.summary]),
-            "nodes": result.nodes,
-            "requests": result.requests,
-            "timeline": result.timeline,
-        }
+    def add(
+        self, result: SeedResult, checks: list[dict[str, Any]] | None = None, partial: bool = False
+    ) -> None:
+        """Append one (strategy, seed); `checks` are its invariant checks, kept in run.json.
+        A `partial` seed (stopped midway, unchecked) is listed under "partial", not "finished",
+        and only its requests and samples are kept: a summary of half a seed would mix into
+        the statistics over seeds."""
+        parts = {"requests": result.requests, "timeline": result.timeline}
+        if not partial:
+            parts |= {"summary": summary_table([result.summary]), "nodes": result.nodes}
         for name, part in parts.items():
             writer = self._writers.get(name)
             if writer is None:
                 writer = pq.ParquetWriter(self.out_dir / f"{name}.parquet", TABLES[name])
                 self._writers[name] = writer
             writer.write_table(part)
-        self.meta["finished"].append([result.summary["strategy"], result.summary["seed"]])
+        key = [result.summary["strategy"], result.summary["seed"]]
+        self.meta["partial" if partial else "finished"].append(key)
+        for check in checks or ():
+            entry = {"strategy": result.summary["strategy"], "seed": result.summary["seed"]}
+            self.meta["invariants"].append({**entry, **check})
+        self._write_meta()
 
     def close(self, completed: bool, error: str | None = None) -> None:
         for writer in self._writers.values():

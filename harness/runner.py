@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.config import Config
 from harness.engine import Snapshot, get_engine
+from harness.invariants import InvariantError, check
 from harness.results import RunWriter
 
 # progress(units_done, units_total, fraction_of_current_unit, live snapshot or None)
@@ -29,11 +30,14 @@ def run(
     """Run every strategy on the same seeds; each finished (strategy, seed) is on disk at once.
 
     An exception or Ctrl-C still closes the files and marks run.json `completed: false`.
+    Every (strategy, seed) is checked (`harness.invariants`); broken checks are written with
+    the results, and the run then raises InvariantError.
     """
     engine = get_engine(config.run.engine)
     engine.prepare(config)
     seeds = seeds_of(config)
     total = len(strategies) * len(seeds)
+    broken: list[str] = []
     with RunWriter(out_dir, config.to_dict(), strategies, seeds, engine.name) as writer:
         done = 0
         for strategy in strategies:
@@ -44,8 +48,23 @@ def run(
                     if progress is not None:
                         progress(done, total, t / config.run.duration_s, snapshot)
 
-                writer.add(engine.run_seed(variant, seed, tick))
+                try:
+                    result = engine.run_seed(variant, seed, tick)
+                except BaseException as e:
+                    partial = getattr(e, "partial", None)
+                    if partial is not None:
+                        writer.add(partial, partial=True)
+                    raise
+                checks = check(variant, result)
+                writer.add(result, checks)
+                broken += [
+                    f"{strategy} seed {seed}: {c['check']} ({c['detail']})"
+                    for c in checks
+                    if not c["ok"]
+                ]
                 done += 1
                 if progress is not None:
                     progress(done, total, 0.0, None)
+    if broken:
+        raise InvariantError(str(out_dir), broken)
     return out_dir

@@ -12,11 +12,13 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from harness.config import Config
 from harness.engine import get_engine
+from harness.invariants import InvariantError, check
 from harness.ray_setup import start_ray
 from harness.results import SeedResult
 from harness.sweep_spec import Cell, Sweep
@@ -27,8 +29,14 @@ SweepProgress = Callable[[int, int, int], None]
 
 
 def run_seed(config: Config, seed: int) -> SeedResult:
-    """The body of one task: one seed of one cell on the config's engine."""
-    return get_engine(config.run.engine).run_seed(config, seed)
+    """The body of one task: one seed of one cell on the config's engine, checked where it
+    ran (`harness.invariants`): a broken check fails the cell with its message. The end state
+    the checks needed stays here rather than travelling back."""
+    result = get_engine(config.run.engine).run_seed(config, seed)
+    broken = [f"{c['check']} ({c['detail']})" for c in check(config, result) if not c["ok"]]
+    if broken:
+        raise InvariantError(f"seed {seed}", broken)
+    return replace(result, sandbox_ids=[], lost_ids=[], drained_views=None)
 
 
 def run_sweep(

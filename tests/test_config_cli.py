@@ -38,6 +38,11 @@ from tests.conftest import CONFIGS, SCENARIOS
         ({"cluster": {"nodes": 2}}, "placement.k", "exceeds cluster.nodes 2"),
         ({"run": {"duration_s": float("inf")}}, "run.duration_s", "finite"),
         ({"run": 3}, "run", "a table"),
+        (
+            {"workload": {"arrival": "burst", "burst_at_s": 30}},
+            "workload.burst_at_s",
+            "not before run.duration_s",
+        ),
     ],
 )
 def test_bad_values_name_the_key_and_the_reason(raw, key, reason):
@@ -64,19 +69,9 @@ def test_every_key_has_help_and_a_valid_default():
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
 def test_every_shipped_config_runs(path, tmp_path):
     out = tmp_path / "out"
-    code = main(
-        [
-            "run",
-            str(path),
-            "--seeds",
-            "1",
-            "--set",
-            "run.duration_s=5",
-            "--out",
-            str(out),
-            "--quiet",
-        ]
-    )
+    # Shortened to 5 s, except fault scenarios: their faults are timed within the full run.
+    shorter = [] if path.name.startswith("faults-") else ["--set", "run.duration_s=5"]
+    code = main(["run", str(path), "--seeds", "1", *shorter, "--out", str(out), "--quiet"])
     assert code == 0
     assert json.loads((out / "run.json").read_text())["completed"] is True
 
@@ -119,6 +114,13 @@ def test_run_compare_then_report(tmp_path, capsys):
         (["run", "{bad_toml}"], "not valid TOML"),
         (["run", "{latin1}"], "not UTF-8"),
         (["report", "{tmp}"], "not a results folder"),
+        (["report", "{bad_toml}"], "is not a folder"),
+        (["report", "{garbled}"], "not valid JSON"),
+        (["run", "{tmp}"], "is a directory"),
+        (["run", "{config}", "--set", "faults.node=1"], "[[faults]]"),
+        (["run", "{config}", "--engine", "ray", "--address", "127.0.0.1:1"], "cannot reach"),
+        (["run", "{config}", "--engine", "ray", "--address", "nowhere"], "host:port"),
+        (["sweep", "{sweep}", "--address", "127.0.0.1:1"], "cannot reach"),
     ],
 )
 def test_user_mistakes_give_one_line_and_exit_2(argv, message, tmp_path, capsys):
@@ -126,7 +128,12 @@ def test_user_mistakes_give_one_line_and_exit_2(argv, message, tmp_path, capsys)
     bad_toml.write_text("[run\n")
     latin1 = tmp_path / "latin1.toml"
     latin1.write_bytes("name = 'caf\xe9'".encode("latin-1"))
+    garbled = tmp_path / "garbled"
+    garbled.mkdir()
+    (garbled / "run.json").write_text("{not json")
     values = {
+        "garbled": str(garbled),
+        "sweep": str(CONFIGS / "sweep-heartbeat.toml"),
         "config": str(SCENARIOS[0]),
         "bad_toml": str(bad_toml),
         "latin1": str(latin1),

@@ -12,13 +12,22 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
-from harness.config import Config, ConfigError, defaults_table, from_dict
+from harness.config import (
+    FAULT_KINDS,
+    Config,
+    ConfigError,
+    defaults_table,
+    fault_keys_table,
+    from_dict,
+)
 from harness.engine.virtual import VirtualEngine
 
 SECTION_KEYS: dict[str, dict[str, str]] = {}
 for dotted, default, _ in defaults_table():
     section, key = dotted.split(".")
     SECTION_KEYS.setdefault(section, {})[key] = default
+
+FAULT_KEYS = {key.removeprefix("faults[]."): default for key, default, _ in fault_keys_table()}
 
 WORDS = [
     "none",
@@ -34,6 +43,11 @@ WORDS = [
     "exponential",
     "fixed",
     "bogus",
+    "crash",
+    "create",
+    "kill",
+    "failed",
+    "resource_exhausted",
 ]
 anything = st.one_of(
     st.integers(-3, 12),
@@ -67,7 +81,34 @@ def raw_configs(draw: st.DrawFn) -> dict[str, Any]:
         keys = SECTION_KEYS.get(section, {"x": "1"})
         chosen = draw(st.lists(st.sampled_from([*keys, *keys, "unknown_key"]), max_size=4))
         raw[section] = {key: draw(near(keys.get(key, "1"))) for key in chosen}
+    if draw(st.integers(0, 2)):
+        raw["faults"] = draw(st.lists(fault_entries(), min_size=1, max_size=2))
     return raw
+
+
+@st.composite
+def fault_entries(draw: st.DrawFn) -> Any:
+    """A `[[faults]]` entry: mostly a kind with some of its own keys (so that some are valid),
+    sometimes any keys, now and then not a table at all."""
+    roll = draw(st.integers(0, 19))
+    if roll == 0:
+        return draw(anything)
+    kind = draw(st.sampled_from(list(FAULT_KINDS)))
+    keys = list(FAULT_KINDS[kind]) if roll > 3 else [*FAULT_KEYS, "unknown_key"]
+    entry = {"kind": kind if roll != 1 else draw(st.sampled_from(WORDS))}
+    for key in draw(st.lists(st.sampled_from(keys), max_size=4, unique=True)):
+        typed = FAULT_VALUES.get(key) if roll > 3 else None
+        entry[key] = draw(typed if typed is not None else near(FAULT_KEYS.get(key, "1")))
+    return entry
+
+
+FAULT_VALUES = {
+    "node": st.one_of(st.integers(-1, 4), st.just("none")),
+    "until_s": st.one_of(st.floats(-1.0, 30.0), st.just("none")),
+    "fraction": st.floats(-0.2, 1.2),
+    "at_s": st.floats(-1.0, 20.0),
+}
+"""Values around the valid range of the fault keys whose default ("none", 1.0) says little."""
 
 
 def small(config: Config) -> bool:
@@ -113,9 +154,21 @@ def test_generated_configs_run_or_name_a_key(raw):
         return
     event("valid")
     if small(config):
-        event("ran")
+        event("ran" if not config.faults else "ran with faults")
         s = VirtualEngine().run_seed(bounded(config), seed=0).summary
         assert s["placed"] + s["failed"] == s["requests"]
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, float) and value != value:
+        return "nan"
+    if value == float("inf"):
+        return "inf"
+    return repr(value)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True)
@@ -124,11 +177,16 @@ def test_the_cli_exits_0_or_2(tmp_path_factory, raw):
     tmp = tmp_path_factory.mktemp("fuzz")
     path = tmp / "c.toml"
     lines = []
-    for section, entries in raw.items():
-        lines.append(f"[{section}]")
+    tables = [(f"[{name}]", entries) for name, entries in raw.items() if name != "faults"]
+    faults = raw.get("faults", [])
+    if isinstance(faults, list) and all(isinstance(f, dict) for f in faults):
+        tables += [("[[faults]]", entry) for entry in faults]
+    elif "faults" in raw:
+        lines.append(f"faults = {toml_value(faults)}")
+    for header, entries in tables:
+        lines.append(header)
         for key, value in entries.items():
-            text = str(value).lower() if isinstance(value, bool) else repr(value)
-            lines.append(f"{key} = {text}")
+            lines.append(f"{key} = {toml_value(value)}")
     path.write_text("\n".join(lines) + "\n")
     try:
         config = from_dict(raw)

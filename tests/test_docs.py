@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import defaults_table
+from harness.config import defaults_table, fault_keys_table
 from harness.results import TABLES
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
@@ -23,3 +23,8 @@ def test_every_config_key_is_documented(key):
 def test_every_result_column_is_documented(table, column):
     row = next(line for line in README.splitlines() if line.startswith(f"| `{table}.parquet`"))
     assert column in row.replace(" ", "").replace("`", "").split("|")[-2].split(",")
+
+
+@pytest.mark.parametrize("key", [row[0] for row in fault_keys_table()])
+def test_every_fault_key_is_documented(key):
+    assert f"`{key}`" in README

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -14,6 +16,8 @@ from harness.engine import get_engine
 from harness.engine.ray import RaySeedRun, connect
 from harness.results import REQUESTS, SUMMARY, load_run
 from tests.conftest import CONFIGS, scenario
+
+DASHBOARD_PORT = 8265
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -28,6 +32,75 @@ def test_embedded_ray_is_on_loopback_and_sized_to_the_machine():
     (node,) = ray.nodes()
     assert node["NodeManagerAddress"] == "127.0.0.1"
     assert ray.cluster_resources()["CPU"] == os.cpu_count()
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux /proc")
+def test_embedded_ray_listens_on_loopback_only_without_dashboard_and_with_token_auth():
+    """Nothing the harness starts is reachable from another host, and nothing turned off Ray's
+    token authentication (on by default for a new local Ray, unless RAY_AUTH_MODE says so)."""
+    from ray._private.authentication.authentication_utils import is_token_auth_enabled
+
+    ray.get(ray.remote(num_cpus=0)(lambda: 0).remote())  # a worker process up as well
+    pids = _descendants(os.getpid())
+    listening = _listening(pids)
+    assert listening  # the GCS and raylet at least
+    mapped = [getattr(ip, "ipv4_mapped", None) or ip for ip, _ in listening]  # ::ffff:127.0.0.1
+    assert all(ip.is_loopback for ip in mapped), listening
+    # Ray keeps a dashboard head process for its own APIs; without the dashboard it serves no
+    # web front end and nothing listens on the dashboard's port.
+    assert DASHBOARD_PORT not in [port for _, port in listening]
+    heads = [
+        c for c in (_read(Path(f"/proc/{pid}/cmdline")) for pid in pids) if "dashboard.py" in c
+    ]
+    assert all("--disable-frontend" in c for c in heads)
+    if os.environ.get("RAY_AUTH_MODE", "token") == "token":
+        assert is_token_auth_enabled()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:  # the process exited meanwhile
+        return ""
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process under `root`, from /proc (psutil is not among the dependencies)."""
+    parent = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        fields = _read(stat).rsplit(")", 1)[-1].split()
+        if fields:
+            parent[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [root]
+    while frontier:
+        children = [pid for pid, ppid in parent.items() if ppid in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def _listening(pids: list[int]) -> list[tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]]:
+    """(address, port) of every TCP socket in LISTEN state that one of `pids` holds."""
+    inodes = set()
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").glob("*"):
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in _read(Path(table)).splitlines()[1:]:
+            cols = line.split()
+            if cols[3] == "0A" and cols[9] in inodes:  # 0A: LISTEN
+                address, port = cols[1].split(":")
+                raw = bytes.fromhex(address)
+                # /proc writes each 32-bit word of the address in host (little-endian) order.
+                words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+                found.append((ipaddress.ip_address(words), int(port, 16)))
+    return found
 
 
 def test_seed_herd_on_ray_gives_the_virtual_engines_picture(tmp_path):

@@ -31,6 +31,16 @@ class Progress(Protocol):
     def __call__(self, t: float, snapshot: Snapshot | None = None) -> None: ...
 
 
+class EngineError(Exception):
+    """The engine could not finish a seed (say, an actor it cannot do without died).
+
+    `partial`, when set, holds what had arrived of that seed; the runner writes its requests
+    and samples, marked incomplete. An engine interrupted by Ctrl-C sets the same attribute on the
+    KeyboardInterrupt."""
+
+    partial: SeedResult | None = None
+
+
 class Engine(Protocol):
     name: str
 

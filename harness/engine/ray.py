@@ -13,10 +13,12 @@ import math
 import os
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import ray
 
 from actors.client_pool import ClientPool
@@ -26,7 +28,8 @@ from harness.analysis import seed_summary
 from harness.clock import WallClock
 from harness.cluster import build_nodes
 from harness.config import Config
-from harness.engine import Progress, Snapshot, stream
+from harness.engine import EngineError, Progress, Snapshot, stream
+from harness.faults import COUNTS
 from harness.ledgers import LEDGERS
 from harness.node import Node
 from harness.ray_setup import check_reachable, start_ray
@@ -38,6 +41,8 @@ START_LEAD_S = 0.3
 """Wall seconds between sending `start` to every actor and the run's t = 0."""
 NODES_PER_GROUP = 5000
 """Nodes per node-group actor when `ray.node_groups` is 0."""
+GROUP_RESTARTS = 3
+"""How often Ray restarts a node-group actor whose process died (its nodes come back empty)."""
 
 
 def connect(address: str = "") -> None:
@@ -70,6 +75,8 @@ class RaySeedRun:
         self.seed = seed
         self.sandbox_ids: list[list[int]] = []
         self.ray_nodes: list[str] = []
+        self.restarts: list[tuple[int, float]] = []
+        """(group, model time) of every node group Ray restarted and the driver rejoined."""
 
     def _actors(self, nodes: list[Node]) -> None:
         config, seed = self.config, self.seed
@@ -85,9 +92,10 @@ class RaySeedRun:
             first_beats = [rng.uniform(0.0, hb.interval_s) for _ in nodes]
         ledger = LEDGERS[config.placement.strategy]
         spread = {"scheduling_strategy": "SPREAD"}
-        bounds = [len(nodes) * g // n_groups for g in range(n_groups + 1)]
+        restart = {"max_restarts": GROUP_RESTARTS, "max_task_retries": 0}
+        self.bounds = bounds = [len(nodes) * g // n_groups for g in range(n_groups + 1)]
         self.groups = [
-            NodeGroup.options(**spread).remote(
+            NodeGroup.options(**spread, **restart).remote(
                 nodes[lo:hi],
                 config,
                 seed,
@@ -146,6 +154,46 @@ class RaySeedRun:
                 timeline.write(table(TIMELINE, self.config.placement.strategy, self.seed, columns))
         return counts
 
+    def _check_groups(self, epoch: float, now: float) -> bool:
+        """Checks every node group; True while Ray is still restarting one. A restarted group
+        (its nodes crashed with its process and came back empty) is connected and started
+        again. A group Ray gave up on raises ActorDiedError, which ends the run."""
+        restarting = False
+        for g, ref in enumerate([group.check.remote() for group in self.groups]):
+            try:
+                rejoin = ray.get(ref)
+            except ray.exceptions.ActorUnavailableError:
+                restarting = True
+                continue
+            if rejoin:
+                group = self.groups[g]
+                ray.get(group.connect.remote(self.replicas))
+                ray.get(group.start.remote(epoch))
+                self.restarts.append((g, now))
+        return restarting
+
+    def _lost_with_groups(self, requests: pa.Table) -> list[tuple[int, int]]:
+        """Sandboxes lost with the process of a restarted node group: acknowledged on one of
+        its nodes before the restart, not killed, and not there at the end. (The process that
+        knew them is gone, so they are inferred from the acknowledgements.) (node, ID) each."""
+        if not self.restarts:
+            return []
+        kind = requests.column("kind").to_numpy(zero_copy_only=False)
+        outcome = requests.column("outcome").to_numpy(zero_copy_only=False)
+        ids = requests.column("sandbox_id").to_numpy()
+        node = requests.column("node_id").to_numpy()
+        done = requests.column("done_at").to_numpy()
+        killed = set(ids[(kind == "kill") & (outcome == "killed")].tolist())
+        placed = (kind == "create") & (outcome == "placed")
+        lost = []
+        for g, t in self.restarts:
+            lo, hi = self.bounds[g], self.bounds[g + 1]
+            there = {i for ids_on_node in self.sandbox_ids[lo:hi] for i in ids_on_node}
+            on_group = placed & (node >= lo) & (node < hi) & (done <= t)
+            pairs = zip(node[on_group].tolist(), ids[on_group].tolist(), strict=True)
+            lost += [(n, i) for n, i in pairs if i not in killed and i not in there]
+        return lost
+
     def _drain(self, requests: Spool) -> int:
         done = 0
         for batches, pool_done in ray.get([p.drain.remote() for p in self.pools]):
@@ -166,31 +214,77 @@ class RaySeedRun:
         next_sample = 0.0 if interval > 0 else math.inf
         while True:
             now = clock.now()
-            while next_sample <= min(now, duration):
-                self._sample(next_sample, timeline)
-                next_sample += interval
             ready, running = ray.wait(running, num_returns=len(running), timeout=0)
-            ray.get(ready + [a.check.remote() for a in self._all()])  # a failure stops the run
+            # A failure stops the run; a node group that died is rejoined once Ray restarted it.
+            ray.get(ready + [a.check.remote() for a in (*self.replicas, *self.pools)])
+            restarting = self._check_groups(epoch, now)
+            while next_sample <= min(now, duration):
+                if not restarting:  # the nodes of a group being restarted cannot be sampled
+                    self._sample(next_sample, timeline)
+                next_sample += interval
             requests_done = self._drain(requests)
-            if progress is not None:
+            if progress is not None and not restarting:
                 counts = self._sample(now, None)
                 progress(min(now, duration), Snapshot(time.time() - epoch, requests_done, counts))
             if not running and now >= duration and next_sample > duration:
                 return
             time.sleep(min(POLL_S, max(0.0, (next_sample - clock.now()) * clock.scale)))
 
+    def _summary(
+        self, nodes: pa.Table, requests: pa.Table, timeline: pa.Table, wall: float
+    ) -> dict[str, Any]:
+        """The summary fields every Ray seed has, finished or not."""
+        config = self.config
+        done_at = requests.column("done_at").to_numpy()
+        return {
+            "engine": RayEngine.name,
+            "strategy": config.placement.strategy,
+            "seed": self.seed,
+            "nodes": config.cluster.nodes,
+            "k": config.placement.k,
+            "replicas": config.placement.replicas,
+            **seed_summary(nodes, requests, timeline),
+            "sim_duration_s": max(config.run.duration_s, done_at.max(initial=0.0)),
+            "engine_wall_s": time.perf_counter() - wall,
+            "time_scale": config.run.time_scale,
+            "ray_nodes": len(set(self.ray_nodes)),
+        }
+
+    def _partial(self, requests: pa.Table, timeline: pa.Table) -> SeedResult:
+        """What the driver holds of a seed that did not finish: the requests and samples that
+        had arrived; the nodes' end state is unknown (their actors are gone or going)."""
+        config = self.config
+        summary = {
+            "engine": RayEngine.name,
+            "strategy": config.placement.strategy,
+            "seed": self.seed,
+        }
+        return SeedResult(summary, NODES.empty_table(), requests, timeline)
+
     def run(self, progress: Progress | None = None) -> SeedResult:
-        config, seed = self.config, self.seed
-        strategy = config.placement.strategy
+        config = self.config
         wall = time.perf_counter()
-        nodes = build_nodes(config, stream(seed, "cluster"))
+        nodes = build_nodes(config, stream(self.seed, "cluster"))
         self.groups, self.replicas, self.pools = [], [], []
         with tempfile.TemporaryDirectory(prefix="harness-ray-") as spool_dir:
             requests_spool = Spool(Path(spool_dir) / "requests.arrow", REQUESTS)
             timeline_spool = Spool(Path(spool_dir) / "timeline.arrow", TIMELINE)
             try:
                 self._actors(nodes)
-                self._play(requests_spool, timeline_spool, progress)
+                try:
+                    self._play(requests_spool, timeline_spool, progress)
+                except (KeyboardInterrupt, ray.exceptions.RayActorError) as e:
+                    partial = self._partial(requests_spool.table(), timeline_spool.table())
+                    if isinstance(e, KeyboardInterrupt):
+                        e.partial = partial
+                        raise
+                    error = EngineError(f"the run stopped: an actor died ({type(e).__name__})")
+                    error.partial = partial
+                    raise error from e
+                ray.get([g.drain_sync.remote() for g in self.groups])
+                drained = [
+                    views[0] for views in ray.get([r.sample.remote() for r in self.replicas])
+                ]
                 finals = ray.get([g.final.remote() for g in self.groups])
                 rpc = np.concatenate(
                     [np.asarray(a) for a in ray.get([r.rpc_times.remote() for r in self.replicas])]
@@ -205,30 +299,34 @@ class RaySeedRun:
             for name, values in part["columns"].items():
                 columns.setdefault(name, []).extend(values)
         self.sandbox_ids = [ids for part in finals for ids in part["sandbox_ids"]]
+        faults = Counter(dict.fromkeys(COUNTS, 0))
+        for part in finals:
+            faults.update(part["faults"])
         lateness = np.concatenate([np.asarray(part["lateness"]) for part in finals])
-        nodes_table = table(NODES, strategy, seed, columns)
-        done_at = requests.column("done_at").to_numpy()
-        scale = config.run.time_scale
-        rpc_p50, rpc_p99 = _percentiles(rpc, 1000.0 / scale)
+        lost = [i for part in finals for i in part["lost_ids"]]
+        for n, i in self._lost_with_groups(requests):
+            columns["lost"][n] += 1
+            lost.append(i)
+        nodes_table = table(NODES, config.placement.strategy, self.seed, columns)
+        rpc_p50, rpc_p99 = _percentiles(rpc, 1000.0 / config.run.time_scale)
         late_p50, late_p99 = _percentiles(lateness, 1000.0)
         summary = {
-            "engine": RayEngine.name,
-            "strategy": strategy,
-            "seed": seed,
-            "nodes": len(nodes),
-            "k": config.placement.k,
-            "replicas": config.placement.replicas,
-            **seed_summary(nodes_table, requests, timeline),
-            "sim_duration_s": max(config.run.duration_s, done_at.max(initial=0.0)),
-            "engine_wall_s": time.perf_counter() - wall,
-            "time_scale": scale,
+            **self._summary(nodes_table, requests, timeline, wall),
             "create_rpc_p50_ms": rpc_p50,
             "create_rpc_p99_ms": rpc_p99,
             "heartbeat_late_p50_ms": late_p50,
             "heartbeat_late_p99_ms": late_p99,
-            "ray_nodes": len(set(self.ray_nodes)),
+            **faults,
         }
-        return SeedResult(summary, nodes_table, requests, timeline)
+        return SeedResult(
+            summary,
+            nodes_table,
+            requests,
+            timeline,
+            sandbox_ids=self.sandbox_ids,
+            lost_ids=lost,
+            drained_views=drained,
+        )
 
 
 class RayEngine:

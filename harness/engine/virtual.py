@@ -14,6 +14,7 @@ from harness.clock import VirtualClock
 from harness.cluster import build_nodes
 from harness.config import Config
 from harness.engine import Progress, make_scheduler, stream
+from harness.faults import Faults
 from harness.node import Node, Outcome
 from harness.report import Report
 from harness.request import CreateRequest
@@ -55,6 +56,8 @@ class _World:
         self.kill_leg = c.kill_latency_ms / 2000.0
         self.report_delay = config.heartbeat.delay_ms / 1000.0
         self.report_jitter = config.heartbeat.jitter_ms / 1000.0
+        self.rpc_timeout = config.placement.rpc_timeout_ms / 1000.0
+        self.faults = Faults(config.faults, stream(seed, "faults"), range(len(self.nodes)))
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -62,6 +65,8 @@ class _World:
         clock = self.clock
         # The reference syncs every node once before the run: applied at t=0, before anything.
         self._report(self.nodes, delayed=False)
+        for t, node, down in self.faults.crash_events():
+            clock.at(t, self._crash, (self.nodes[node], down))
         hb = self.config.heartbeat
         if hb.phase == "aligned":
             if hb.interval_s < self.duration:
@@ -92,7 +97,9 @@ class _World:
         plus its own jitter draw, so reports of one node can overtake each other."""
         now = self.clock.now()
         for node in nodes:
-            report = node.report(now, self.with_ids)
+            report = self.faults.report(node, now, self.with_ids)
+            if report is None:
+                continue
             for scheduler in self.schedulers:
                 delay = self.report_delay if delayed else 0.0
                 if delayed and self.report_jitter > 0:
@@ -105,6 +112,9 @@ class _World:
     def _deliver(self, arg: tuple[Scheduler, Report]) -> None:
         scheduler, report = arg
         scheduler.apply_report(report, self.clock.now())
+
+    def _crash(self, arg: tuple[Node, bool]) -> None:
+        self.faults.crash(*arg)
 
     def _aligned_beat(self, _: None) -> None:
         self._report(self.nodes)
@@ -173,18 +183,28 @@ class _World:
         if self._scheduler_of(req.client).start_create(req, self.clock.now()) is None:
             self._create_done(req, Step.FAILED)
         else:
-            self.clock.after(self.create_leg, self._node_create, req)
+            self.clock.after(self._leg(self.create_leg, req.node), self._node_create, req)
+
+    def _leg(self, leg: float, node: int) -> float:
+        return leg + self.faults.extra_leg(node, self.clock.now())
 
     def _response(self, node: Node) -> Report | None:
         """The node's fresh report, sent back with an RPC answer to strategies that want it."""
-        if self.with_response:
+        if self.with_response and not node.down:
             return node.report(self.clock.now(), self.with_ids)
         return None
 
     def _node_create(self, req: CreateRequest) -> None:
         node = self.nodes[req.node]
-        outcome = node.create(req.sandbox_id, req.vcpu, req.memory_mib, req.usage)
-        self.clock.after(self.create_leg, self._create_answer, (req, outcome, self._response(node)))
+        now = self.clock.now()
+        outcome = self.faults.create(node, req.sandbox_id, req.vcpu, req.memory_mib, req.usage, now)
+        leg = self._leg(self.create_leg, req.node)
+        if outcome is Outcome.TIMEOUT:  # no answer: the scheduler gives up at its timeout
+            self.clock.after(
+                max(self.rpc_timeout - leg, 0.0), self._create_answer, (req, outcome, None)
+            )
+        else:
+            self.clock.after(leg, self._create_answer, (req, outcome, self._response(node)))
 
     def _create_answer(self, arg: tuple[CreateRequest, Outcome, Report | None]) -> None:
         req, outcome, response = arg
@@ -224,17 +244,29 @@ class _World:
         if self.clock.now() + pause < self.duration:
             self.clock.after(pause, self._issue, client)
 
+    def drain(self) -> list[list[float]]:
+        """Every live node reports once more after the last RPC; each replica's belief then."""
+        now = self.clock.now()
+        live = [node for node in self.nodes if not node.down]
+        views = []
+        for scheduler in self.schedulers:
+            for node in live:
+                scheduler.apply_report(node.report(now, self.with_ids), now)
+            views.append([scheduler.ledger.believed_cpu(n.node_id, now) for n in self.nodes])
+        return views
+
     # -- kills ------------------------------------------------------------------------------
 
     def _send_kill(self, req: CreateRequest) -> None:
         req.issued_at = self.clock.now()
         self._scheduler_of(req.client).start_kill(req, req.issued_at)
-        self.clock.after(self.kill_leg, self._node_kill, req)
+        self.clock.after(self._leg(self.kill_leg, req.node), self._node_kill, req)
 
     def _node_kill(self, req: CreateRequest) -> None:
         node = self.nodes[req.node]
-        outcome = node.kill(req.sandbox_id)
-        self.clock.after(self.kill_leg, self._kill_answer, (req, outcome, self._response(node)))
+        outcome = self.faults.kill(node, req.sandbox_id, self.clock.now())
+        leg = self._leg(self.kill_leg, req.node)
+        self.clock.after(leg, self._kill_answer, (req, outcome, self._response(node)))
 
     def _kill_answer(self, arg: tuple[CreateRequest, Outcome, Report | None]) -> None:
         req, outcome, response = arg
@@ -289,5 +321,14 @@ class VirtualEngine:
             **seed_summary(nodes, requests, timeline),
             "sim_duration_s": max(world.clock.now(), config.run.duration_s),
             "engine_wall_s": wall,
+            **world.faults.counts,
         }
-        return SeedResult(summary, nodes, requests, timeline)
+        return SeedResult(
+            summary,
+            nodes,
+            requests,
+            timeline,
+            sandbox_ids=[list(n.sandboxes) for n in world.nodes],
+            lost_ids=[i for n in world.nodes for i in n.lost],
+            drained_views=world.drain(),
+        )
