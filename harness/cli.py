@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from rich.console import Console
 
@@ -94,6 +96,29 @@ def _strategies(compare: str | None, default: str) -> list[str]:
     return names
 
 
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+def _until_done(
+    work: Callable[[], object], progress: Closable | None, console: Console, kept: str
+) -> int | None:
+    """Runs `work`, always closing the progress display; when it stops early, says what was
+    kept and returns the exit code (130 interrupted, 1 an engine failure)."""
+    try:
+        work()
+    except KeyboardInterrupt:
+        console.print(f"[red]interrupted[/red]: {kept}")
+        return 130
+    except EngineError as e:
+        print(f"harness: error: {e}; {kept}", file=sys.stderr)
+        return 1
+    finally:
+        if progress is not None:
+            progress.close()
+    return None
+
+
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     overrides = list(args.overrides)
     if args.engine:
@@ -106,17 +131,14 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     strategies = _strategies(args.compare, config.placement.strategy)
     out = args.out or default_out_dir(config)
     progress = None if args.quiet else LazyProgress(config.run.name)
-    try:
-        run(config, strategies, out, progress)
-    except KeyboardInterrupt:
-        console.print(f"[red]interrupted[/red]: partial results in {out} (completed: false)")
-        return 130
-    except EngineError as e:
-        print(f"harness: error: {e}; partial results in {out} (completed: false)", file=sys.stderr)
-        return 1
-    finally:
-        if progress is not None:
-            progress.close()
+    stopped = _until_done(
+        lambda: run(config, strategies, out, progress),
+        progress,
+        console,
+        f"partial results in {out} (completed: false)",
+    )
+    if stopped is not None:
+        return stopped
     meta, frames = load_run(out)
     print_run(meta, frames, console)
     console.print(f"results: {out}")
@@ -129,17 +151,14 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
     sweep = load_sweep(args.sweep, args.overrides, args.seeds)
     out = args.out or Path("results") / sweep.name
     progress = None if args.quiet else SweepBar(sweep.name)
-    try:
-        run_sweep(sweep, out, progress, args.address)
-    except KeyboardInterrupt:
-        console.print(
-            f"[red]interrupted[/red]: finished cells are in {out}; "
-            "run the same command again to do the rest"
-        )
-        return 130
-    finally:
-        if progress is not None:
-            progress.close()
+    stopped = _until_done(
+        lambda: run_sweep(sweep, out, progress, args.address),
+        progress,
+        console,
+        f"finished cells are in {out}; run the same command again to do the rest",
+    )
+    if stopped is not None:
+        return stopped
     meta, summary = load_sweep_results(out)
     print_sweep(meta, summary, console)
     console.print(f"results: {out}")
