@@ -14,12 +14,14 @@ import os
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.client_pool import ClientPool
 from actors.node_group import NodeGroup
@@ -63,6 +65,16 @@ def _percentiles(values: np.ndarray, scale_ms: float) -> tuple[float, float]:
     return float(p50), float(p99)
 
 
+def _round_robin_over_ray_nodes() -> Iterator[NodeAffinitySchedulingStrategy]:
+    """Each actor on the next live Ray node in turn. Ray's SPREAD is best effort and, on a busy
+    machine, can put every actor on the node that answers first; soft affinity still falls back
+    to any node if the chosen one cannot take the actor."""
+    alive = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
+    return (
+        NodeAffinitySchedulingStrategy(node_id, soft=True) for node_id in itertools.cycle(alive)
+    )
+
+
 class RaySeedRun:
     """One (strategy, seed) on Ray: actors up, run, results in, actors down.
 
@@ -91,11 +103,11 @@ class RaySeedRun:
             rng = stream(seed, "heartbeat")
             first_beats = [rng.uniform(0.0, hb.interval_s) for _ in nodes]
         ledger = LEDGERS[config.placement.strategy]
-        spread = {"scheduling_strategy": "SPREAD"}
+        place = _round_robin_over_ray_nodes()
         restart = {"max_restarts": GROUP_RESTARTS, "max_task_retries": 0}
         self.bounds = bounds = [len(nodes) * g // n_groups for g in range(n_groups + 1)]
         self.groups = [
-            NodeGroup.options(**spread, **restart).remote(
+            NodeGroup.options(scheduling_strategy=next(place), **restart).remote(
                 nodes[lo:hi],
                 config,
                 seed,
@@ -108,11 +120,12 @@ class RaySeedRun:
         group_of = [g for g in range(n_groups) for _ in range(bounds[g + 1] - bounds[g])]
         cpu_counts = [n.cpu_count for n in nodes]
         self.replicas = [
-            Replica.options(**spread).remote(r, config, seed, cpu_counts)
+            Replica.options(scheduling_strategy=next(place)).remote(r, config, seed, cpu_counts)
             for r in range(config.placement.replicas)
         ]
         self.pools = [
-            ClientPool.options(**spread).remote(p, n_pools, config, seed) for p in range(n_pools)
+            ClientPool.options(scheduling_strategy=next(place)).remote(p, n_pools, config, seed)
+            for p in range(n_pools)
         ]
         self.ray_nodes = ray.get(
             [g.connect.remote(self.replicas) for g in self.groups]
