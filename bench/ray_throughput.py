@@ -22,7 +22,8 @@ import numpy as np
 import ray
 
 from harness.config import Config, from_dict
-from harness.engine.ray import RaySeedRun, connect
+from harness.engine.ray import RaySeedRun
+from harness.ray_setup import connect
 from harness.results import SeedResult
 
 

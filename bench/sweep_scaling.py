@@ -17,7 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.sweep import run_seed, run_sweep, start_ray
+from harness.ray_setup import start_ray
+from harness.sweep import run_seed, run_sweep
 from harness.sweep_spec import Sweep, load_sweep
 from harness.sweep_store import load_sweep_results
 

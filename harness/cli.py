@@ -63,7 +63,10 @@ def _parser() -> argparse.ArgumentParser:
         help="output folder (default results/<name>/); "
         "rerunning into it skips the cells already complete",
     )
-    w.add_argument("--address", help="join this Ray cluster (default: a local Ray on all cores)")
+    w.add_argument(
+        "--address",
+        help="join this Ray cluster (default RAY_ADDRESS, else a local Ray on all cores)",
+    )
     w.add_argument("--seeds", type=int, metavar="N", help="overrides the sweep's seeds")
     w.add_argument(
         "--set",

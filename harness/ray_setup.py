@@ -71,3 +71,18 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> None:
             ray.init(address=address, runtime_env={"py_modules": packages}, **quiet)
     except ConnectionError as e:
         raise ConfigError("--address", f"cannot join the Ray cluster: {e}") from None
+
+
+def connect(address: str | None = None) -> bool:
+    """Join the Ray cluster at `address` (or RAY_ADDRESS), else start an embedded local one.
+    When Ray is already up in this process (tests share one; a sweep task runs inside one) only
+    the address is checked. True when this call started Ray, so the caller shuts it down."""
+    import ray
+
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if ray.is_initialized():
+        if address:
+            check_reachable(address)
+        return False
+    start_ray(address)
+    return True

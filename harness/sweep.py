@@ -19,7 +19,7 @@ from typing import Any
 from harness.config import Config
 from harness.engine import get_engine
 from harness.invariants import InvariantError, check
-from harness.ray_setup import start_ray
+from harness.ray_setup import connect
 from harness.results import SeedResult
 from harness.sweep_spec import Cell, Sweep
 from harness.sweep_store import SweepStore
@@ -55,9 +55,7 @@ def run_sweep(
             progress(len(sweep.cells), 0, len(sweep.cells))
         store.close()
         return store
-    started = not ray.is_initialized()
-    if started:
-        start_ray(address)
+    started = connect(address)
     try:
         _drive(store, progress)
     finally:

@@ -13,7 +13,8 @@ import ray
 from harness.cli import main
 from harness.config import load
 from harness.engine import get_engine
-from harness.engine.ray import RaySeedRun, connect
+from harness.engine.ray import RaySeedRun
+from harness.ray_setup import connect
 from harness.results import REQUESTS, SUMMARY, load_run
 from tests.conftest import CONFIGS, scenario
 

@@ -15,7 +15,8 @@ import ray
 
 from harness.config import load
 from harness.engine import EngineError
-from harness.engine.ray import RayEngine, RaySeedRun, connect
+from harness.engine.ray import RayEngine, RaySeedRun
+from harness.ray_setup import connect
 from harness.results import load_run
 from harness.runner import run
 from tests.conftest import CONFIGS

@@ -17,7 +17,7 @@ from matplotlib.image import imread
 
 from harness.cli import main
 from harness.ledgers import LEDGERS
-from harness.sweep import start_ray
+from harness.ray_setup import start_ray
 from tests.conftest import CONFIGS
 
 IMAGE = re.compile(r'<img alt="([^"]*)" src="data:image/png;base64,([^"]+)">')

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import tempfile
 import time
 from collections import Counter
@@ -34,7 +33,7 @@ from harness.engine import EngineError, Progress, Snapshot, stream
 from harness.faults import COUNTS
 from harness.ledgers import LEDGERS
 from harness.node import Node
-from harness.ray_setup import check_reachable, start_ray
+from harness.ray_setup import connect
 from harness.results import NODES, REQUESTS, TIMELINE, SeedResult, Spool, table
 
 POLL_S = 0.25
@@ -45,17 +44,6 @@ NODES_PER_GROUP = 5000
 """Nodes per node-group actor when `ray.node_groups` is 0."""
 GROUP_RESTARTS = 3
 """How often Ray restarts a node-group actor whose process died (its nodes come back empty)."""
-
-
-def connect(address: str = "") -> None:
-    """Join the Ray cluster at `address` (or RAY_ADDRESS), else start an embedded local one
-    (see `harness.ray_setup.start_ray`). When Ray is already up in this process (tests share
-    one; a sweep task runs inside one) only the address is checked."""
-    address = address or os.environ.get("RAY_ADDRESS", "")
-    if not ray.is_initialized():
-        start_ray(address or None)
-    elif address:
-        check_reachable(address)
 
 
 def _percentiles(values: np.ndarray, scale_ms: float) -> tuple[float, float]:
