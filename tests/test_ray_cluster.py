@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import ray
 from ray.cluster_utils import Cluster
 
 from harness.cli import main
 from harness.results import load_run
-
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+from tests.conftest import CONFIGS
 
 
 @pytest.fixture(scope="module")
