@@ -87,41 +87,37 @@ def _drive(store: SweepStore, progress: SweepProgress | None) -> None:
     results: dict[int, dict[int, SeedResult]] = {}
     began: dict[int, float] = {}
     dead: set[int] = set()
-    try:
-        while queue or in_flight:
-            while queue and len(in_flight) < window:
-                cell, seed = queue.popleft()
-                if cell.index not in dead:
-                    began.setdefault(cell.index, time.monotonic())
-                    in_flight[task.remote(cell.config, seed)] = (cell, seed)
-            if not in_flight:
+    while queue or in_flight:
+        while queue and len(in_flight) < window:
+            cell, seed = queue.popleft()
+            if cell.index not in dead:
+                began.setdefault(cell.index, time.monotonic())
+                in_flight[task.remote(cell.config, seed)] = (cell, seed)
+        if not in_flight:
+            continue
+        (ref,), _ = ray.wait(list(in_flight), num_returns=1)
+        cell, seed = in_flight.pop(ref)
+        if cell.index in dead:
+            continue
+        try:
+            result = ray.get(ref)
+        except ray.exceptions.RayError as e:
+            # The cell's other seeds still in flight finish and are ignored: ray.cancel
+            # racing a task's completion crashed the driver (Ray 2.60, task_manager.cc
+            # "Tried to complete task that was not pending").
+            dead.add(cell.index)
+            results.pop(cell.index, None)
+            error, trace = _describe(e)
+            store.fail_cell(cell, f"seed {seed}: {error}", trace)
+            failed += 1
+        else:
+            got = results.setdefault(cell.index, {})
+            got[seed] = result
+            if len(got) < len(seeds):
                 continue
-            (ref,), _ = ray.wait(list(in_flight), num_returns=1)
-            cell, seed = in_flight.pop(ref)
-            if cell.index in dead:
-                continue
-            try:
-                result = ray.get(ref)
-            except ray.exceptions.RayError as e:
-                dead.add(cell.index)
-                results.pop(cell.index, None)
-                for other, (other_cell, _) in in_flight.items():
-                    if other_cell.index == cell.index:
-                        ray.cancel(other)
-                error, trace = _describe(e)
-                store.fail_cell(cell, f"seed {seed}: {error}", trace)
-                failed += 1
-            else:
-                got = results.setdefault(cell.index, {})
-                got[seed] = result
-                if len(got) < len(seeds):
-                    continue
-                del results[cell.index]
-                wall = time.monotonic() - began[cell.index]
-                store.add_cell(cell, [got[s] for s in seeds], wall)
-                done += 1
-            if progress is not None:
-                progress(done, failed, total)
-    finally:
-        for ref in in_flight:
-            ray.cancel(ref)
+            del results[cell.index]
+            wall = time.monotonic() - began[cell.index]
+            store.add_cell(cell, [got[s] for s in seeds], wall)
+            done += 1
+        if progress is not None:
+            progress(done, failed, total)
