@@ -48,7 +48,9 @@ class _World:
         self.with_response = ledger.wants_response_report
         self.workload_rng = stream(seed, "workload")
         self.heartbeat_rng = stream(seed, "heartbeat")
-        self.delivery_rng = stream(seed, "report-delivery")
+        self.delivery_rng = stream(seed, "report-delivery/0")
+        self.seed = seed
+        self.lifetime_rngs: dict[int, object] = {}
         self.recorder = Recorder()
         self.next_sandbox = 0
         c = config.cluster
@@ -57,7 +59,7 @@ class _World:
         self.report_delay = config.heartbeat.delay_ms / 1000.0
         self.report_jitter = config.heartbeat.jitter_ms / 1000.0
         self.rpc_timeout = config.placement.rpc_timeout_ms / 1000.0
-        self.faults = Faults(config.faults, stream(seed, "faults"), range(len(self.nodes)))
+        self.faults = Faults(config.faults, stream(seed, "faults/0"), range(len(self.nodes)))
 
     # -- set-up ------------------------------------------------------------------------------
 
@@ -168,13 +170,21 @@ class _World:
             w.vcpu,
             w.memory_mib,
             w.usage,
-            lifetime(w, self.workload_rng),
+            lifetime(w, self._lifetime_rng(client)),
             now,
             now + self.config.placement.deadline_s,
             client,
         )
         self.next_sandbox += 1
         self._send_create(req)
+
+    def _lifetime_rng(self, client: int):
+        key = client if self.config.workload.arrival == "closed" else -1
+        rng = self.lifetime_rngs.get(key)
+        if rng is None:
+            name = f"lifetime/{key}" if key >= 0 else "lifetime"
+            rng = self.lifetime_rngs[key] = stream(self.seed, name)
+        return rng
 
     def _scheduler_of(self, client: int) -> Scheduler:
         return self.schedulers[client % len(self.schedulers)]

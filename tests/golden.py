@@ -1,0 +1,73 @@
+"""Digests of the Parquet content the virtual engine writes for every shipped scenario, so a
+refactor can prove it changed no result: `python tests/golden.py --record` writes
+tests/golden.json; `tests/test_golden.py` runs the same scenarios and compares.
+
+Every table is digested as written to disk (row order included), less the columns that measure
+the machine rather than the model (`engine_wall_s`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.config import load  # noqa: E402
+from harness.invariants import InvariantError  # noqa: E402
+from harness.ledgers import LEDGERS  # noqa: E402
+from harness.runner import run  # noqa: E402
+
+GOLDEN = Path(__file__).resolve().parent / "golden.json"
+SEEDS = 2
+MACHINE_COLUMNS = ("engine_wall_s",)
+TABLES = ("summary", "nodes", "requests", "timeline")
+
+
+def scenarios() -> list[Path]:
+    return sorted(p for p in (ROOT / "configs").glob("*.toml") if not p.name.startswith("sweep-"))
+
+
+def digest(frame: pd.DataFrame) -> str:
+    frame = frame.drop(columns=[c for c in MACHINE_COLUMNS if c in frame.columns])
+    h = hashlib.sha256(",".join(f"{c}:{t}" for c, t in frame.dtypes.items()).encode())
+    h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def digests(path: Path) -> dict[str, str]:
+    """{table: digest} of one scenario, every strategy, SEEDS seeds, virtual engine."""
+    config = load(path, [f"run.seeds={SEEDS}", "run.engine=virtual"])
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run"
+        # A broken check is part of the content (invariants_ok); the files are written.
+        with contextlib.suppress(InvariantError):
+            run(config, list(LEDGERS), out)
+        return {name: digest(pd.read_parquet(out / f"{name}.parquet")) for name in TABLES}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--record", action="store_true", help="write tests/golden.json")
+    args = parser.parse_args()
+    found = {p.name: digests(p) for p in scenarios()}
+    if args.record:
+        GOLDEN.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+        print(f"recorded {len(found)} scenarios in {GOLDEN}")
+        return
+    golden = json.loads(GOLDEN.read_text())
+    for name, tables in found.items():
+        for table, value in tables.items():
+            want = golden.get(name, {}).get(table)
+            print(f"{name:28} {table:9} {'same' if want == value else 'DIFFERS'}")
+
+
+if __name__ == "__main__":
+    main()
