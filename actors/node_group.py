@@ -20,7 +20,7 @@ from harness.config import Config
 from harness.engine import stream
 from harness.faults import Faults
 from harness.node import Node, Outcome
-from harness.report import Report
+from harness.heartbeat import Report
 from harness.results import node_columns
 
 CreateRpc = tuple[int, int, float, float, float]

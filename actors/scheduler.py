@@ -22,7 +22,7 @@ from harness.clock import WallClock
 from harness.config import Config
 from harness.engine import make_scheduler
 from harness.node import Outcome
-from harness.report import Report
+from harness.heartbeat import Report
 from harness.request import CreateRequest
 from harness.scheduler import Step
 

@@ -24,7 +24,7 @@ import ray
 from harness.config import Config, from_dict
 from harness.engine.ray import RaySeedRun
 from harness.ray_setup import connect
-from harness.results import SeedResult
+from harness.seed_result import SeedResult
 
 
 class ProcessWatch:

@@ -17,7 +17,7 @@ from harness.display import LazyProgress, SweepBar, print_run, print_sweep
 from harness.engine import EngineError
 from harness.invariants import InvariantError
 from harness.ledgers import LEDGERS
-from harness.results import ResultsError, load_run
+from harness.run_store import ResultsError, load_run
 from harness.runner import default_out_dir, run
 from harness.sweep_spec import load_sweep
 from harness.sweep_store import is_sweep, load_sweep_results

@@ -1,8 +1,8 @@
-"""The fault plan of a run, applied on the nodes' side: the one place both engines ask which
-RPC fails, which report is lost, how slow a node is and when nodes crash.
+"""The fault plan of a run: which RPC fails, which report is lost, how slow a node is and when
+nodes crash. The one place both engines' node sides ask.
 
-Engines only schedule: they call `create`, `kill` and `report` instead of the node's own
-methods, and `crash`/`restart` at the times `crash_events` gives. Random faults draw from a
+Each fault kind is declared once in `FAULT_KINDS` (its keys, whether it needs a target node);
+the config layer validates `[[faults]]` entries from that registry. Random faults draw from a
 stream of their own, so a plan changes no other draw of the run. Every injected fault is
 counted in `counts`, for the summary and for tests to compare with what the scheduler saw.
 """
@@ -12,10 +12,91 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-from harness.config import FaultConfig
+from harness.heartbeat import Report
 from harness.node import Node, Outcome
-from harness.report import Report
+from harness.spec import key
+
+
+@dataclass(frozen=True, slots=True)
+class FaultKind:
+    name: str
+    keys: tuple[str, ...]
+    """The keys an entry of this kind takes besides `kind`; any other is refused."""
+    needs_node: bool = False
+    what: str = ""
+
+
+FAULT_KINDS = {
+    k.name: k
+    for k in (
+        FaultKind(
+            "crash",
+            ("node", "at_s", "until_s"),
+            needs_node=True,
+            what="the node dies (sandboxes lost, RPCs fail, no reports); back empty at until_s",
+        ),
+        FaultKind(
+            "rpc_error",
+            ("rpc", "error", "fraction", "node", "at_s", "until_s"),
+            what="a fraction of create or kill RPCs fail without the node acting",
+        ),
+        FaultKind(
+            "timeout",
+            ("fraction", "node", "at_s", "until_s"),
+            what="a fraction of create RPCs get no answer; the node acts all the same",
+        ),
+        FaultKind(
+            "lost_reports",
+            ("fraction", "node", "at_s", "until_s"),
+            what="a fraction of heartbeat reports never arrive",
+        ),
+        FaultKind(
+            "slow_node",
+            ("node", "latency_ms", "at_s", "until_s"),
+            needs_node=True,
+            what="every RPC to the node takes latency_ms longer",
+        ),
+    )
+}
+"""Fault kinds by name."""
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    kind: str = key(
+        "crash",
+        "crash, rpc_error, timeout (create RPCs), lost_reports or slow_node.",
+        choices=FAULT_KINDS,
+    )
+    at_s: float = key(0.0, "When the fault starts (model seconds).", ge=0)
+    until_s: float | None = key(
+        None, 'When it ends; a crashed node comes back empty then; "none": never.', ge=0
+    )
+    node: int | None = key(
+        None, 'Target node (required for crash and slow_node); "none": every node.', ge=0
+    )
+    rpc: str = key(
+        "create", "rpc_error: which RPC fails, create or kill.", choices=("create", "kill")
+    )
+    error: str = key(
+        "failed",
+        "rpc_error: failed (transient: exclude, attempt + 1) or resource_exhausted (skip).",
+        choices=("failed", "resource_exhausted"),
+    )
+    fraction: float = key(
+        1.0, "Share of the RPCs (or reports) in the window that fail, drawn per RPC.", ge=0, le=1
+    )
+    latency_ms: float = key(10.0, "slow_node: extra round trip of every RPC to it.", gt=0)
+
+    def active(self, node_id: int, now: float) -> bool:
+        return (
+            (self.node is None or self.node == node_id)
+            and now >= self.at_s
+            and (self.until_s is None or now < self.until_s)
+        )
+
 
 COUNTS = (
     "fault_rpc_failed",
@@ -29,25 +110,37 @@ COUNTS = (
 """Summary columns of injected faults (see `Faults.counts`)."""
 
 
-def _active(fault: FaultConfig, node_id: int, now: float) -> bool:
-    return (
-        (fault.node is None or fault.node == node_id)
-        and now >= fault.at_s
-        and (fault.until_s is None or now < fault.until_s)
-    )
+class SlowNodes:
+    """Extra latency of RPCs to slow nodes: deterministic, so the scheduler's side (which sends)
+    and the node's side (which answers) both compute it."""
+
+    __slots__ = ("slow",)
+
+    def __init__(self, faults: Iterable[FaultSpec]) -> None:
+        self.slow: dict[int, list[FaultSpec]] = {}
+        for f in faults:
+            if f.kind == "slow_node":
+                self.slow.setdefault(f.node, []).append(f)
+
+    def extra_leg(self, node_id: int, now: float) -> float:
+        """Extra seconds on each leg of an RPC to this node (half of each active slow_node's
+        round trip; overlapping entries add up)."""
+        entries = self.slow.get(node_id)
+        if not entries:
+            return 0.0
+        return sum(f.latency_ms / 2000.0 for f in entries if f.active(node_id, now))
 
 
 class Faults:
     """The `[[faults]]` entries of a config for the nodes `node_ids` (all, or one group's)."""
 
     def __init__(
-        self, faults: Iterable[FaultConfig], rng: random.Random, node_ids: Iterable[int]
+        self, faults: Iterable[FaultSpec], rng: random.Random, node_ids: Iterable[int]
     ) -> None:
         ids = set(node_ids)
         self.plan = [f for f in faults if f.node is None or f.node in ids]
         self.random = rng.random
         self.counts: Counter[str] = Counter(dict.fromkeys(COUNTS, 0))
-        self.slow = {f.node: f for f in self.plan if f.kind == "slow_node"}
         self.create_faults = [
             f
             for f in self.plan
@@ -74,14 +167,9 @@ class Faults:
         elif not down:
             node.restart()
 
-    def extra_leg(self, node_id: int, now: float) -> float:
-        """Extra seconds on each leg of an RPC to this node (half a slow node's round trip)."""
-        f = self.slow.get(node_id)
-        return f.latency_ms / 2000.0 if f is not None and _active(f, node_id, now) else 0.0
-
-    def _draw(self, faults: list[FaultConfig], node_id: int, now: float) -> FaultConfig | None:
+    def _draw(self, faults: list[FaultSpec], node_id: int, now: float) -> FaultSpec | None:
         for f in faults:
-            if _active(f, node_id, now) and self.random() < f.fraction:
+            if f.active(node_id, now) and self.random() < f.fraction:
                 return f
         return None
 
@@ -112,7 +200,7 @@ class Faults:
             return node.kill(sandbox_id)
         return self._error(fault)
 
-    def _error(self, fault: FaultConfig) -> Outcome:
+    def _error(self, fault: FaultSpec) -> Outcome:
         if fault.error == "resource_exhausted":
             self.counts["fault_rpc_exhausted"] += 1
             return Outcome.RESOURCE_EXHAUSTED

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from harness.config import Config
-from harness.results import SeedResult
+from harness.seed_result import SeedResult
 
 TOLERANCE = 1e-6
 """vCPUs of float residue allowed where two sums must agree."""

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from harness.heartbeat import Report
 from harness.node import Outcome
-from harness.report import Report
 from harness.request import CreateRequest
 
 

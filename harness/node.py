@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from harness.report import Report
+from harness.heartbeat import Report
 
 
 class Outcome(StrEnum):

@@ -24,7 +24,8 @@ def sample(random: Callable[[], float], n: int, k: int, eligible: Eligible | Non
     i = 0
     while i < n and len(chosen) < k:
         span = n - i
-        j = i + min(int(random() * span), span - 1)
+        r = int(random() * span)
+        j = i + (r if r < span else span - 1)  # random() * span can round up to span
         node = swapped.get(j, j)
         swapped[j] = swapped.get(i, i)
         i += 1

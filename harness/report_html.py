@@ -13,7 +13,7 @@ import pandas as pd
 from harness import plots
 from harness.analysis import accounting_over_time, by_strategy, cv_by, cv_over_time, median_seed
 from harness.config import Config, from_dict
-from harness.results import load_run
+from harness.run_store import load_run
 from harness.sweep_spec import get_value
 from harness.sweep_store import is_sweep, load_sweep_results, read_cells
 

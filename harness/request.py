@@ -9,11 +9,11 @@ class CreateRequest:
     __slots__ = (
         "attempts",
         "client",
+        "context",
         "deadline",
         "excluded",
         "failure",
         "issued_at",
-        "lifetime",
         "memory_mib",
         "node",
         "rpcs",
@@ -29,19 +29,20 @@ class CreateRequest:
         vcpu: float,
         memory_mib: float,
         usage: float,
-        lifetime: float | None,
         issued_at: float,
         deadline: float,
         client: int,
+        context: object = None,
     ) -> None:
         self.sandbox_id = sandbox_id
         self.vcpu = vcpu
         self.memory_mib = memory_mib
         self.usage = usage
-        self.lifetime = lifetime
         self.issued_at = issued_at
         self.deadline = deadline
         self.client = client
+        self.context = context
+        """What the client needs back with the answer (the scheduler only carries it)."""
         self.attempts = 0
         self.rpcs = 0
         self.skips = 0

@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.config import Config
 from harness.engine import Snapshot, get_engine
 from harness.invariants import InvariantError, check
-from harness.results import RunWriter
+from harness.run_store import RunWriter
 
 # progress(units_done, units_total, fraction_of_current_unit, live snapshot or None)
 RunProgress = Callable[[int, int, float, Snapshot | None], None]

@@ -7,26 +7,38 @@ Between a start and its finish the engine delivers the RPC; that gap is where th
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from harness.heartbeat import Report
 from harness.ledger import Ledger
+from harness.ledgers import LEDGERS
 from harness.node import Outcome
-from harness.placement import best, sample, score
-from harness.report import Report
+from harness.placement import sample, score
 from harness.request import CreateRequest
+from harness.spec import key
 
 
-@dataclass(frozen=True, slots=True)
-class PlacementRules:
-    k: int = 3
-    r: float = 4.0
-    alpha: float = 0.5
-    too_many_starting: bool = False
-    max_starting: int = 3
-    max_attempts: int = 3
-    deadline_s: float = 30.0
+@dataclass(frozen=True)
+class PlacementSpec:
+    strategy: str = key("stale", "Ledger strategy.", choices=LEDGERS)
+    k: int = key(3, "Candidates sampled per placement (Best-of-K).", ge=1)
+    r: float = key(4.0, "CPU over-commit ratio.", gt=0)
+    alpha: float = key(0.5, "Weight of actual CPU usage in the score.", ge=0)
+    too_many_starting: bool = key(False, "Skip nodes with more than max_starting in progress.")
+    max_starting: int = key(3, "In-progress creates above which a node is skipped.", ge=0)
+    max_attempts: int = key(
+        3, "Failed create RPCs (other than ResourceExhausted) per request.", ge=1
+    )
+    deadline_s: float = key(30.0, "A create still unplaced this long after issue fails.", gt=0)
+    rpc_timeout_ms: float = key(
+        1000.0, "The scheduler gives up on an unanswered create RPC after this long.", gt=0
+    )
+    replicas: int = key(1, "Scheduler replicas, each with its own view and in-progress map.", ge=1)
+    ttl_s: float = key(20.0, "How long an optimistic entry of the ttl strategy counts.", gt=0)
 
 
 class Step(StrEnum):
@@ -41,7 +53,7 @@ class Scheduler:
     """One scheduler replica: its ledger (view), in-progress map and random stream."""
 
     def __init__(
-        self, cpu_counts: list[int], rules: PlacementRules, ledger: Ledger, rng: random.Random
+        self, cpu_counts: list[int], rules: PlacementSpec, ledger: Ledger, rng: random.Random
     ) -> None:
         self.rules = rules
         self.ledger = ledger
@@ -54,20 +66,26 @@ class Scheduler:
         self.killing_cpu = [0.0] * self.n
         # While every node has at least this many vCPUs, no request needs a CPU filter.
         self.min_cpu_count = min(cpu_counts, default=0)
+        self.reserved = self._reserved_of(ledger)
 
-    def reserved(self, node: int, now: float) -> float:
-        """`reserved` of the score: the believed allocation, plus pending vCPUs if counted."""
-        believed = self.ledger.believed_cpu(node, now)
-        if self.ledger.counts_in_progress:
-            return believed + self.pending_cpu[node]
-        return believed
+    def _reserved_of(self, ledger: Ledger) -> Callable[[int, float], float]:
+        """`reserved(node, now)`, the score's `reserved`: the believed allocation, plus the
+        vCPUs of creates in progress on the node when the strategy counts them. Built once:
+        choose calls it for every candidate."""
+        believed, pending = ledger.believed_cpu, self.pending_cpu
+        if not ledger.counts_in_progress:
+            return believed
+
+        def reserved(node: int, now: float) -> float:
+            return believed(node, now) + pending[node]
+
+        return reserved
 
     def choose(self, vcpu: float, excluded: set[int] | None, now: float) -> int | None:
+        """Best-of-K: sample up to K nodes that pass the filters, keep the lowest score."""
         rules = self.rules
         views = self.ledger.views
         in_progress = self.in_progress
-        believed = self.ledger.believed_cpu
-        pending = self.pending_cpu if self.ledger.counts_in_progress else None
         eligible = None
         if excluded is not None or rules.too_many_starting or vcpu > self.min_cpu_count:
 
@@ -78,14 +96,32 @@ class Scheduler:
                     return False
                 return views[node].cpu_count >= vcpu
 
-        def score_of(node: int) -> float:
+        reserved = self.reserved
+        r, alpha = rules.r, rules.alpha
+        winner = None
+        winner_score = math.inf
+        for node in sample(self.random, self.n, rules.k, eligible):
             view = views[node]
-            reserved = (
-                believed(node, now) if pending is None else believed(node, now) + pending[node]
-            )
-            return score(vcpu, reserved, view.cpu_percent, view.cpu_count, rules.r, rules.alpha)
+            s = score(vcpu, reserved(node, now), view.cpu_percent, view.cpu_count, r, alpha)
+            if winner is None or s < winner_score:
+                winner, winner_score = node, s
+        return winner
 
-        return best(sample(self.random, self.n, rules.k, eligible), score_of)
+    def request(
+        self,
+        sandbox_id: int,
+        vcpu: float,
+        memory_mib: float,
+        usage: float,
+        issued_at: float,
+        client: int,
+        context: object = None,
+    ) -> CreateRequest:
+        """A create as this scheduler takes it in; it fails once `deadline_s` has passed."""
+        deadline = issued_at + self.rules.deadline_s
+        return CreateRequest(
+            sandbox_id, vcpu, memory_mib, usage, issued_at, deadline, client, context
+        )
 
     def start_create(self, req: CreateRequest, now: float) -> int | None:
         """Choose a node and StartPlacing on it; None means "failed to place"."""

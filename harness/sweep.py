@@ -20,7 +20,7 @@ from harness.config import Config
 from harness.engine import get_engine
 from harness.invariants import InvariantError, check
 from harness.ray_setup import connect
-from harness.results import SeedResult
+from harness.seed_result import SeedResult
 from harness.sweep_spec import Cell, Sweep
 from harness.sweep_store import SweepStore
 

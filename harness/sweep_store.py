@@ -26,7 +26,9 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import harness
-from harness.results import TABLES, ResultsError, SeedResult, summary_table
+from harness.run_store import ResultsError
+from harness.schemas import TABLES, summary_table
+from harness.seed_result import SeedResult
 from harness.sweep_spec import Cell, Sweep
 
 CELL_TABLES = ("nodes", "requests", "timeline")

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.config import ConfigError, defaults_table, from_dict, parse_override
+from harness.config import ConfigError, from_dict, parse_override
+from harness.config.keys import defaults_table
 from tests.conftest import CONFIGS, SCENARIOS
 
 
@@ -146,7 +147,7 @@ def test_user_mistakes_give_one_line_and_exit_2(argv, message, tmp_path, capsys)
 
 def test_an_interrupted_run_leaves_readable_partial_results(tmp_path, monkeypatch):
     from harness.engine.virtual import VirtualEngine
-    from harness.results import load_run
+    from harness.run_store import load_run
 
     real = VirtualEngine.run_seed
     calls = 0

@@ -12,14 +12,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
-from harness.config import (
-    FAULT_KINDS,
-    Config,
-    ConfigError,
-    defaults_table,
-    fault_keys_table,
-    from_dict,
-)
+from harness.config import Config, ConfigError, from_dict
+from harness.config.keys import defaults_table, fault_keys_table
+from harness.faults import FAULT_KINDS
 from harness.engine.virtual import VirtualEngine
 
 SECTION_KEYS: dict[str, dict[str, str]] = {}
@@ -94,7 +89,7 @@ def fault_entries(draw: st.DrawFn) -> Any:
     if roll == 0:
         return draw(anything)
     kind = draw(st.sampled_from(list(FAULT_KINDS)))
-    keys = list(FAULT_KINDS[kind]) if roll > 3 else [*FAULT_KEYS, "unknown_key"]
+    keys = list(FAULT_KINDS[kind].keys) if roll > 3 else [*FAULT_KEYS, "unknown_key"]
     entry = {"kind": kind if roll != 1 else draw(st.sampled_from(WORDS))}
     for key in draw(st.lists(st.sampled_from(keys), max_size=4, unique=True)):
         typed = FAULT_VALUES.get(key) if roll > 3 else None

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import defaults_table, fault_keys_table
-from harness.results import TABLES
+from harness.config.keys import defaults_table, fault_keys_table
+from harness.schemas import TABLES
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
 

@@ -19,7 +19,8 @@ from harness.cli import main
 from harness.config import Config, ConfigError, from_dict, load
 from harness.engine.virtual import VirtualEngine
 from harness.invariants import check
-from harness.results import SeedResult, load_run
+from harness.run_store import load_run
+from harness.seed_result import SeedResult
 from tests.conftest import CONFIGS
 
 FAULT_CONFIGS = sorted(p.stem for p in CONFIGS.glob("faults-*.toml"))

@@ -9,16 +9,16 @@ import pytest
 from harness.ledgers import LEDGERS, make_ledger
 from harness.node import Node, Outcome
 from harness.request import CreateRequest
-from harness.scheduler import PlacementRules, Scheduler, Step
+from harness.scheduler import PlacementSpec, Scheduler, Step
 
 
 def request(sandbox_id=1, vcpu=1.0, deadline=30.0):
-    return CreateRequest(sandbox_id, vcpu, 1024, 1.0, None, 0.0, deadline, client=0)
+    return CreateRequest(sandbox_id, vcpu, 1024, 1.0, 0.0, deadline, client=0)
 
 
 def scheduler(strategy="optimistic", nodes=4, cpu=8, **rules):
     cpus = [cpu] * nodes
-    return Scheduler(cpus, PlacementRules(**rules), make_ledger(strategy, cpus), random.Random(0))
+    return Scheduler(cpus, PlacementSpec(**rules), make_ledger(strategy, cpus), random.Random(0))
 
 
 def test_node_admits_on_true_state_up_to_r_times_cpu_count():

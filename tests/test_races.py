@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import harness.engine as engine
+import harness.scenario as scenario
 from harness.analysis import cv_shift
 from harness.config import Config, load
 from harness.engine.virtual import VirtualEngine
 from harness.ledgers.optimistic import OptimisticLedger
-from harness.results import SeedResult
+from harness.seed_result import SeedResult
 from tests.conftest import CONFIGS, SCENARIOS
 
 TOL = 1e-9
@@ -155,7 +155,7 @@ def test_jitter_delivers_reports_out_of_order_reproducibly(monkeypatch) -> None:
             arrivals[-1].append((report.node_id, report.seq))
             super().apply_report(report, now)
 
-    monkeypatch.setattr(engine, "make_ledger", lambda name, counts, options: Probe(counts))
+    monkeypatch.setattr(scenario, "make_ledger", lambda name, counts, options: Probe(counts))
     config = _config("race-erase", "optimistic", "heartbeat.jitter_ms=3000", "run.duration_s=20")
     for _ in range(2):
         arrivals.append([])

@@ -7,7 +7,7 @@ import ray
 from ray.cluster_utils import Cluster
 
 from harness.cli import main
-from harness.results import load_run
+from harness.run_store import load_run
 from tests.conftest import CONFIGS
 
 

@@ -17,7 +17,7 @@ from harness.config import load
 from harness.engine import EngineError
 from harness.engine.ray import RayEngine, RaySeedRun
 from harness.ray_setup import connect
-from harness.results import load_run
+from harness.run_store import load_run
 from harness.runner import run
 from tests.conftest import CONFIGS
 from tests.test_faults import EXPECT, FAULT_CONFIGS

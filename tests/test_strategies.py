@@ -15,11 +15,12 @@ from harness.ledger import LedgerOptions
 from harness.ledgers import LEDGERS, make_ledger
 from harness.node import Node, Outcome
 from harness.request import CreateRequest
-from harness.results import TIMELINE, Recorder, table
+from harness.recording import TIMELINE_COLUMNS
+from harness.schemas import TIMELINE, table
 
 
 def _req(sandbox_id: int, node: int = 0, vcpu: float = 2.0) -> CreateRequest:
-    req = CreateRequest(sandbox_id, vcpu, 1024.0, 1.0, None, 0.0, 30.0, client=0)
+    req = CreateRequest(sandbox_id, vcpu, 1024.0, 1.0, 0.0, 30.0, client=0)
     req.node = node
     return req
 
@@ -192,10 +193,12 @@ def test_reconcile_kill_waits_for_a_report_taken_after_it() -> None:
 
 def _timeline(rows: list[tuple[float, int, int, float, float]]) -> pa.Table:
     """(t, node, replica, true, believed) rows as a timeline table."""
-    recorder = Recorder()
-    for t, node, replica, true, believed in rows:
-        recorder.sample(t, node, replica, true, 0, believed, 0, 0.0, 0.0)
-    return table(TIMELINE, "x", 0, Recorder.columns(TIMELINE, recorder.timeline))
+    full = [
+        (t, n, r, true, 0, believed, 0, 0.0, 0.0, believed - true)
+        for t, n, r, true, believed in rows
+    ]
+    columns = list(zip(*full, strict=True)) or [()] * len(TIMELINE_COLUMNS)
+    return table(TIMELINE, "x", 0, dict(zip(TIMELINE_COLUMNS, columns, strict=True)))
 
 
 def test_accounting_error_is_time_weighted_and_signed() -> None:

@@ -13,7 +13,7 @@ import pytest
 from harness.cli import main
 from harness.config import ConfigError
 from harness.ledgers import LEDGERS
-from harness.results import ResultsError
+from harness.run_store import ResultsError
 from harness.sweep import run_sweep
 from harness.sweep_spec import load_sweep
 from harness.sweep_store import SweepStore, load_sweep_results, read_cells

@@ -12,7 +12,7 @@ import pytest
 
 from harness.config import load
 from harness.engine.virtual import VirtualEngine
-from harness.results import TABLES
+from harness.schemas import TABLES
 from harness.runner import run
 from tests.conftest import CONFIGS, scenario
 

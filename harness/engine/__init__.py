@@ -1,17 +1,25 @@
-"""Engines drive the pure model through time. Each takes a config and a seed and returns a
-SeedResult; the runner does not care which one ran."""
+"""Engines carry the protocol's messages through time; each takes a config and a seed and
+returns a SeedResult, and the runner does not care which one ran.
+
+Engines are registered by name with the import path of their class, so naming one costs
+nothing until it runs (the Ray engine lives in `actors/` and imports Ray).
+"""
 
 from __future__ import annotations
 
-import random
+import importlib
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from harness.config import Config
-from harness.ledger import LedgerOptions
-from harness.ledgers import make_ledger
-from harness.results import SeedResult
-from harness.scheduler import PlacementRules, Scheduler
+if TYPE_CHECKING:
+    from harness.config import Config
+    from harness.seed_result import SeedResult
+
+ENGINES = {
+    "virtual": "harness.engine.virtual:VirtualEngine",
+    "ray": "actors.engine:RayEngine",
+}
+"""Engines by name: the import path of each engine's class."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +43,8 @@ class EngineError(Exception):
     """The engine could not finish a seed (say, an actor it cannot do without died).
 
     `partial`, when set, holds what had arrived of that seed; the runner writes its requests
-    and samples, marked incomplete. An engine interrupted by Ctrl-C sets the same attribute on the
-    KeyboardInterrupt."""
+    and samples, marked incomplete. An engine interrupted by Ctrl-C sets the same attribute on
+    the KeyboardInterrupt."""
 
     partial: SeedResult | None = None
 
@@ -53,36 +61,9 @@ class Engine(Protocol):
     ) -> SeedResult: ...
 
 
-def stream(seed: int, purpose: str) -> random.Random:
-    """An independent random stream per purpose, so changing one part of a scenario (say the
-    strategy) leaves every other draw as it was: strategies compare on the same requests."""
-    return random.Random(f"{seed}:{purpose}")
-
-
-def make_scheduler(config: Config, seed: int, replica: int, cpu_counts: list[int]) -> Scheduler:
-    """Scheduler replica `replica` as every engine builds it: the config's placement rules and
-    strategy, and a random stream of its own."""
-    p = config.placement
-    rules = PlacementRules(
-        k=p.k,
-        r=p.r,
-        alpha=p.alpha,
-        too_many_starting=p.too_many_starting,
-        max_starting=p.max_starting,
-        max_attempts=p.max_attempts,
-        deadline_s=p.deadline_s,
-    )
-    ledger = make_ledger(p.strategy, cpu_counts, LedgerOptions(ttl_s=p.ttl_s))
-    return Scheduler(cpu_counts, rules, ledger, stream(seed, f"placement/{replica}"))
-
-
 def get_engine(name: str) -> Engine:
-    if name == "virtual":
-        from harness.engine.virtual import VirtualEngine
-
-        return VirtualEngine()
-    if name == "ray":
-        from harness.engine.ray import RayEngine
-
-        return RayEngine()
-    raise ValueError(f"unknown engine {name!r}")
+    try:
+        module, _, cls = ENGINES[name].partition(":")
+    except KeyError:
+        raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}") from None
+    return getattr(importlib.import_module(module), cls)()

@@ -4,9 +4,9 @@ The add happens after the create RPC succeeds, so a report taken after the node 
 sandbox but applied before the answer arrives counts it twice until the next report.
 """
 
+from harness.heartbeat import Report
 from harness.ledger import Ledger
 from harness.node import Outcome
-from harness.report import Report
 from harness.request import CreateRequest
 
 

@@ -5,9 +5,9 @@ short-lived sandboxes the scheduler believes busy nodes are fuller than they are
 load elsewhere (the skew the merged fix's remove exists to prevent).
 """
 
+from harness.heartbeat import Report
 from harness.ledgers.optimistic import OptimisticLedger
 from harness.node import Outcome
-from harness.report import Report
 from harness.request import CreateRequest
 
 

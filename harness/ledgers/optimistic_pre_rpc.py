@@ -5,9 +5,9 @@ sandbox is invisible until the next report (the erase race), and the herd comes 
 that fails takes its add back.
 """
 
+from harness.heartbeat import Report
 from harness.ledgers.optimistic import OptimisticLedger
 from harness.node import Outcome
-from harness.report import Report
 from harness.request import CreateRequest
 
 

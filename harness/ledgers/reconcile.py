@@ -15,9 +15,9 @@ a clock, as both engines do; a production version would echo a sequence number i
 
 from __future__ import annotations
 
+from harness.heartbeat import Report
 from harness.ledger import DEFAULT_OPTIONS, Ledger, LedgerOptions
 from harness.node import Outcome
-from harness.report import Report
 from harness.request import CreateRequest
 
 

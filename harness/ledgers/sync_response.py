@@ -5,9 +5,9 @@ ordered by sequence number, so an older one arriving late is dropped instead of 
 fresher view. No optimistic entries: the node's own numbers already include the call.
 """
 
+from harness.heartbeat import Report
 from harness.ledger import Ledger
 from harness.node import Outcome
-from harness.report import Report
 from harness.request import CreateRequest
 
 

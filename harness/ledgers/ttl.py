@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import deque
 
+from harness.heartbeat import Report
 from harness.ledger import DEFAULT_OPTIONS, Ledger, LedgerOptions
 from harness.node import Outcome
-from harness.report import Report
 from harness.request import CreateRequest
 
 

@@ -1,0 +1,21 @@
+"""Scenario configuration: TOML in, validated dataclasses out.
+
+`schema` declares the sections (the model's own specs, plus how a run is driven), `validate`
+checks a raw dict against it, `load` reads files and `--set` overrides, `keys` lists every key
+for the docs.
+"""
+
+from harness.config.load import load, parse_override
+from harness.config.schema import SECTIONS, Config, RayConfig, RunConfig
+from harness.config.validate import ConfigError, from_dict
+
+__all__ = [
+    "SECTIONS",
+    "Config",
+    "ConfigError",
+    "RayConfig",
+    "RunConfig",
+    "from_dict",
+    "load",
+    "parse_override",
+]

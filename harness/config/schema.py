@@ -1,0 +1,86 @@
+"""The scenario schema: which sections a config has and which keys each takes.
+
+The model's sections are the model's own dataclasses (`ClusterSpec`, `HeartbeatSpec`,
+`PlacementSpec`, `WorkloadSpec`, `FaultSpec`): each key is declared once, there, with its
+default, bounds and help (`harness.spec.key`). Only what the model does not know (how a run is
+driven, where Ray is) is declared here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, get_type_hints
+
+from harness.cluster import ClusterSpec
+from harness.engine import ENGINES
+from harness.faults import FAULT_KINDS, FaultSpec
+from harness.heartbeat import HeartbeatSpec
+from harness.scheduler import PlacementSpec
+from harness.spec import key
+from harness.workload import WorkloadSpec
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    name: str = key("run", "Names the output folder; a config file defaults it to its own name.")
+    duration_s: float = key(25.0, "Arrivals, heartbeats and samples stop at this time.", gt=0)
+    seeds: int = key(20, "How many seeds to run, from first_seed on.", ge=1)
+    first_seed: int = key(0, "The first seed.", ge=0)
+    engine: str = key(
+        "virtual",
+        "virtual: deterministic, in simulated time; ray: real time, on Ray actors.",
+        choices=ENGINES,
+    )
+    time_scale: float = key(
+        1.0,
+        "Ray engine: wall seconds per model second (0.2 runs 5x faster, rates 5x higher).",
+        gt=0,
+    )
+    sample_interval_s: float = key(1.0, "Timeline sampling period; 0 turns the timeline off.", ge=0)
+
+
+@dataclass(frozen=True)
+class RayConfig:
+    address: str = key(
+        "", "Ray cluster to join (host:port); empty: RAY_ADDRESS, else an embedded local Ray."
+    )
+    node_groups: int = key(0, "Node-group actors hosting the nodes; 0: sized to the cluster.", ge=0)
+    client_pools: int = key(0, "Client-pool actors running the clients; 0: one per CPU.", ge=0)
+
+
+@dataclass(frozen=True)
+class Config:
+    run: RunConfig = field(default_factory=RunConfig)
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    heartbeat: HeartbeatSpec = field(default_factory=HeartbeatSpec)
+    placement: PlacementSpec = field(default_factory=PlacementSpec)
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    ray: RayConfig = field(default_factory=RayConfig)
+    faults: tuple[FaultSpec, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        raw = asdict(self)
+        # As a config file has them: a list of tables, each with only its kind's keys.
+        raw["faults"] = [
+            {k: v for k, v in entry.items() if k == "kind" or k in FAULT_KINDS[entry["kind"]].keys}
+            for entry in raw["faults"]
+        ]
+        return raw
+
+    def with_value(self, key: str, value: Any) -> Config:
+        """A copy with one dotted key changed and the whole config validated again."""
+        return self.with_values({key: value})
+
+    def with_values(self, values: dict[str, Any]) -> Config:
+        """A copy with several dotted keys changed at once, validated once: keys that must
+        agree (say cluster.nodes and cluster.initial_cpu_per_node) can change together."""
+        from harness.config.validate import from_dict, set_dotted
+
+        raw = self.to_dict()
+        for dotted, value in values.items():
+            set_dotted(raw, dotted, value)
+        return from_dict(raw)
+
+
+SECTIONS: dict[str, type] = {k: v for k, v in get_type_hints(Config).items() if k != "faults"}
+"""The table sections of a config (`[[faults]]` is a list of `FaultSpec` entries)."""

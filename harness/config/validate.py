@@ -1,0 +1,207 @@
+"""Validation of a raw scenario (a dict as TOML gives it) against the schema.
+
+A generic part checks every key against its field's declared type and bounds; the cross-checks
+test what no single key can say (say, K against the cluster's size). Every error names the
+dotted key and the reason; nothing unknown is silently ignored.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+from dataclasses import fields
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from harness.config.schema import SECTIONS, Config
+from harness.faults import FAULT_KINDS, FaultSpec
+from harness.spec import choice_names
+
+
+class ConfigError(ValueError):
+    """A user mistake in a config file or override; the CLI prints it and exits with 2."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}" if key else reason)
+        self.key = key
+        self.reason = reason
+
+
+def _type_name(tp: Any) -> str:
+    if get_origin(tp) is list:
+        return f"a list of {_type_name(get_args(tp)[0])}"
+    if get_origin(tp) in (Union, types.UnionType):
+        return " or ".join(_type_name(a) if a is not type(None) else '"none"' for a in get_args(tp))
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}[tp]
+
+
+def _coerce(key: str, value: Any, tp: Any) -> Any:
+    """Check `value` against the declared type; ints are accepted where floats are."""
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        if value is None or (isinstance(value, str) and value.lower() == "none"):
+            return None
+        (inner,) = [a for a in get_args(tp) if a is not type(None)]
+        try:
+            return _coerce(key, value, inner)
+        except ConfigError:
+            raise ConfigError(key, f"must be {_type_name(tp)}, got {value!r}") from None
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(key, f"must be {_type_name(tp)}, got {value!r}")
+        (inner,) = get_args(tp)
+        return [_coerce(f"{key}[{i}]", v, inner) for i, v in enumerate(value)]
+    ok = {
+        bool: isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, int | float) and not isinstance(value, bool),
+        str: isinstance(value, str),
+    }[tp]
+    if not ok:
+        raise ConfigError(key, f"must be {_type_name(tp)}, got {value!r}")
+    return float(value) if tp is float else value
+
+
+def _check_range(key: str, value: Any, meta: dict[str, Any]) -> None:
+    values = value if isinstance(value, list) else [value]
+    for v in values:
+        if v is None or isinstance(v, str | bool):
+            continue
+        if v != v or v in (float("inf"), float("-inf")):
+            raise ConfigError(key, f"must be a finite number, got {v}")
+        if meta["ge"] is not None and v < meta["ge"]:
+            raise ConfigError(key, f"must be >= {meta['ge']:g}, got {v:g}")
+        if meta["gt"] is not None and v <= meta["gt"]:
+            raise ConfigError(key, f"must be > {meta['gt']:g}, got {v:g}")
+        if meta["le"] is not None and v > meta["le"]:
+            raise ConfigError(key, f"must be <= {meta['le']:g}, got {v:g}")
+    names = choice_names(meta["choices"])
+    if names and value not in names:
+        raise ConfigError(key, f"must be one of {', '.join(names)}; got {value!r}")
+
+
+def _unknown(key: str, known: list[str]) -> ConfigError:
+    leaf = key.rsplit(".", 1)[-1]
+    close = difflib.get_close_matches(leaf, known, n=1)
+    prefix = key.rsplit(".", 1)[0] + "." if "." in key else ""
+    hint = f"; did you mean {prefix}{close[0]}?" if close else f"; known: {', '.join(known)}"
+    return ConfigError(key, "unknown key" + hint)
+
+
+def _section(name: str, cls: type, raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        raise ConfigError(name, f"must be a table, got {raw!r}")
+    hints = get_type_hints(cls)
+    known = {f.name: f for f in fields(cls)}
+    values = {}
+    for key, value in raw.items():
+        dotted = f"{name}.{key}"
+        if key not in known:
+            raise _unknown(dotted, list(known))
+        coerced = _coerce(dotted, value, hints[key])
+        _check_range(dotted, coerced, known[key].metadata)
+        values[key] = coerced
+    return cls(**values)
+
+
+def _faults(raw: Any) -> tuple[FaultSpec, ...]:
+    """`[[faults]]` entries, each checked like a section and against its kind's keys."""
+    if not isinstance(raw, list):
+        raise ConfigError("faults", f"must be a list of tables ([[faults]]), got {raw!r}")
+    entries = []
+    for i, entry in enumerate(raw):
+        name = f"faults[{i}]"
+        fault = _section(name, FaultSpec, entry)
+        for key in entry:
+            if key != "kind" and key not in FAULT_KINDS[fault.kind].keys:
+                raise ConfigError(f"{name}.{key}", f"does not apply to kind {fault.kind}")
+        entries.append(fault)
+    return tuple(entries)
+
+
+def from_dict(raw: dict[str, Any]) -> Config:
+    """Build and validate a Config; raises ConfigError naming the first bad key."""
+    sections: dict[str, Any] = {}
+    for name, value in raw.items():
+        if name == "faults":
+            sections[name] = _faults(value)
+            continue
+        if name not in SECTIONS:
+            raise _unknown(name, [*SECTIONS, "faults"])
+        sections[name] = _section(name, SECTIONS[name], value)
+    config = Config(**sections)
+    _cross_check(config)
+    return config
+
+
+def _cross_check(c: Config) -> None:
+    lo_hi = c.cluster.initial_cpu_allocated
+    if len(lo_hi) != 2 or lo_hi[0] < 0 or lo_hi[0] > lo_hi[1]:
+        raise ConfigError(
+            "cluster.initial_cpu_allocated", f"must be [lo, hi] with 0 <= lo <= hi, got {lo_hi}"
+        )
+    per_node = c.cluster.initial_cpu_per_node
+    if per_node and len(per_node) != c.cluster.nodes:
+        raise ConfigError(
+            "cluster.initial_cpu_per_node",
+            f"has {len(per_node)} values for {c.cluster.nodes} nodes",
+        )
+    if any(v < 0 for v in per_node):
+        raise ConfigError("cluster.initial_cpu_per_node", "values must be >= 0")
+    capacity = c.placement.r * c.cluster.cpu_count
+    if max([lo_hi[1], *per_node]) > capacity:
+        raise ConfigError(
+            "cluster.initial_cpu_allocated",
+            f"exceeds a node's capacity R * cpu_count = {capacity:g}",
+        )
+    if c.placement.k > c.cluster.nodes:
+        raise ConfigError("placement.k", f"{c.placement.k} exceeds cluster.nodes {c.cluster.nodes}")
+    if c.workload.arrival == "closed" and c.workload.lifetime_s is None:
+        raise ConfigError(
+            "workload.lifetime_s",
+            "must be a number for closed-loop clients (they kill, then create)",
+        )
+    if c.workload.vcpu > c.cluster.cpu_count:
+        raise ConfigError(
+            "workload.vcpu",
+            f"{c.workload.vcpu:g} exceeds cluster.cpu_count "
+            f"{c.cluster.cpu_count}: no node could ever take a sandbox",
+        )
+    if c.workload.arrival == "burst" and c.workload.burst_at_s >= c.run.duration_s:
+        raise ConfigError(
+            "workload.burst_at_s",
+            f"{c.workload.burst_at_s:g} is not before run.duration_s {c.run.duration_s:g}: "
+            "the run would send nothing",
+        )
+    for i, fault in enumerate(c.faults):
+        _check_fault(f"faults[{i}]", fault, c)
+
+
+def _check_fault(name: str, fault: FaultSpec, c: Config) -> None:
+    if fault.node is None and FAULT_KINDS[fault.kind].needs_node:
+        raise ConfigError(f"{name}.node", f"a {fault.kind} needs a target node")
+    if fault.node is not None and fault.node >= c.cluster.nodes:
+        raise ConfigError(
+            f"{name}.node", f"{fault.node} is not a node (cluster.nodes = {c.cluster.nodes})"
+        )
+    if fault.until_s is not None and fault.until_s <= fault.at_s:
+        raise ConfigError(f"{name}.until_s", f"must be after at_s ({fault.at_s:g})")
+    if fault.at_s >= c.run.duration_s:
+        raise ConfigError(
+            f"{name}.at_s", f"{fault.at_s:g} is not before run.duration_s {c.run.duration_s:g}"
+        )
+
+
+def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
+    """Put `value` at the dotted `key` of a raw config, refusing keys the schema lacks."""
+    if key.startswith("faults"):
+        raise ConfigError(key, "faults are set in the config file ([[faults]]), not with --set")
+    parts = key.split(".")
+    if len(parts) != 2 or not all(parts):
+        raise ConfigError(key, "must be section.key, e.g. placement.k")
+    section, leaf = parts
+    if section not in SECTIONS:
+        raise _unknown(section, list(SECTIONS))
+    known = [f.name for f in fields(SECTIONS[section])]
+    if leaf not in known:
+        raise _unknown(key, known)
+    raw.setdefault(section, {})[leaf] = value

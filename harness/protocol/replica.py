@@ -1,0 +1,113 @@
+"""The scheduler side: one scheduler replica taking creates and kills from clients, placing
+them with `harness.scheduler.Scheduler`, sending the RPCs and answering the clients.
+
+Between sending an RPC and hearing its answer the replica serves other messages on the same
+view, which is where the real service interleaves: the herd and the races happen there.
+"""
+
+from __future__ import annotations
+
+from harness.heartbeat import Report
+from harness.protocol import Emit, Handler, Kind
+from harness.recording import View
+from harness.request import CreateRequest
+from harness.rpc import Rpc, RpcModel
+from harness.scheduler import Scheduler, Step
+
+
+class ReplicaHost:
+    """Replica `index`: its scheduler (view, in-progress map, ledger, random stream) and the
+    creates and kills it has in flight."""
+
+    def __init__(self, index: int, scheduler: Scheduler, rpc: RpcModel, emit: Emit) -> None:
+        self.index = index
+        self.scheduler = scheduler
+        self.rpc = rpc
+        self.emit = emit
+        self.creating: dict[int, CreateRequest] = {}
+        """Creates whose RPC is on the wire, by sandbox ID."""
+        self.placed: dict[int, CreateRequest] = {}
+        """Sandboxes this replica placed and has not been asked to kill."""
+        self.killing: dict[int, CreateRequest] = {}
+        """Kills on the wire."""
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            Kind.SUBMIT_CREATE: self.on_submit_create,
+            Kind.SUBMIT_KILL: self.on_submit_kill,
+            Kind.CREATE_ANSWER: self.on_create_answer,
+            Kind.KILL_ANSWER: self.on_kill_answer,
+            Kind.REPORT: self.on_report,
+        }
+
+    def on_submit_create(self, key: int, payload: tuple, now: float) -> None:
+        client, sandbox_id, vcpu, memory_mib, usage, issued_at, context = payload
+        req = self.scheduler.request(
+            sandbox_id, vcpu, memory_mib, usage, issued_at, client, context
+        )
+        self._place(req, now)
+
+    def _place(self, req: CreateRequest, now: float) -> None:
+        """Choose a node and send the create RPC, or answer "failed to place"."""
+        if self.scheduler.start_create(req, now) is None:
+            self._done(req, Step.FAILED, now)
+            return
+        self.creating[req.sandbox_id] = req
+        at = now + self.rpc.leg(Rpc.CREATE, req.node, now)
+        rpc = (req.sandbox_id, req.vcpu, req.memory_mib, req.usage, self.index)
+        self.emit(at, Kind.CREATE_RPC, req.node, rpc)
+
+    def on_create_answer(self, key: int, payload: tuple, now: float) -> None:
+        sandbox_id, outcome, response = payload
+        req = self.creating.pop(sandbox_id)
+        step = self.scheduler.finish_create(req, outcome, now, response)
+        if step is Step.RETRY:
+            self._place(req, now)
+        else:
+            self._done(req, step, now)
+
+    def _done(self, req: CreateRequest, step: Step, now: float) -> None:
+        placed = step is Step.PLACED
+        if placed:
+            self.placed[req.sandbox_id] = req
+        answer = (
+            req.sandbox_id,
+            step.value,
+            req.node if placed else -1,
+            req.rpcs,
+            req.skips,
+            req.attempts,
+            req.failure,
+            req.context,
+        )
+        req.context = None  # the client's, not needed here any more
+        self.emit(now, Kind.CREATE_DONE, req.client, answer)
+
+    def on_submit_kill(self, key: int, payload: tuple, now: float) -> None:
+        sandbox_id, context = payload
+        req = self.placed.pop(sandbox_id)
+        req.context = context
+        self.killing[sandbox_id] = req
+        self.scheduler.start_kill(req, now)
+        at = now + self.rpc.leg(Rpc.KILL, req.node, now)
+        self.emit(at, Kind.KILL_RPC, req.node, (sandbox_id, self.index))
+
+    def on_kill_answer(self, key: int, payload: tuple, now: float) -> None:
+        sandbox_id, outcome, response = payload
+        req = self.killing.pop(sandbox_id)
+        self.scheduler.finish_kill(req, outcome, now, response)
+        answer = (sandbox_id, outcome, req.node, req.context)
+        self.emit(now, Kind.KILL_DONE, req.client, answer)
+
+    def on_report(self, key: int, report: Report, now: float) -> None:
+        self.scheduler.apply_report(report, now)
+
+    def view(self, now: float) -> View:
+        s = self.scheduler
+        believed = s.ledger.believed_cpu
+        return (
+            [believed(i, now) for i in range(s.n)],
+            [len(pending) for pending in s.in_progress],
+            list(s.pending_cpu),
+            list(s.killing_cpu),
+        )

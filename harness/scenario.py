@@ -1,0 +1,94 @@
+"""Builds the protocol's parties for one (config, seed), the same way for every engine.
+
+The runner and engines own wiring, the model owns rules: this module is the one place that
+turns a validated `Config` into the model's own pieces (nodes, heartbeat plan, faults, RPC
+model, scheduler replicas, client hosts) and names the random stream each one draws from.
+"""
+
+from __future__ import annotations
+
+from harness.cluster import build_nodes
+from harness.config import Config
+from harness.faults import Faults, SlowNodes
+from harness.heartbeat import BeatGroup, HeartbeatPlan
+from harness.ledger import LedgerOptions
+from harness.ledgers import LEDGERS, make_ledger
+from harness.node import Node
+from harness.protocol import Emit
+from harness.protocol.clients import ClientHost
+from harness.protocol.nodes import NodeHost
+from harness.protocol.replica import ReplicaHost
+from harness.rpc import RpcModel
+from harness.scheduler import Scheduler
+from harness.streams import stream
+
+
+def nodes(config: Config, seed: int) -> list[Node]:
+    """The cluster at t = 0, with its initial loads."""
+    return build_nodes(config.cluster, config.placement.r, stream(seed, "cluster"))
+
+
+def rpc_model(config: Config) -> RpcModel:
+    c, p = config.cluster, config.placement
+    return RpcModel(
+        c.create_latency_ms, c.kill_latency_ms, p.rpc_timeout_ms, SlowNodes(config.faults)
+    )
+
+
+def heartbeat_plan(config: Config) -> HeartbeatPlan:
+    return HeartbeatPlan(config.heartbeat, config.run.duration_s)
+
+
+def beat_groups(config: Config, seed: int, node_ids: range) -> list[BeatGroup]:
+    """The beat groups of the nodes `node_ids`: every node's phase is drawn (in node order, so
+    a node's phase does not depend on how nodes are split among hosts), then kept for these."""
+    every = heartbeat_plan(config).groups(
+        list(range(config.cluster.nodes)), stream(seed, "heartbeat")
+    )
+    lo, hi = node_ids.start, node_ids.stop
+    groups = [(t, [i for i in ids if lo <= i < hi]) for t, ids in every]
+    return [(t, ids) for t, ids in groups if ids]
+
+
+def node_host(config: Config, seed: int, hosted: list[Node], emit: Emit) -> NodeHost:
+    """The node side for `hosted` (a contiguous run of the cluster's nodes); its random faults
+    and report delivery draw from streams keyed by its first node."""
+    first = hosted[0].node_id
+    ids = range(first, first + len(hosted))
+    ledger = LEDGERS[config.placement.strategy]
+    return NodeHost(
+        hosted,
+        heartbeat_plan(config),
+        beat_groups(config, seed, ids),
+        Faults(config.faults, stream(seed, f"faults/{first}"), ids),
+        rpc_model(config),
+        config.placement.replicas,
+        ledger.wants_sandbox_ids,
+        ledger.wants_response_report,
+        stream(seed, f"report-delivery/{first}"),
+        emit,
+    )
+
+
+def replica_host(
+    config: Config, seed: int, index: int, cpu_counts: list[int], emit: Emit
+) -> ReplicaHost:
+    """Scheduler replica `index`: the config's placement rules and strategy, and a random stream
+    of its own."""
+    p = config.placement
+    ledger = make_ledger(p.strategy, cpu_counts, LedgerOptions(ttl_s=p.ttl_s))
+    scheduler = Scheduler(cpu_counts, p, ledger, stream(seed, f"placement/{index}"))
+    return ReplicaHost(index, scheduler, rpc_model(config), emit)
+
+
+def client_host(config: Config, seed: int, index: int, hosts: int, emit: Emit) -> ClientHost:
+    """The clients `c % hosts == index`."""
+    return ClientHost(
+        index,
+        hosts,
+        config.workload,
+        config.run.duration_s,
+        config.placement.replicas,
+        seed,
+        emit,
+    )

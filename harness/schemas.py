@@ -1,0 +1,122 @@
+"""The Arrow schemas of a run's four tables, and how column lists become tables of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+REQUESTS = pa.schema(
+    [
+        ("strategy", pa.string()),
+        ("seed", pa.int64()),
+        ("kind", pa.string()),
+        ("sandbox_id", pa.int64()),
+        ("client", pa.int64()),
+        ("replica", pa.int32()),
+        ("issued_at", pa.float64()),
+        ("sent_at", pa.float64()),
+        ("done_at", pa.float64()),
+        ("latency_ms", pa.float64()),
+        ("node_id", pa.int32()),
+        ("rpcs", pa.int32()),
+        ("skips", pa.int32()),
+        ("attempts", pa.int32()),
+        ("outcome", pa.string()),
+        ("reason", pa.string()),
+    ]
+)
+TIMELINE = pa.schema(
+    [
+        ("strategy", pa.string()),
+        ("seed", pa.int64()),
+        ("t", pa.float64()),
+        ("node_id", pa.int32()),
+        ("replica", pa.int32()),
+        ("cpu_allocated", pa.float64()),
+        ("sandboxes", pa.int32()),
+        ("view_cpu_allocated", pa.float64()),
+        ("in_progress", pa.int32()),
+        ("in_progress_cpu", pa.float64()),
+        ("kill_in_progress_cpu", pa.float64()),
+        ("cpu_error", pa.float64()),
+    ]
+)
+NODES = pa.schema(
+    [
+        ("strategy", pa.string()),
+        ("seed", pa.int64()),
+        ("node_id", pa.int32()),
+        ("sandboxes", pa.int32()),
+        ("cpu_allocated", pa.float64()),
+        ("initial_cpu_allocated", pa.float64()),
+        ("peak_cpu_allocated", pa.float64()),
+        ("capacity", pa.float64()),
+        ("down", pa.bool_()),
+        ("lost", pa.int32()),
+    ]
+)
+SUMMARY = pa.schema(
+    [
+        ("engine", pa.string()),
+        ("strategy", pa.string()),
+        ("seed", pa.int64()),
+        ("nodes", pa.int32()),
+        ("k", pa.int32()),
+        ("replicas", pa.int32()),
+        ("requests", pa.int64()),
+        ("placed", pa.int64()),
+        ("failed", pa.int64()),
+        ("failed_no_candidate", pa.int64()),
+        ("failed_attempts_exhausted", pa.int64()),
+        ("failed_deadline", pa.int64()),
+        ("kills", pa.int64()),
+        ("kills_failed", pa.int64()),
+        ("cv", pa.float64()),
+        ("max_count", pa.int64()),
+        ("min_count", pa.int64()),
+        ("p50_place_ms", pa.float64()),
+        ("p99_place_ms", pa.float64()),
+        ("err_mean_abs", pa.float64()),
+        ("err_over_max", pa.float64()),
+        ("err_under_max", pa.float64()),
+        ("err_nonzero_frac", pa.float64()),
+        ("sim_duration_s", pa.float64()),
+        ("engine_wall_s", pa.float64()),
+        # Faults injected (harness.faults.COUNTS) and what they cost (harness.invariants).
+        ("fault_rpc_failed", pa.int64()),
+        ("fault_rpc_exhausted", pa.int64()),
+        ("fault_timeouts", pa.int64()),
+        ("fault_down_creates", pa.int64()),
+        ("fault_down_kills", pa.int64()),
+        ("fault_lost_reports", pa.int64()),
+        ("fault_crashes", pa.int64()),
+        ("lost_sandboxes", pa.int64()),
+        ("orphans", pa.int64()),
+        ("invariants_ok", pa.bool_()),
+        # Engines in real time only (null for the virtual engine); times in model ms.
+        ("time_scale", pa.float64()),
+        ("create_rpc_p50_ms", pa.float64()),
+        ("create_rpc_p99_ms", pa.float64()),
+        ("heartbeat_late_p50_ms", pa.float64()),
+        ("heartbeat_late_p99_ms", pa.float64()),
+        ("ray_nodes", pa.int32()),
+    ]
+)
+TABLES = {"summary": SUMMARY, "nodes": NODES, "requests": REQUESTS, "timeline": TIMELINE}
+
+
+def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, Any]) -> pa.Table:
+    """An Arrow table of `schema` from column lists, with the strategy and seed filled in."""
+    n = len(next(iter(columns.values()))) if columns else 0
+    arrays = {
+        "strategy": pa.array([strategy] * n, pa.string()),
+        "seed": pa.array([seed] * n, pa.int64()),
+    }
+    arrays.update(columns)
+    return pa.Table.from_pydict(arrays, schema=schema)
+
+
+def summary_table(summaries: list[dict[str, Any]]) -> pa.Table:
+    """Summary rows (one dict per (strategy, seed)) as a table of the SUMMARY schema."""
+    return pa.Table.from_pylist(summaries, schema=SUMMARY)
