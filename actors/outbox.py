@@ -20,18 +20,22 @@ from ray.exceptions import RayActorError
 class Outbox:
     """Messages to one remote method that takes a tuple (and, for `call`, returns one)."""
 
-    __slots__ = ("_callbacks", "_items", "_method", "_pending", "errors", "if_died")
+    __slots__ = ("_callbacks", "_items", "_method", "_pending", "_replies", "errors", "if_died")
 
     def __init__(
-        self, method: ActorMethod, errors: list[BaseException], if_died: Any = None
+        self,
+        method: ActorMethod,
+        errors: list[BaseException],
+        if_died: Callable[[Any], Any] | None = None,
     ) -> None:
         self._method = method
         self.if_died = if_died
-        """For `call`: the answer each item gets when the receiving actor died (or is being
-        restarted) before answering, instead of stopping the run; None: stop it."""
+        """For `call`: the answer an item gets (`if_died(item)`) when the receiving actor died
+        (or is being restarted) before answering, instead of stopping the run; None: stop it."""
         self._items: list[Any] = []
         self._callbacks: list[Callable[[Any], None]] = []
         self._pending = False
+        self._replies: set[asyncio.Future] = set()
         self.errors = errors
         """Shared with the owning actor, which raises the first one when the driver polls it:
         a failed message or callback must stop the run, not vanish in a log."""
@@ -57,22 +61,36 @@ class Outbox:
             asyncio.get_running_loop().call_soon(self._flush)
 
     def _flush(self) -> None:
+        if not self._items:  # flushed early by `settled`
+            self._pending = False
+            return
         items, self._items = self._items, []
         callbacks, self._callbacks = self._callbacks, []
         self._pending = False
         # A tuple, not a list: Ray encodes a list item by item (one pickle per tuple in it), a
         # tuple as one pickle, several times cheaper for a batch of small tuples.
         reply = self._method.remote(tuple(items)).as_future()
-        reply.add_done_callback(functools.partial(self._settle, callbacks))
+        self._replies.add(reply)
+        reply.add_done_callback(functools.partial(self._settle, items, callbacks))
 
-    def _settle(self, callbacks: list[Callable[[Any], None]], reply: asyncio.Future) -> None:
+    async def settled(self) -> None:
+        """Returns once every message posted so far has been handled by the receiver."""
+        if self._pending:
+            self._flush()
+        while self._replies:
+            await asyncio.wait(list(self._replies))
+
+    def _settle(
+        self, items: list[Any], callbacks: list[Callable[[Any], None]], reply: asyncio.Future
+    ) -> None:
+        self._replies.discard(reply)
         try:
             try:
                 answers = reply.result()
             except RayActorError:
                 if self.if_died is None or not callbacks:
                     raise
-                answers = [self.if_died] * len(callbacks)
+                answers = [self.if_died(item) for item in items]
             if callbacks:
                 for on_answer, answer in zip(callbacks, answers, strict=True):
                     on_answer(answer)

@@ -21,8 +21,8 @@ import time
 import numpy as np
 import ray
 
+from actors.engine import RaySeedRun
 from harness.config import Config, from_dict
-from harness.engine.ray import RaySeedRun
 from harness.ray_setup import connect
 from harness.seed_result import SeedResult
 

@@ -35,7 +35,8 @@ def _first(items: list[Any], n: int = 5) -> str:
 
 def check(config: Config, result: SeedResult) -> list[dict[str, Any]]:
     """The checks (name, ok, detail); what they found goes into the result's summary
-    (`lost_sandboxes`, `orphans`, `invariants_ok`), so every engine's summary has it."""
+    (`lost_sandboxes`, `unknown_sandboxes`, `orphans`, `invariants_ok`), so every engine's
+    summary has it."""
     req = result.requests
     kind = req.column("kind").to_numpy(zero_copy_only=False)
     outcome = req.column("outcome").to_numpy(zero_copy_only=False)
@@ -49,7 +50,13 @@ def check(config: Config, result: SeedResult) -> list[dict[str, Any]]:
     alive = pairs((kind == "create") & (outcome == "placed")) - killed
     truth = {(n, i) for n, on_node in enumerate(result.sandbox_ids) for i in on_node}
     lost = set(result.lost_ids)
-    missing = sorted(i for _, i in alive - truth if i not in lost)
+    unknown_nodes = set(
+        np.flatnonzero(result.nodes.column("lost_unknown").to_numpy(zero_copy_only=False)).tolist()
+    )
+    gone = [(n, i) for n, i in alive - truth if i not in lost]
+    # On a node whose process died, what was lost is not known: counted apart, not missing.
+    unknown = [i for n, i in gone if n in unknown_nodes]
+    missing = sorted(i for n, i in gone if n not in unknown_nodes)
     still_there = sorted(i for _, i in killed & truth)
     orphans = len(truth - alive)
     timeouts = int(result.summary.get("fault_timeouts", 0))
@@ -58,7 +65,8 @@ def check(config: Config, result: SeedResult) -> list[dict[str, Any]]:
             "acknowledged_sandboxes",
             not missing and not still_there,
             f"{len(alive)} acknowledged and not killed: each on its node or lost to a crash "
-            f"({len(lost)} lost); missing: [{_first(missing)}]; "
+            f"({len(lost)} lost, {len(unknown)} gone with a node's process); "
+            f"missing: [{_first(missing)}]; "
             f"killed yet still on a node: [{_first(still_there)}]",
         ),
         _check(
@@ -101,6 +109,9 @@ def check(config: Config, result: SeedResult) -> list[dict[str, Any]]:
             )
         )
     result.summary.update(
-        lost_sandboxes=len(lost), orphans=orphans, invariants_ok=all(c["ok"] for c in checks)
+        lost_sandboxes=len(lost),
+        unknown_sandboxes=len(unknown),
+        orphans=orphans,
+        invariants_ok=all(c["ok"] for c in checks),
     )
     return checks

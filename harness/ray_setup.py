@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
 import signal
@@ -12,8 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import actors
-import harness
 from harness.config import ConfigError
 
 
@@ -65,7 +64,10 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     check_reachable(address)
     import ray
 
-    packages = [str(Path(package.__file__).parent) for package in (harness, actors)]
+    # The packages' folders, found without importing them (actors imports Ray and the engine).
+    packages = [
+        str(Path(importlib.util.find_spec(name).origin).parent) for name in ("harness", "actors")
+    ]
     try:
         with _keeping_sigterm():
             ray.init(address=address, runtime_env={"py_modules": packages}, **quiet)

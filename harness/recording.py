@@ -181,8 +181,9 @@ def next_sample(t: float, interval: float, duration: float) -> float | None:
     return nxt if nxt <= duration else None
 
 
-def node_columns(nodes: Sequence[Node]) -> dict[str, list]:
-    """The end state of nodes, one entry per node, as the `nodes` table has it."""
+def node_columns(nodes: Sequence[Node], unknown_losses: bool = False) -> dict[str, list]:
+    """The end state of nodes, one entry per node, as the `nodes` table has it;
+    `unknown_losses` when the process holding them died (what it lost is not known)."""
     return {
         "node_id": [n.node_id for n in nodes],
         "sandboxes": [len(n.sandboxes) for n in nodes],
@@ -192,4 +193,5 @@ def node_columns(nodes: Sequence[Node]) -> dict[str, list]:
         "capacity": [n.capacity for n in nodes],
         "down": [n.down for n in nodes],
         "lost": [len(n.lost) for n in nodes],
+        "lost_unknown": [unknown_losses] * len(nodes),
     }

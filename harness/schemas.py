@@ -54,6 +54,7 @@ NODES = pa.schema(
         ("capacity", pa.float64()),
         ("down", pa.bool_()),
         ("lost", pa.int32()),
+        ("lost_unknown", pa.bool_()),
     ]
 )
 SUMMARY = pa.schema(
@@ -92,6 +93,7 @@ SUMMARY = pa.schema(
         ("fault_lost_reports", pa.int64()),
         ("fault_crashes", pa.int64()),
         ("lost_sandboxes", pa.int64()),
+        ("unknown_sandboxes", pa.int64()),
         ("orphans", pa.int64()),
         ("invariants_ok", pa.bool_()),
         # Engines in real time only (null for the virtual engine); times in model ms.

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from harness.cli import main
 from harness.config import Config, ConfigError, from_dict
 from harness.config.keys import defaults_table, fault_keys_table
-from harness.faults import FAULT_KINDS
 from harness.engine.virtual import VirtualEngine
+from harness.faults import FAULT_KINDS
 
 SECTION_KEYS: dict[str, dict[str, str]] = {}
 for dotted, default, _ in defaults_table():

@@ -10,12 +10,13 @@ import pyarrow as pa
 import pytest
 import ray
 
+from actors.engine import RaySeedRun
 from harness.cli import main
 from harness.config import load
 from harness.engine import get_engine
-from harness.engine.ray import RaySeedRun
 from harness.ray_setup import connect
-from harness.results import REQUESTS, SUMMARY, load_run
+from harness.run_store import load_run
+from harness.schemas import REQUESTS, SUMMARY
 from tests.conftest import CONFIGS, scenario
 
 DASHBOARD_PORT = 8265

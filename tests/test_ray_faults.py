@@ -13,9 +13,9 @@ import time
 import pytest
 import ray
 
+from actors.engine import RayEngine, RaySeedRun
 from harness.config import load
 from harness.engine import EngineError
-from harness.engine.ray import RayEngine, RaySeedRun
 from harness.ray_setup import connect
 from harness.run_store import load_run
 from harness.runner import run
@@ -91,8 +91,12 @@ def test_a_node_group_process_killed_mid_run_is_restarted_and_the_run_goes_on(tm
     assert meta["completed"] and all(c["ok"] for c in meta["invariants"])
     (s,) = frames["summary"].to_dict("records")
     assert s["fault_crashes"] == 5  # the group's nodes, 0-4
-    assert s["lost_sandboxes"] > 0 and s["invariants_ok"]
-    assert frames["nodes"]["lost"].sum() == s["lost_sandboxes"]
+    # What the dead process held is not known: counted apart, not inferred from the requests
+    # (which is what the invariant checks), and only on the group's own nodes.
+    nodes = frames["nodes"]
+    assert nodes["lost_unknown"].tolist() == [True] * 5 + [False] * 5
+    assert s["unknown_sandboxes"] > 0 and s["invariants_ok"]
+    assert nodes["lost"].sum() == s["lost_sandboxes"] == 0
     assert s["placed"] + s["failed"] == s["requests"]
     creates = frames["requests"].query("kind == 'create' and outcome == 'placed'")
     after = creates[creates.done_at > 0.4 * 20.0 + 2.0]

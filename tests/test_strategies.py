@@ -14,8 +14,8 @@ from harness.config import ConfigError, from_dict
 from harness.ledger import LedgerOptions
 from harness.ledgers import LEDGERS, make_ledger
 from harness.node import Node, Outcome
-from harness.request import CreateRequest
 from harness.recording import TIMELINE_COLUMNS
+from harness.request import CreateRequest
 from harness.schemas import TIMELINE, table
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from harness.config import load
 from harness.engine.virtual import VirtualEngine
-from harness.schemas import TABLES
 from harness.runner import run
+from harness.schemas import TABLES
 from tests.conftest import CONFIGS, scenario
 
 # A scenario that reaches every path: churn, full nodes, retries, kills, staggered reports.

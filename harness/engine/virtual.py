@@ -72,6 +72,7 @@ class _World:
             heappush(self.queue, (nxt, next(self.seq), len(KINDS), 0, None))
 
     def run(self, progress: Progress | None) -> None:
+        self.node_host.sync()
         self.node_host.start()
         if self.config.run.sample_interval_s > 0:
             heappush(self.queue, (0.0, next(self.seq), len(KINDS), 0, None))

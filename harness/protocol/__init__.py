@@ -58,9 +58,9 @@ class Kind:
     """(arrival index, intended time, lifetime): the next open-loop arrival is due (key:
     arrival index)."""
     CLIENT_START = 12
-    """A closed-loop client starts its next cycle."""
+    """payload: the intended time; a closed-loop client starts its next cycle."""
     KILL_DUE = 13
-    """sandbox_id: its lifetime is over."""
+    """(sandbox_id, intended time): its lifetime is over."""
 
 
 KINDS = range(14)

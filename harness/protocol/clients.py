@@ -40,6 +40,8 @@ class ClientHost:
         self.log = RequestLog()
         self.done = 0
         """Creates answered so far (the live view's progress)."""
+        self.waiting = 0
+        """Creates and kills sent and not answered yet."""
         self.issued = 0
         self._arrivals: Iterator[tuple[int, float, float | None]] | None = None
         self._lifetimes: dict[int, random.Random] = {}
@@ -58,7 +60,7 @@ class ClientHost:
         if self.arrival.closed:
             for client, t in enumerate(self.arrival.starts(self.spec, workload)):
                 if client % self.hosts == self.index and t < self.duration:
-                    self.emit(t, Kind.CLIENT_START, client, None)
+                    self.emit(t, Kind.CLIENT_START, client, t)
         else:
             self._arrivals = self._own_arrivals(workload)
             self._next_arrival(0.0)
@@ -83,11 +85,11 @@ class ClientHost:
         self._create(client, t, now, life)
         self._next_arrival(now)
 
-    def on_client_start(self, client: int, payload: None, now: float) -> None:
+    def on_client_start(self, client: int, intended: float, now: float) -> None:
         rng = self._lifetimes.get(client)
         if rng is None:
             rng = self._lifetimes[client] = stream(self.seed, f"lifetime/{client}")
-        self._create(client, now, now, self.spec.lifetime(rng))
+        self._create(client, intended, now, self.spec.lifetime(rng))
 
     def _create(self, client: int, issued_at: float, now: float, life: float | None) -> None:
         """Send a create; the answer brings back (issued_at, sent_at, lifetime)."""
@@ -96,28 +98,33 @@ class ClientHost:
         w = self.spec
         context = (issued_at, now, life)
         submit = (client, sandbox_id, w.vcpu, w.memory_mib, w.usage, issued_at, context)
+        self.waiting += 1
         self.emit(now, Kind.SUBMIT_CREATE, client % self.replicas, submit)
 
     def on_create_done(self, client: int, answer: tuple, now: float) -> None:
         sandbox_id, step, _, _, _, _, _, (issued_at, sent_at, life) = answer
         self.log.create(answer, client, client % self.replicas, issued_at, sent_at, now)
         self.done += 1
+        self.waiting -= 1
         if step == "placed":
             if life is not None and now + life < self.duration:
-                self.emit(now + life, Kind.KILL_DUE, client, sandbox_id)
+                self.emit(now + life, Kind.KILL_DUE, client, (sandbox_id, now + life))
         elif self.arrival.closed:
             self._next_cycle(client, self.spec.failure_backoff_s, now)
 
     def _next_cycle(self, client: int, pause: float, now: float) -> None:
         if now + pause < self.duration:
-            self.emit(now + pause, Kind.CLIENT_START, client, None)
+            self.emit(now + pause, Kind.CLIENT_START, client, now + pause)
 
-    def on_kill_due(self, client: int, sandbox_id: int, now: float) -> None:
+    def on_kill_due(self, client: int, payload: tuple[int, float], now: float) -> None:
         """The kill is sent when due; its answer brings back (issued_at, sent_at)."""
-        self.emit(now, Kind.SUBMIT_KILL, client % self.replicas, (sandbox_id, (now, now)))
+        sandbox_id, intended = payload
+        self.waiting += 1
+        self.emit(now, Kind.SUBMIT_KILL, client % self.replicas, (sandbox_id, (intended, now)))
 
     def on_kill_done(self, client: int, payload: tuple, now: float) -> None:
         sandbox_id, outcome, node, (issued_at, sent_at) = payload
+        self.waiting -= 1
         replica = client % self.replicas
         self.log.kill(sandbox_id, outcome, client, replica, node, issued_at, sent_at, now)
         if self.arrival.closed:

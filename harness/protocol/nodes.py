@@ -49,6 +49,9 @@ class NodeHost:
         self.with_response = with_response
         self.delivery = delivery
         self.emit = emit
+        self.unknown_losses = False
+        """Whether these nodes came back from a death of the process that held them, so the
+        sandboxes they ran then are gone without a trace (only engines with processes)."""
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -61,10 +64,12 @@ class NodeHost:
     def node(self, node_id: int) -> Node:
         return self.nodes[node_id - self.first]
 
-    def start(self, now: float = 0.0) -> None:
-        """The pre-run sync of the reference (every node reports once, applied at once), then
-        the crash and comeback timers and the first beat of every group."""
+    def sync(self, now: float = 0.0) -> None:
+        """The pre-run sync of the reference: every node reports once, applied at once."""
         self._send_reports(self.nodes, now, delayed=False)
+
+    def start(self) -> None:
+        """The crash and comeback timers and the first beat of every group."""
         for t, node_id, down in self.faults.crash_events():
             self.emit(t, Kind.CRASH, node_id, down)
         for group, (t, _) in enumerate(self.groups):
@@ -73,7 +78,9 @@ class NodeHost:
 
     def restart(self, now: float) -> None:
         """This host's process died and came back: every node crashed with it and is back
-        empty; beats resume from the next one due, without the ones missed."""
+        empty, and what was lost with the process is unknown (`unknown_losses`); beats resume
+        from the next one due, without the ones missed."""
+        self.unknown_losses = True
         for node in self.nodes:
             self.faults.crash(node, True)
             self.faults.crash(node, False)
@@ -141,7 +148,7 @@ class NodeHost:
 
     def end_state(self) -> dict[str, list]:
         """The `nodes` table's columns for these nodes."""
-        return node_columns(self.nodes)
+        return node_columns(self.nodes, self.unknown_losses)
 
     def sandbox_ids(self) -> list[list[int]]:
         """The sandbox IDs each node runs, node by node: the ground truth of the checks."""
@@ -150,3 +157,10 @@ class NodeHost:
     def lost_ids(self) -> list[int]:
         """IDs of the sandboxes that were on a node when it crashed."""
         return [i for n in self.nodes for i in n.lost]
+
+
+def died(kind: int, payload: tuple, now: float) -> tuple[float, int, int, tuple]:
+    """The answer an RPC gets when the node side died before answering: failed, at once."""
+    sandbox_id, replica = payload[0], payload[-1]
+    answer = Kind.CREATE_ANSWER if kind == Kind.CREATE_RPC else Kind.KILL_ANSWER
+    return now, answer, replica, (sandbox_id, Outcome.FAILED, None)

@@ -1,0 +1,312 @@
+"""The Ray transport of the protocol: one actor hosts one party and carries its messages.
+
+A party (`harness.protocol`) decides everything; its host only moves messages and keeps time.
+Every message carries the model time `at` it is due: the host keeps those not yet due on a heap
+and handles them, in (time, arrival) order, on a wall clock (`harness.clock.WallClock`); one
+that arrives late is handled at once. A message for another party travels to the actor hosting
+its key, coalesced with everything else sent to that actor in the same event-loop turn
+(`actors.outbox`). RPCs to the node side travel as calls: what handling them sends back (the
+answers) returns in the call's reply, one Ray call per batch both ways, as a real RPC would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import heapq
+import itertools
+import time
+from typing import Any
+
+import ray
+
+from actors.outbox import Checked, Outbox
+from actors.reservoir import Reservoir
+from harness import scenario
+from harness.clock import WallClock
+from harness.config import Config
+from harness.protocol import IS_TIMER, PARTY, Handler, Kind, Party
+from harness.protocol.nodes import died
+from harness.schemas import REQUESTS, table
+
+Message = tuple[float, int, int, Any]
+"""(at, kind, key, payload)."""
+
+CALLS = frozenset({Kind.CREATE_RPC, Kind.KILL_RPC})
+"""Kinds sent as calls: the messages their handling sends come back in the reply."""
+
+BEAT_TICK_S = 0.01
+"""A node group wakes for heartbeats at most this often (wall seconds). With 10,000 staggered
+nodes a beat falls due every few microseconds, and one Ray call per report would swamp the
+schedulers; beats due within one tick are handled together, at most this much late (and the
+lateness is measured)."""
+
+
+class Host(Checked):
+    """The transport around one party; subclasses build the party and add what the driver
+    asks of it."""
+
+    party: Party
+
+    def __init__(self, config: Config) -> None:
+        super().__init__()
+        self.config = config
+        self.clock = WallClock(0.0, config.run.time_scale)
+        self.heap: list[tuple[float, int, int, int, Any, Any]] = []
+        self.seq = itertools.count()
+        self.handlers: list[Handler | None] = []
+        self.outboxes: dict[tuple[Party, int], Outbox] = {}
+        self.routes: dict[Party, Any] = {}
+        self.wake: asyncio.TimerHandle | None = None
+        self.wake_at = float("inf")
+        self.reply: list[Message] | None = None
+        """Where messages go while a call's message is handled: back in its reply."""
+        self.started = False
+        self.last_beat = float("-inf")
+
+    def now(self) -> float:
+        """Model time; 0 until the run starts (the pre-run sync happens at t = 0)."""
+        return self.clock.now() if self.started else 0.0
+
+    def _set_party(self, handlers: dict[int, Handler]) -> None:
+        self.handlers = [handlers.get(kind) for kind in range(len(IS_TIMER))]
+
+    async def connect(
+        self, groups: list[Any], group_of: list[int], replicas: list, pools: list
+    ) -> str:
+        """Learn every actor (node groups with the group of each node, replicas, client
+        pools); returns the Ray node this actor runs on."""
+        self.group_of = group_of
+        self.actors = {Party.NODES: groups, Party.REPLICA: replicas, Party.CLIENTS: pools}
+        self.outboxes = {}
+        return ray.get_runtime_context().get_node_id()
+
+    def _outbox(self, party: Party, index: int) -> Outbox:
+        box = self.outboxes.get((party, index))
+        if box is None:
+            actor = self.actors[party][index]
+            if party is Party.NODES:
+                # A node group whose process died answers every RPC in flight as failed: its
+                # nodes crashed with it (the driver has Ray restart it, empty).
+                box = Outbox(actor.call, self.errors, lambda m: (died(m[1], m[3], m[0]),))
+            else:
+                box = Outbox(actor.deliver, self.errors)
+            self.outboxes[(party, index)] = box
+        return box
+
+    def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
+        if IS_TIMER[kind]:
+            self._push(at, kind, key, payload, None)
+            return
+        if self.reply is not None:
+            self.reply.append((at, kind, key, payload))
+            return
+        party = PARTY[kind]
+        if party is Party.NODES:
+            box = self._outbox(party, self.group_of[key])
+            answered = functools.partial(self._answered, kind, time.perf_counter())
+            box.call((at, kind, key, payload), answered)
+        elif party is Party.REPLICA:
+            self._outbox(party, key).post((at, kind, key, payload))
+        else:
+            self._outbox(party, key % len(self.actors[party])).post((at, kind, key, payload))
+
+    def _answered(self, kind: int, sent: float, messages: tuple[Message, ...]) -> None:
+        """The reply of a call: the messages its handling sent, for this party."""
+        if kind == Kind.CREATE_RPC:
+            self.round_trip(time.perf_counter() - sent)
+        for at, kind, key, payload in messages:
+            self._push(at, kind, key, payload, None)
+        self._run()
+
+    def round_trip(self, wall_s: float) -> None:
+        """Wall seconds from a create RPC to its reply (replicas keep them)."""
+
+    def _push(self, at: float, kind: int, key: int, payload: Any, call: Any) -> None:
+        heapq.heappush(self.heap, (at, next(self.seq), kind, key, payload, call))
+        if self.started and at < self.wake_at:
+            self._arm()
+
+    def _arm(self) -> None:
+        if self.wake is not None:
+            self.wake.cancel()
+        at = self.heap[0][0] if self.heap else float("inf")
+        if self.heap and self.heap[0][2] == Kind.BEAT:
+            at = max(at, self.last_beat + BEAT_TICK_S / self.clock.scale)
+        self.wake_at = at
+        if at < float("inf"):
+            delay = max(0.0, (at - self.now()) * self.clock.scale)
+            self.wake = asyncio.get_running_loop().call_later(delay, self._run)
+        else:
+            self.wake = None
+
+    def _run(self) -> None:
+        """Handle every message due by now, in (time, arrival) order."""
+        heap, handlers = self.heap, self.handlers
+        now = self.now()
+        while heap and heap[0][0] <= now:
+            at, _, kind, key, payload, call = heapq.heappop(heap)
+            if kind == Kind.BEAT:
+                self.beat_late(now - at)
+                self.last_beat = now
+            if call is None:
+                handlers[kind](key, payload, now)
+            else:
+                replies, finished = call
+                self.reply = replies
+                try:
+                    handlers[kind](key, payload, now)
+                finally:
+                    self.reply = None
+                finished()
+        self._arm()
+
+    def beat_late(self, model_s: float) -> None:
+        """How late a heartbeat was handled (node groups keep it)."""
+
+    async def deliver(self, batch: tuple[Message, ...]) -> None:
+        """Messages from another actor; each is handled when due."""
+        for at, kind, key, payload in batch:
+            self._push(at, kind, key, payload, None)
+        self._run()
+
+    async def call(self, batch: tuple[Message, ...]) -> tuple[tuple[Message, ...], ...]:
+        """RPCs from another actor; the reply holds, per item, what handling it sent back."""
+        loop = asyncio.get_running_loop()
+        replies: list[list[Message]] = [[] for _ in batch]
+        left = [len(batch)]
+        done = loop.create_future()
+
+        def finished() -> None:
+            left[0] -= 1
+            if left[0] == 0:
+                done.set_result(None)
+
+        for (at, kind, key, payload), replied in zip(batch, replies, strict=True):
+            self._push(at, kind, key, payload, (replied, finished))
+        self._run()
+        await done
+        return tuple(tuple(r) for r in replies)
+
+    async def start(self, epoch: float) -> None:
+        """The run's t = 0 is wall time `epoch` (the driver's choice, the same everywhere)."""
+        self.clock = WallClock(epoch, self.config.run.time_scale)
+        self.started = True
+        self.start_party()
+        self._arm()
+
+    def start_party(self) -> None: ...
+
+    async def settled(self) -> None:
+        """Returns once everything sent so far has been handled where it went."""
+        await asyncio.gather(*(box.settled() for box in self.outboxes.values()))
+
+
+@ray.remote(num_cpus=0)
+class NodeGroup(Host):
+    """Nodes `lo..hi-1` of the cluster, each with its heartbeats, answering RPCs."""
+
+    party = Party.NODES
+
+    def __init__(self, config: Config, seed: int, lo: int, hi: int) -> None:
+        super().__init__(config)
+        hosted = scenario.nodes(config, seed)[lo:hi]
+        self.host = scenario.node_host(config, seed, hosted, self.emit)
+        self._set_party(self.host.handlers())
+        self.lateness = Reservoir()
+        self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
+
+    async def check(self) -> bool:
+        """Raises a failure if any; True when Ray restarted this group and the driver has to
+        connect and start it again."""
+        self.raise_failure()
+        return self.restarted and not self.outboxes and not self.started
+
+    def beat_late(self, model_s: float) -> None:
+        self.lateness.add(model_s)
+
+    async def sync(self) -> None:
+        """The pre-run sync, delivered to every replica before this returns."""
+        self.host.sync(0.0)
+        await self.settled()
+
+    def start_party(self) -> None:
+        if self.restarted:
+            self.host.restart(self.now())
+        else:
+            self.host.start()
+
+    async def drain(self) -> None:
+        """After the run: one last report of every live node, delivered before this returns."""
+        if self.wake is not None:
+            self.wake.cancel()
+        self.host.drain(self.now())
+        await self.settled()
+
+    async def truth(self) -> tuple[list[float], list[int]]:
+        self.raise_failure()
+        return self.host.truth()
+
+    async def final(self) -> dict[str, Any]:
+        """End state: the nodes' columns, their sandbox IDs, the IDs lost to crashes, the
+        faults injected and heartbeat lateness."""
+        self.raise_failure()
+        host = self.host
+        return {
+            "columns": host.end_state(),
+            "sandbox_ids": host.sandbox_ids(),
+            "lost_ids": host.lost_ids(),
+            "faults": dict(host.faults.counts),
+            "lateness": self.lateness.values,
+        }
+
+
+@ray.remote(num_cpus=0)
+class Replica(Host):
+    """One scheduler replica."""
+
+    party = Party.REPLICA
+
+    def __init__(self, config: Config, seed: int, index: int, cpu_counts: list[int]) -> None:
+        super().__init__(config)
+        self.host = scenario.replica_host(config, seed, index, cpu_counts, self.emit)
+        self._set_party(self.host.handlers())
+        self.round_trips = Reservoir()
+
+    def round_trip(self, wall_s: float) -> None:
+        self.round_trips.add(wall_s)
+
+    async def view(self) -> tuple[list[float], list[int], list[float], list[float]]:
+        self.raise_failure()
+        return self.host.view(self.now())
+
+    async def rpc_times(self) -> Any:
+        """Wall seconds of create and kill RPC round trips as this replica saw them (all, or a
+        uniform sample of 100,000 in a long run)."""
+        self.raise_failure()
+        return self.round_trips.values
+
+
+@ray.remote(num_cpus=0)
+class ClientPool(Host):
+    """The clients `c % pools == index`."""
+
+    party = Party.CLIENTS
+
+    def __init__(self, config: Config, seed: int, index: int, pools: int) -> None:
+        super().__init__(config)
+        self.host = scenario.client_host(config, seed, index, pools, self.emit)
+        self._set_party(self.host.handlers())
+        self.strategy = config.placement.strategy
+        self.seed = seed
+
+    def start_party(self) -> None:
+        self.host.start()
+
+    async def rows(self) -> tuple[Any, int, bool]:
+        """Request rows recorded since the last call (Arrow batches), how many creates have
+        been answered in all, and whether every client of the pool is done."""
+        self.raise_failure()
+        rows = table(REQUESTS, self.strategy, self.seed, self.host.log.take())
+        done = self.started and not self.heap and not self.host.waiting
+        return rows.to_batches(), self.host.done, done
