@@ -122,6 +122,10 @@ def test_shipped_sweeps_are_valid():
     assert scale.grid["cluster.nodes"][-1] == 10_000
     rates = {c.config.workload.rate_per_s / c.config.cluster.nodes for c in scale.cells}
     assert len(rates) == 1
+    reference = load_sweep(CONFIGS / "sweep-reference.toml")  # both K of the reference
+    assert reference.grid == {"placement.k": [3, 5], "placement.strategy": ["stale", "optimistic"]}
+    assert len(reference.cells) == 4
+    assert reference.seeds == list(range(20))
 
 
 def test_a_folder_of_another_sweep_is_refused(tmp_path):
