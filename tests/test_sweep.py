@@ -110,8 +110,10 @@ def test_mistakes_in_a_sweep_file_name_the_key(tmp_path, grid, extra, key):
 
 
 def test_cli_exits_2_on_a_bad_sweep_file(tmp_path, capsys):
-    assert main(["sweep", str(_sweep_file(tmp_path, '"placement.k" = [0]\n'))]) == 2
+    path, out = _sweep_file(tmp_path, '"placement.k" = [0]\n'), tmp_path / "out"
+    assert main(["sweep", str(path), "--out", str(out)]) == 2  # never the default results/
     assert "grid.placement.k" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_shipped_sweeps_are_valid():
