@@ -174,6 +174,15 @@ def _cross_check(c: Config) -> None:
         )
     for i, fault in enumerate(c.faults):
         _check_fault(f"faults[{i}]", fault, c)
+    slowest = c.cluster.create_latency_ms + max(
+        (f.latency_ms for f in c.faults if f.kind == "slow_node"), default=0.0
+    )
+    if c.placement.rpc_timeout_ms <= slowest:
+        raise ConfigError(
+            "placement.rpc_timeout_ms",
+            f"{c.placement.rpc_timeout_ms:g} is not above the slowest create round trip "
+            f"({slowest:g} ms with slow nodes): the timeout models lost answers, not slow ones",
+        )
 
 
 def _check_fault(name: str, fault: FaultSpec, c: Config) -> None:
