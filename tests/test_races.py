@@ -132,18 +132,10 @@ seeds its half-width is about 1.96 sd / sqrt(20) ~ 0.44 sd of the per-seed CV di
 measured on every shipped scenario, at most 0.012 in CV and under 10% of optimistic's mean CV.
 That is the tolerance: a mean worsening beyond it puts the whole interval above 0."""
 
-CRASH_PHANTOM = pytest.mark.xfail(
-    strict=True,
-    reason="harness bug: reconcile never drops the unconfirmed creates of sandboxes lost in a "
-    "crash (their kill fails, and only a report listing an ID drops its create), so the "
-    "restarted node keeps a phantom load and gets too few sandboxes; the run's own "
-    "reconcile_drained invariant fails too",
-)
-
 
 @pytest.mark.parametrize(
     "path",
-    [pytest.param(p, marks=CRASH_PHANTOM) if p.stem == "faults-crash" else p for p in SCENARIOS],
+    SCENARIOS,
     ids=lambda p: p.stem,
 )
 def test_reconcile_cv_is_no_worse_than_optimistic(path: Path) -> None:

@@ -3,6 +3,8 @@ sequences of reports and calls (no engine): each test states the race it replays
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 
 import pandas as pd
@@ -10,13 +12,16 @@ import pyarrow as pa
 import pytest
 
 from harness.analysis import accounting_error, cv_shift
-from harness.config import ConfigError, from_dict
+from harness.config import ConfigError, from_dict, load
+from harness.invariants import InvariantError
 from harness.ledger import LedgerOptions
 from harness.ledgers import LEDGERS, make_ledger
 from harness.node import Node, Outcome
 from harness.recording import TIMELINE_COLUMNS
 from harness.request import CreateRequest
+from harness.runner import run
 from harness.schemas import TIMELINE, table
+from tests.conftest import CONFIGS
 
 
 def _req(sandbox_id: int, node: int = 0, vcpu: float = 2.0) -> CreateRequest:
@@ -191,6 +196,73 @@ def test_reconcile_kill_waits_for_a_report_taken_after_it() -> None:
     assert ledger.believed_cpu(0, 10.0) == 4.0
 
 
+def test_reconcile_forgets_creates_lost_in_a_crash() -> None:
+    """A crash takes unconfirmed creates with it. Their kills fail (the node is down), which
+    proves nothing (a transient error fails a kill too); the first report taken after their
+    answers, which does not list them, does."""
+    node = _node()
+    ledger = _ledger("reconcile", node)
+    one, two = _req(1), _req(2)
+    _create(ledger, node, one, 1.0)  # answered at t=3
+    _create(ledger, node, two, 2.0)  # answered at t=4
+    assert ledger.believed_cpu(0, 4.0) == node.cpu_allocated == 8.0
+    node.crash()  # t=5: both sandboxes and the base load are gone
+    _kill(ledger, node, one, 6.0)  # answered FAILED at t=8
+    assert ledger.believed_cpu(0, 8.0) == 8.0  # a failed kill subtracts nothing
+    node.restart()
+    ledger.apply_report(node.report(10.0, with_ids=True), 10.0)  # back empty
+    assert ledger.creates[0] == {}
+    assert ledger.believed_cpu(0, 10.0) == node.cpu_allocated == 0.0
+    _kill(ledger, node, two, 11.0)  # its kill fails too, and changes nothing
+    assert ledger.believed_cpu(0, 13.0) == node.cpu_allocated == 0.0
+    ledger.apply_report(node.report(14.0, with_ids=True), 14.0)
+    assert ledger.believed_cpu(0, 14.0) == node.cpu_allocated == 0.0
+
+
+def test_reconcile_keeps_a_sandbox_whose_kill_failed_on_a_live_node() -> None:
+    """A kill that fails without the node acting (a transient RPC error) leaves the sandbox
+    running: nothing is subtracted, and the next report confirms it."""
+    node, req = _node(), _req(1)
+    ledger = _ledger("reconcile", node)
+    _create(ledger, node, req, 1.0)  # answered at t=3
+    ledger.kill_finished(req, Outcome.FAILED, 6.0, None)
+    assert ledger.believed_cpu(0, 6.0) == node.cpu_allocated == 6.0
+    ledger.apply_report(node.report(7.0, with_ids=True), 7.0)
+    assert ledger.creates[0] == {} and ledger.kills[0] == {}
+    assert ledger.believed_cpu(0, 7.0) == node.cpu_allocated == 6.0
+
+
+def test_reconcile_does_not_subtract_twice_a_create_gone_before_its_kill_answer() -> None:
+    """The node kills a sandbox, a report taken then drops the unconfirmed create, and only
+    then does the kill's answer arrive: it must not subtract the sandbox a second time."""
+    node, req = _node(), _req(1)
+    ledger = _ledger("reconcile", node)
+    _create(ledger, node, req, 1.0)  # answered at t=3
+    assert node.kill(1) is Outcome.OK  # the kill RPC: node acts at t=5
+    ledger.apply_report(node.report(5.5, with_ids=True), 5.6)
+    assert ledger.creates[0] == {}
+    assert ledger.believed_cpu(0, 5.6) == node.cpu_allocated == 4.0
+    ledger.kill_finished(req, Outcome.OK, 6.0, None)
+    assert ledger.believed_cpu(0, 6.0) == node.cpu_allocated == 4.0
+    ledger.apply_report(node.report(7.0, with_ids=True), 7.0)
+    assert ledger.kills[0] == {}
+    assert ledger.believed_cpu(0, 7.0) == node.cpu_allocated == 4.0
+
+
+def test_reconcile_keeps_a_create_a_report_taken_before_its_answer_does_not_list() -> None:
+    """Taken after the create's answer, absence proves the sandbox gone; taken before it (here
+    before the node acted, applied after the answer), absence proves nothing."""
+    node, req = _node(), _req(1)
+    ledger = _ledger("reconcile", node)
+    ledger.create_started(req, 1.0)
+    before_the_node = node.report(1.2, with_ids=True)
+    node.create(1, 2.0, 1024.0, 1.0)  # t=2
+    ledger.create_finished(req, Outcome.OK, 3.0, None)
+    ledger.apply_report(before_the_node, 3.5)
+    assert 1 in ledger.creates[0]
+    assert ledger.believed_cpu(0, 3.5) == node.cpu_allocated == 6.0
+
+
 def _timeline(rows: list[tuple[float, int, int, float, float]]) -> pa.Table:
     """(t, node, replica, true, believed) rows as a timeline table."""
     full = [
@@ -243,3 +315,23 @@ def test_cv_shift_pairs_runs_by_strategy_and_seed() -> None:
     assert shift.loc["a", "shift_hi"] == pytest.approx(0.1)
     assert shift.loc["a", "seeds"] == 3
     assert shift.loc["b", "shift"] == 0.0
+
+
+def test_every_strategy_keeps_every_invariant_through_crashes(tmp_path) -> None:
+    """faults-crash with every strategy: node 3 comes back empty, node 7 stays down; every
+    end-of-run check of every (strategy, seed) holds, `reconcile_drained` included."""
+    config = load(CONFIGS / "faults-crash.toml", ["run.seeds=3", "run.sample_interval_s=0"])
+    with contextlib.suppress(InvariantError):  # the checks are in run.json either way
+        run(config, list(LEDGERS), tmp_path / "run")
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert len(meta["finished"]) == 3 * len(LEDGERS)
+    checked = {(c["strategy"], c["seed"]) for c in meta["invariants"]}
+    assert checked == {(name, seed) for name in LEDGERS for seed in range(3)}
+    drained = {c["seed"] for c in meta["invariants"] if c["check"] == "reconcile_drained"}
+    assert drained == {0, 1, 2}
+    broken = [
+        f"{c['strategy']} seed {c['seed']}: {c['check']} ({c['detail']})"
+        for c in meta["invariants"]
+        if not c["ok"]
+    ]
+    assert broken == []
