@@ -228,7 +228,6 @@ class RaySeedRun:
         lateness = np.concatenate([np.asarray(part["lateness"]) for part in finals])
         rpc_p50, rpc_p99 = percentiles_ms(rpc, 1000.0 / config.run.time_scale)
         late_p50, late_p99 = percentiles_ms(lateness, 1000.0)
-        done_at = requests.column("done_at").to_numpy()
         return seed_result(
             RayEngine.name,
             config,
@@ -236,7 +235,6 @@ class RaySeedRun:
             columns,
             requests,
             timeline,
-            sim_duration_s=max(config.run.duration_s, done_at.max(initial=0.0)),
             engine_wall_s=time.perf_counter() - wall,
             faults=faults,
             extra={

@@ -7,12 +7,12 @@ import base64
 import html
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from harness import plots
 from harness.analysis import accounting_over_time, by_strategy, cv_by, cv_over_time, median_seed
 from harness.config import Config, from_dict
+from harness.heartbeat import HeartbeatPlan
 from harness.run_store import load_run
 from harness.sweep_spec import get_value
 from harness.sweep_store import is_sweep, load_sweep_results, read_cells
@@ -56,14 +56,15 @@ def _table(frame: pd.DataFrame) -> str:
 
 
 def _beats(config: Config) -> tuple[list[float], str]:
-    """When reports are applied, to mark on time axes, and how the caption names them."""
-    hb, end = config.heartbeat, config.run.duration_s
-    if hb.phase != "aligned":
-        return [], f"none drawn: each node reports every {hb.interval_s:g} s at its own phase"
-    beats = np.arange(0.0, end, hb.interval_s) + hb.delay_ms / 1000.0
-    if len(beats) > MAX_BEATS:
-        return [], f"none drawn: all nodes report every {hb.interval_s:g} s"
-    return list(beats), f"all nodes report every {hb.interval_s:g} s"
+    """When reports are applied (the run's own heartbeat plan), to mark on time axes, and how
+    the caption names them."""
+    interval = config.heartbeat.interval_s
+    applied = HeartbeatPlan(config.heartbeat, config.run.duration_s).applied_at()
+    if applied is None:
+        return [], f"none drawn: each node reports every {interval:g} s at its own phase"
+    if len(applied) > MAX_BEATS:
+        return [], f"none drawn: all nodes report every {interval:g} s"
+    return applied, f"all nodes report every {interval:g} s, the first at t = 0"
 
 
 def _scenario(

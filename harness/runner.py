@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from harness.config import Config
-from harness.engine import Snapshot, get_engine
+from harness.engine import Engine, Progress, Snapshot, get_engine
 from harness.invariants import InvariantError, check
 from harness.run_store import RunWriter
+from harness.seed_result import SeedResult
 
 # progress(units_done, units_total, fraction_of_current_unit, live snapshot or None)
 RunProgress = Callable[[int, int, float, Snapshot | None], None]
@@ -22,6 +24,17 @@ def default_out_dir(config: Config, root: Path = Path("results")) -> Path:
 
 def seeds_of(config: Config) -> list[int]:
     return list(range(config.run.first_seed, config.run.first_seed + config.run.seeds))
+
+
+def run_checked(
+    engine: Engine, config: Config, seed: int, progress: Progress | None = None
+) -> tuple[SeedResult, list[dict[str, Any]], list[str]]:
+    """One seed on `engine`, then its invariant checks (`harness.invariants`): the result, the
+    checks, and a line for each broken one."""
+    result = engine.run_seed(config, seed, progress)
+    checks = check(config, result)
+    broken = [f"{c['check']} ({c['detail']})" for c in checks if not c["ok"]]
+    return result, checks, broken
 
 
 def run(
@@ -49,19 +62,14 @@ def run(
                         progress(done, total, t / config.run.duration_s, snapshot)
 
                 try:
-                    result = engine.run_seed(variant, seed, tick)
+                    result, checks, failed = run_checked(engine, variant, seed, tick)
                 except BaseException as e:
                     partial = getattr(e, "partial", None)
                     if partial is not None:
                         writer.add(partial, partial=True)
                     raise
-                checks = check(variant, result)
                 writer.add(result, checks)
-                broken += [
-                    f"{strategy} seed {seed}: {c['check']} ({c['detail']})"
-                    for c in checks
-                    if not c["ok"]
-                ]
+                broken += [f"{strategy} seed {seed}: {line}" for line in failed]
                 done += 1
                 if progress is not None:
                     progress(done, total, 0.0, None)

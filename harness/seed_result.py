@@ -51,7 +51,6 @@ def seed_result(
     nodes: Mapping[str, Sequence],
     requests: pa.Table | Mapping[str, Sequence],
     timeline: pa.Table | Mapping[str, Sequence],
-    sim_duration_s: float,
     engine_wall_s: float,
     faults: Mapping[str, int],
     extra: Mapping[str, Any] | None = None,
@@ -80,7 +79,10 @@ def seed_result(
         "k": config.placement.k,
         "replicas": config.placement.replicas,
         **seed_summary(nodes_t, requests_t, timeline_t),
-        "sim_duration_s": sim_duration_s,
+        # Model time the run covered: its duration, or later if answers kept coming.
+        "sim_duration_s": max(
+            config.run.duration_s, requests_t.column("done_at").to_numpy().max(initial=0.0)
+        ),
         "engine_wall_s": engine_wall_s,
         **{name: int(faults.get(name, 0)) for name in COUNTS},
         **(extra or {}),

@@ -18,8 +18,9 @@ from typing import Any
 
 from harness.config import Config
 from harness.engine import get_engine
-from harness.invariants import InvariantError, check
+from harness.invariants import InvariantError
 from harness.ray_setup import connect
+from harness.runner import run_checked
 from harness.seed_result import SeedResult
 from harness.sweep_spec import Cell, Sweep
 from harness.sweep_store import SweepStore
@@ -32,8 +33,7 @@ def run_seed(config: Config, seed: int) -> SeedResult:
     """The body of one task: one seed of one cell on the config's engine, checked where it
     ran (`harness.invariants`): a broken check fails the cell with its message. The end state
     the checks needed stays here rather than travelling back."""
-    result = get_engine(config.run.engine).run_seed(config, seed)
-    broken = [f"{c['check']} ({c['detail']})" for c in check(config, result) if not c["ok"]]
+    result, _, broken = run_checked(get_engine(config.run.engine), config, seed)
     if broken:
         raise InvariantError(f"seed {seed}", broken)
     return replace(result, sandbox_ids=[], lost_ids=[], drained_views=None)

@@ -11,6 +11,7 @@ import pytest
 import ray
 
 from actors.engine import RaySeedRun
+from actors.host import BEAT_TICK_S
 from harness.cli import main
 from harness.config import load
 from harness.engine import get_engine
@@ -188,7 +189,13 @@ def test_open_loop_burst_sends_every_create_and_reports_heartbeat_lateness():
     result = RaySeedRun(config, seed=1).run()
     assert result.summary["requests"] == result.summary["placed"] == 500
     assert sum(result.nodes.column("sandboxes").to_pylist()) == 500
-    assert 0.0 <= result.summary["heartbeat_late_p50_ms"] <= result.summary["heartbeat_late_p99_ms"]
+    # A node group wakes for beats at most once per BEAT_TICK_S (wall), so a beat is handled
+    # at most one tick late while its event loop keeps up (here in model ms: tick / scale).
+    # The tail also waits for whatever the loop is doing (a batch of the 500-create burst).
+    tick_ms = BEAT_TICK_S / config.run.time_scale * 1000.0
+    late = result.summary
+    assert 0.0 <= late["heartbeat_late_p50_ms"] <= tick_ms
+    assert late["heartbeat_late_p50_ms"] <= late["heartbeat_late_p99_ms"] <= 5 * tick_ms
     assert isinstance(result.requests, pa.Table)
 
 

@@ -18,7 +18,8 @@ from matplotlib.image import imread
 from harness.cli import main
 from harness.ledgers import LEDGERS
 from harness.ray_setup import start_ray
-from tests.conftest import CONFIGS
+from harness.report_html import _beats
+from tests.conftest import CONFIGS, scenario
 
 IMAGE = re.compile(r'<img alt="([^"]*)" src="data:image/png;base64,([^"]+)">')
 
@@ -160,3 +161,10 @@ def test_sweep_heartbeat_report_opens_in_chromium(heartbeat_report, tmp_path):
     for alt, complete, width, height in check["images"]:
         assert complete
         assert (height, width) == expected[alt]
+
+
+def test_beats_drawn_are_the_heartbeat_plan_the_sync_at_0_without_delay() -> None:
+    aligned = scenario(heartbeat={"interval_s": 10.0, "delay_ms": 250.0}, run={"duration_s": 25})
+    assert _beats(aligned)[0] == [0.0, 10.25, 20.25]
+    staggered = scenario(heartbeat={"phase": "staggered"})
+    assert _beats(staggered)[0] == []

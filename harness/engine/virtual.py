@@ -120,7 +120,6 @@ class VirtualEngine:
             host.end_state(),
             world.clients.log.take(),
             world.timeline.take(),
-            sim_duration_s=max(world.now, config.run.duration_s),
             engine_wall_s=wall,
             faults=host.faults.counts,
             sandbox_ids=host.sandbox_ids(),

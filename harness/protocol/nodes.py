@@ -84,6 +84,10 @@ class NodeHost:
         for node in self.nodes:
             self.faults.crash(node, True)
             self.faults.crash(node, False)
+            # The new process numbers reports from scratch; strategies that drop reports not
+            # newer than the last would drop them all. Number them from the restart time in
+            # ns instead: above any report sent before (fewer than one per ns).
+            node.seq = max(node.seq, int(now * 1e9))
         for group, (first, _) in enumerate(self.groups):
             t = self.plan.first_at_or_after(first, now)
             if t < self.plan.duration:
