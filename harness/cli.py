@@ -14,7 +14,7 @@ from rich.console import Console
 
 from harness.config import ConfigError, load
 from harness.display import LazyProgress, SweepBar, print_run, print_sweep
-from harness.engine import EngineError
+from harness.engine import ENGINES, EngineError
 from harness.invariants import InvariantError
 from harness.ledgers import LEDGERS
 from harness.run_store import ResultsError, load_run
@@ -32,7 +32,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run a scenario and write its results")
     p.add_argument("config", help="scenario TOML file (see configs/)")
-    p.add_argument("--engine", choices=("virtual", "ray"), help="overrides run.engine")
+    p.add_argument("--engine", choices=tuple(ENGINES), help="overrides run.engine")
     p.add_argument(
         "--address",
         metavar="HOST:PORT",

@@ -8,6 +8,7 @@ importing the config layer.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import field
 from typing import Any
@@ -22,19 +23,23 @@ def key(
     ge: float | None = None,
     gt: float | None = None,
     le: float | None = None,
-    choices: Choices | None = None,
+    choices: Choices | str | None = None,
 ) -> Any:
     """A dataclass field with `help` and constraints in its metadata. `choices` may be a
     registry (any iterable of names, read when a value is checked, so names registered later
-    count) or a callable returning one."""
+    count), a callable returning one, or "module:attribute" naming one (see `choice_names`)."""
     meta = {"help": help, "ge": ge, "gt": gt, "le": le, "choices": choices}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=meta)
     return field(default=default, metadata=meta)
 
 
-def choice_names(choices: Choices | None) -> tuple[str, ...]:
-    """The names a `choices` entry allows now."""
+def choice_names(choices: Choices | str | None) -> tuple[str, ...]:
+    """The names a `choices` entry allows now. A "module:attribute" string names a registry
+    in a layer above the declaring one, imported only when a value is checked."""
     if choices is None:
         return ()
+    if isinstance(choices, str):
+        module, _, attribute = choices.partition(":")
+        choices = getattr(importlib.import_module(module), attribute)
     return tuple(choices() if callable(choices) else choices)

@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, get_type_hints
 
 from harness.cluster import ClusterSpec
-from harness.engine import ENGINES
 from harness.faults import FAULT_KINDS, FaultSpec
 from harness.heartbeat import HeartbeatSpec
 from harness.scheduler import PlacementSpec
@@ -29,7 +28,7 @@ class RunConfig:
     engine: str = key(
         "virtual",
         "virtual: deterministic, in simulated time; ray: real time, on Ray actors.",
-        choices=ENGINES,
+        choices="harness.engine:ENGINES",
     )
     time_scale: float = key(
         1.0,
