@@ -78,24 +78,8 @@ class RequestLog:
         done_at: float,
     ) -> None:
         sandbox_id, step, node, rpcs, skips, attempts, failure, _ = answer
-        self.rows.append(
-            (
-                "create",
-                sandbox_id,
-                client,
-                replica,
-                issued_at,
-                sent_at,
-                done_at,
-                (done_at - issued_at) * 1000.0,
-                node,
-                rpcs,
-                skips,
-                attempts,
-                step,
-                failure,
-            )
-        )
+        row = (sandbox_id, client, replica, issued_at, sent_at, done_at, node)
+        self._add("create", row, (rpcs, skips, attempts, step, failure))
 
     def kill(
         self,
@@ -110,23 +94,16 @@ class RequestLog:
     ) -> None:
         """A kill is one RPC and one attempt, never a skip."""
         ok = outcome is Outcome.OK
+        row = (sandbox_id, client, replica, issued_at, sent_at, done_at, node)
+        self._add("kill", row, (1, 0, 1, "killed" if ok else "failed", "" if ok else outcome.value))
+
+    def _add(self, kind: str, call: tuple, result: tuple) -> None:
+        """`call`: (sandbox_id, client, replica, issued_at, sent_at, done_at, node);
+        `result`: (rpcs, skips, attempts, outcome, reason)."""
+        sandbox_id, client, replica, issued_at, sent_at, done_at, node = call
+        latency = (done_at - issued_at) * 1000.0
         self.rows.append(
-            (
-                "kill",
-                sandbox_id,
-                client,
-                replica,
-                issued_at,
-                sent_at,
-                done_at,
-                (done_at - issued_at) * 1000.0,
-                node,
-                1,
-                0,
-                1,
-                "killed" if ok else "failed",
-                "" if ok else outcome.value,
-            )
+            (kind, sandbox_id, client, replica, issued_at, sent_at, done_at, latency, node, *result)
         )
 
     def take(self) -> dict[str, list | tuple]:
