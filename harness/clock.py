@@ -1,55 +1,56 @@
 """Time, as one explicit abstraction: the model takes `now` as an argument, engines own a clock.
 
-`VirtualClock` is a discrete-event environment: callbacks run in time order, and callbacks due
-at the same instant run in the order they were scheduled, which is what makes a seeded run
-repeatable to the bit. `WallClock` maps model time onto real time for the Ray engine.
+`VirtualClock` is a discrete-event environment for the protocol's messages: they are delivered
+in time order, and messages due at the same instant in the order they were scheduled, which is
+what makes a seeded run repeatable to the bit. `WallClock` maps model time onto real time for
+the Ray engine, whose hosts keep their own agenda of messages and wake on it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 import itertools
 import time
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
-
-class Clock(Protocol):
-    def now(self) -> float:
-        """Seconds since the run started."""
-        ...
+Deliver = Callable[[int, Any, float], None]
+"""deliver(key, payload, now): what a message of one kind is handed to."""
 
 
 class VirtualClock:
+    """Simulated time that jumps from one scheduled message to the next."""
+
     __slots__ = ("_now", "_queue", "_seq", "events")
 
     def __init__(self) -> None:
         self._now = 0.0
-        self._queue: list[tuple[float, int, Callable[[Any], None], Any]] = []
+        self._queue: list[tuple[float, int, int, int, Any]] = []
         self._seq = itertools.count()
         self.events = 0
 
     def now(self) -> float:
         return self._now
 
-    def at(self, t: float, callback: Callable[[Any], None], arg: Any = None) -> None:
-        if t < self._now:
-            raise ValueError(f"cannot schedule at {t} before now ({self._now})")
-        heapq.heappush(self._queue, (t, next(self._seq), callback, arg))
+    def at(self, t: float, kind: int, key: int, payload: Any) -> None:
+        """Schedule a message (`kind`, `key`, `payload`) for time `t`."""
+        heapq.heappush(self._queue, (t, next(self._seq), kind, key, payload))
 
-    def after(self, delay: float, callback: Callable[[Any], None], arg: Any = None) -> None:
-        heapq.heappush(self._queue, (self._now + delay, next(self._seq), callback, arg))
-
-    def run(self, progress: Callable[[float], None] | None = None, every: int = 8192) -> None:
-        """Run until nothing is scheduled; `progress(now)` is called every `every` events."""
+    def run(
+        self,
+        route: Sequence[Deliver],
+        progress: Callable[[float], None] | None = None,
+        every: int = 8192,
+    ) -> None:
+        """Deliver every message, each to `route[kind]`, until none is left; `progress(now)` is
+        called every `every` messages."""
         queue = self._queue
         pop = heapq.heappop
         n = 0
         while queue:
-            t, _, callback, arg = pop(queue)
+            t, _, kind, key, payload = pop(queue)
             self._now = t
-            callback(arg)
+            route[kind](key, payload, t)
             n += 1
             if progress is not None and n % every == 0:
                 progress(t)
@@ -72,13 +73,3 @@ class WallClock:
 
     def now(self) -> float:
         return (time.time() - self.epoch) / self.scale
-
-    async def sleep(self, seconds: float) -> None:
-        """Sleep `seconds` of model time."""
-        await asyncio.sleep(seconds * self.scale)
-
-    async def until(self, t: float) -> None:
-        """Sleep until model time `t`; returns at once (without yielding) if it has passed."""
-        delay = (t - self.now()) * self.scale
-        if delay > 0:
-            await asyncio.sleep(delay)

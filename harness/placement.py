@@ -1,7 +1,7 @@
-"""Best-of-K placement, exactly as the reference scheduler does it.
+"""Best-of-K placement, exactly as the reference scheduler does it: the sampler and the score.
 
 Sample up to K eligible nodes uniformly without replacement, score each, keep the lowest with
-a strict `<` so that on a tie the candidate sampled first wins.
+a strict `<` so that on a tie the candidate sampled first wins (`Scheduler.choose`).
 """
 
 from __future__ import annotations
@@ -41,14 +41,3 @@ def score(
     if cpu_count == 0:
         return math.inf
     return (vcpu + reserved + alpha * cpu_percent / 100.0) / (r * cpu_count)
-
-
-def best(candidates: list[int], score_of: Callable[[int], float]) -> int | None:
-    """The lowest-scoring candidate; the first sampled wins a tie. None when there is none."""
-    winner = None
-    winner_score = math.inf
-    for node in candidates:
-        s = score_of(node)
-        if winner is None or s < winner_score:
-            winner, winner_score = node, s
-    return winner

@@ -10,7 +10,9 @@ import pytest
 
 from harness.analysis import rank_shares
 from harness.engine.virtual import VirtualEngine
-from harness.placement import best, sample, score
+from harness.ledgers import make_ledger
+from harness.placement import sample, score
+from harness.scheduler import PlacementSpec, Scheduler
 from tests.conftest import scenario
 
 
@@ -77,10 +79,27 @@ def test_score_formula_and_empty_node():
 
 
 def test_lowest_score_wins_and_first_sampled_wins_a_tie():
-    scores = {4: 0.5, 2: 0.25, 9: 0.25}
-    assert best([4, 2, 9], scores.__getitem__) == 2
-    assert best([4, 9, 2], scores.__getitem__) == 9
-    assert best([], scores.__getitem__) is None
+    """Scheduler.choose on 10 nodes, K = 3: the sample is the sampler's with the same stream;
+    the least loaded of them wins, and among equal loads the first sampled."""
+    cpus = [192] * 10
+
+    def chooser(loads: list[float]) -> tuple[Scheduler, list[int]]:
+        ledger = make_ledger("stale", cpus)
+        for node, load in enumerate(loads):
+            ledger.views[node].cpu_allocated = load
+        drawn = sample(random.Random(5).random, 10, 3, None)
+        return Scheduler(cpus, PlacementSpec(k=3), ledger, random.Random(5)), drawn
+
+    scheduler, drawn = chooser([0.0] * 10)
+    assert scheduler.choose(1.0, None, 0.0) == drawn[0]  # a three-way tie
+    loads = [0.0] * 10
+    loads[drawn[0]] = 2.0
+    loads[drawn[1]] = loads[drawn[2]] = 1.0
+    scheduler, _ = chooser(loads)
+    assert scheduler.choose(1.0, None, 0.0) == drawn[1]  # drawn[1] ties drawn[2], sampled first
+    loads[drawn[1]] = 1.5
+    scheduler, _ = chooser(loads)
+    assert scheduler.choose(1.0, None, 0.0) == drawn[2]
 
 
 @pytest.mark.parametrize("n,k", [(10, 3), (5, 3), (8, 2)])

@@ -10,11 +10,10 @@ one random stream per purpose, make a seeded run repeatable to the bit.
 from __future__ import annotations
 
 import time
-from heapq import heappop, heappush
-from itertools import count
 from typing import Any
 
 from harness import scenario
+from harness.clock import VirtualClock
 from harness.config import Config
 from harness.engine import Progress
 from harness.protocol import IS_TIMER, KINDS, PARTY, Handler, Party
@@ -23,6 +22,8 @@ from harness.seed_result import SeedResult, seed_result
 
 PROGRESS_EVERY = 8192
 """Messages between two progress calls."""
+SAMPLE = len(KINDS)
+"""The engine's own message: take a timeline sample."""
 
 
 class _World:
@@ -31,9 +32,7 @@ class _World:
 
     def __init__(self, config: Config, seed: int) -> None:
         self.config = config
-        self.now = 0.0
-        self.queue: list[tuple[float, int, int, int, Any]] = []
-        self.seq = count()
+        self.clock = VirtualClock()
         self.nodes = scenario.nodes(config, seed)
         cpu_counts = [n.cpu_count for n in self.nodes]
         self.node_host = scenario.node_host(config, seed, self.nodes, self.emit)
@@ -43,7 +42,7 @@ class _World:
         ]
         self.clients = scenario.client_host(config, seed, 0, 1, self.emit)
         self.timeline = TimelineLog()
-        self.route: list[Handler] = [self._sample] * (len(KINDS) + 1)
+        self.route: list[Handler] = [self._sample] * (SAMPLE + 1)
         for kind, party in PARTY.items():
             self.route[kind] = self._handler(kind, party)
 
@@ -58,10 +57,10 @@ class _World:
         return lambda key, payload, now: handlers[key](key, payload, now)
 
     def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
-        if at <= self.now and not IS_TIMER[kind]:
+        if not IS_TIMER[kind] and at <= self.clock.now():
             self.route[kind](key, payload, at)
-            return
-        heappush(self.queue, (at, next(self.seq), kind, key, payload))
+        else:
+            self.clock.at(at, kind, key, payload)
 
     def _sample(self, key: int, payload: Any, now: float) -> None:
         views = [r.view(now) for r in self.replicas]
@@ -69,23 +68,15 @@ class _World:
         run = self.config.run
         nxt = next_sample(now, run.sample_interval_s, run.duration_s)
         if nxt is not None:
-            heappush(self.queue, (nxt, next(self.seq), len(KINDS), 0, None))
+            self.clock.at(nxt, SAMPLE, 0, None)
 
     def run(self, progress: Progress | None) -> None:
         self.node_host.sync()
         self.node_host.start()
         if self.config.run.sample_interval_s > 0:
-            heappush(self.queue, (0.0, next(self.seq), len(KINDS), 0, None))
+            self.clock.at(0.0, SAMPLE, 0, None)
         self.clients.start()
-        queue, route = self.queue, self.route
-        n = 0
-        while queue:
-            at, _, kind, key, payload = heappop(queue)
-            self.now = at
-            route[kind](key, payload, at)
-            n += 1
-            if progress is not None and n % PROGRESS_EVERY == 0:
-                progress(at)
+        self.clock.run(self.route, progress, PROGRESS_EVERY)
 
     def close(self) -> None:
         """Drop the parties: each holds `emit`, a method of this world, and the reference
@@ -97,8 +88,9 @@ class _World:
     def drained_views(self) -> list[list[float]]:
         """Every live node reports once more after the last message; each replica's belief
         then."""
-        self.node_host.drain(self.now)
-        return [r.view(self.now)[0] for r in self.replicas]
+        now = self.clock.now()
+        self.node_host.drain(now)
+        return [r.view(now)[0] for r in self.replicas]
 
 
 class VirtualEngine:
