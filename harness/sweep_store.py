@@ -26,6 +26,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import harness
+from harness.files import replace_atomically, write_json
 from harness.run_store import ResultsError
 from harness.schemas import TABLES, summary_table
 from harness.seed_result import SeedResult
@@ -125,14 +126,10 @@ class SweepStore:
         table = pa.concat_tables(parts) if parts else None
         if table is None:
             return
-        tmp = self.out_dir / "summary.parquet.tmp"
-        pq.write_table(table, tmp)
-        tmp.replace(self.out_dir / "summary.parquet")
+        replace_atomically(self.out_dir / "summary.parquet", lambda tmp: pq.write_table(table, tmp))
 
     def _write_meta(self) -> None:
-        tmp = self.out_dir / "sweep.json.tmp"
-        tmp.write_text(json.dumps(self.meta, indent=2))
-        tmp.replace(self.out_dir / "sweep.json")
+        write_json(self.out_dir / "sweep.json", self.meta)
 
 
 def _jsonable(value: Any) -> Any:
