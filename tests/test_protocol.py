@@ -8,6 +8,7 @@ state after every step: the replica's belief (`ReplicaHost.view`), the node's tr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -91,6 +92,18 @@ def race(strategy: str, vcpu: float = 1.0, base: float = 2.0) -> Parties:
     )
 
 
+def trace(p: Parties) -> tuple[list[float], list[float], Callable[[float], None]]:
+    """(believed, true, step): step(now) records node 0 as the replica and the node see it."""
+    seen: list[float] = []
+    truth: list[float] = []
+
+    def step(now: float) -> None:
+        seen.append(p.believed(now))
+        truth.append(p.node[0].cpu_allocated)
+
+    return seen, truth, step
+
+
 def beat(p: Parties, now: float) -> Message:
     """The beat at `now` (on time): its one report, for replica 0 at now + 0.5; the next beat
     is checked to be planned at now + 20, if before the run's end."""
@@ -119,12 +132,7 @@ DOUBLE_COUNT = {
 def test_double_count_race(strategy: str) -> None:
     """A report taken after the node acted is applied before the create's answer."""
     p = race(strategy)
-    seen, truth = [], []
-
-    def step(now: float) -> None:
-        seen.append(p.believed(now))
-        truth.append(p.node[0].cpu_allocated)
-
+    seen, truth, step = trace(p)
     p.sync()
     step(0.0)
     # 18.75: the create is sent; it reaches the node one leg (1 s) later
@@ -182,12 +190,7 @@ ERASE = {
 def test_erase_race(strategy: str) -> None:
     """A report taken before the create is applied while its RPC is on the wire."""
     p = race(strategy)
-    seen, truth = [], []
-
-    def step(now: float) -> None:
-        seen.append(p.believed(now))
-        truth.append(p.node[0].cpu_allocated)
-
+    seen, truth, step = trace(p)
     p.sync()
     step(0.0)
     # 20: the beat takes a report without sandbox 7; applied at 20.5
