@@ -21,16 +21,17 @@ Deliver = Callable[[int, Any, float], None]
 class VirtualClock:
     """Simulated time that jumps from one scheduled message to the next."""
 
-    __slots__ = ("_now", "_queue", "_seq", "events")
+    __slots__ = ("_queue", "_seq", "events", "time")
 
     def __init__(self) -> None:
-        self._now = 0.0
+        self.time = 0.0
+        """The current time (what `now()` returns), readable without a call on hot paths."""
         self._queue: list[tuple[float, int, int, int, Any]] = []
         self._seq = itertools.count()
         self.events = 0
 
     def now(self) -> float:
-        return self._now
+        return self.time
 
     def at(self, t: float, kind: int, key: int, payload: Any) -> None:
         """Schedule a message (`kind`, `key`, `payload`) for time `t`."""
@@ -49,7 +50,7 @@ class VirtualClock:
         n = 0
         while queue:
             t, _, kind, key, payload = pop(queue)
-            self._now = t
+            self.time = t
             route[kind](key, payload, t)
             n += 1
             if progress is not None and n % every == 0:

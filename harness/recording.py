@@ -78,8 +78,10 @@ class RequestLog:
         done_at: float,
     ) -> None:
         sandbox_id, step, node, rpcs, skips, attempts, failure, _ = answer
-        row = (sandbox_id, client, replica, issued_at, sent_at, done_at, node)
-        self._add("create", row, (rpcs, skips, attempts, step, failure))
+        self._add(
+            "create", sandbox_id, client, replica, issued_at, sent_at, done_at, node,
+            rpcs, skips, attempts, step, failure,
+        )  # fmt: skip
 
     def kill(
         self,
@@ -94,17 +96,32 @@ class RequestLog:
     ) -> None:
         """A kill is one RPC and one attempt, never a skip."""
         ok = outcome is Outcome.OK
-        row = (sandbox_id, client, replica, issued_at, sent_at, done_at, node)
-        self._add("kill", row, (1, 0, 1, "killed" if ok else "failed", "" if ok else outcome.value))
+        self._add(
+            "kill", sandbox_id, client, replica, issued_at, sent_at, done_at, node,
+            1, 0, 1, "killed" if ok else "failed", "" if ok else outcome.value,
+        )  # fmt: skip
 
-    def _add(self, kind: str, call: tuple, result: tuple) -> None:
-        """`call`: (sandbox_id, client, replica, issued_at, sent_at, done_at, node);
-        `result`: (rpcs, skips, attempts, outcome, reason)."""
-        sandbox_id, client, replica, issued_at, sent_at, done_at, node = call
+    def _add(
+        self,
+        kind: str,
+        sandbox_id: int,
+        client: int,
+        replica: int,
+        issued_at: float,
+        sent_at: float,
+        done_at: float,
+        node: int,
+        rpcs: int,
+        skips: int,
+        attempts: int,
+        outcome: str,
+        reason: str,
+    ) -> None:
         latency = (done_at - issued_at) * 1000.0
         self.rows.append(
-            (kind, sandbox_id, client, replica, issued_at, sent_at, done_at, latency, node, *result)
-        )
+            (kind, sandbox_id, client, replica, issued_at, sent_at, done_at, latency, node,
+             rpcs, skips, attempts, outcome, reason)
+        )  # fmt: skip
 
     def take(self) -> dict[str, list | tuple]:
         """The rows recorded so far as columns; the log starts empty again."""

@@ -32,7 +32,6 @@ class CreateRequest:
         issued_at: float,
         deadline: float,
         client: int,
-        context: object = None,
     ) -> None:
         self.sandbox_id = sandbox_id
         self.vcpu = vcpu
@@ -41,7 +40,7 @@ class CreateRequest:
         self.issued_at = issued_at
         self.deadline = deadline
         self.client = client
-        self.context = context
+        self.context: object = None
         """What the client needs back with the answer (the scheduler only carries it)."""
         self.attempts = 0
         self.rpcs = 0

@@ -107,22 +107,6 @@ class Scheduler:
                 winner, winner_score = node, s
         return winner
 
-    def request(
-        self,
-        sandbox_id: int,
-        vcpu: float,
-        memory_mib: float,
-        usage: float,
-        issued_at: float,
-        client: int,
-        context: object = None,
-    ) -> CreateRequest:
-        """A create as this scheduler takes it in; it fails once `deadline_s` has passed."""
-        deadline = issued_at + self.rules.deadline_s
-        return CreateRequest(
-            sandbox_id, vcpu, memory_mib, usage, issued_at, deadline, client, context
-        )
-
     def start_create(self, req: CreateRequest, now: float) -> int | None:
         """Choose a node and StartPlacing on it; None means "failed to place"."""
         node = self.choose(req.vcpu, req.excluded, now)

@@ -57,7 +57,7 @@ class _World:
         return lambda key, payload, now: handlers[key](key, payload, now)
 
     def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
-        if not IS_TIMER[kind] and at <= self.clock.now():
+        if not IS_TIMER[kind] and at <= self.clock.time:
             self.route[kind](key, payload, at)
         else:
             self.clock.at(at, kind, key, payload)

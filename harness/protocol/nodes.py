@@ -115,10 +115,9 @@ class NodeHost:
         self.faults.crash(self.node(node_id), down)
 
     def _response(self, node: Node, now: float) -> Report | None:
-        """The node's fresh report, sent back with an answer to strategies that want it."""
-        if self.with_response and not node.down:
-            return node.report(now, self.with_ids)
-        return None
+        """The node's fresh report, sent back with an answer to strategies that want it
+        (`with_response`); a down node sends none."""
+        return None if node.down else node.report(now, self.with_ids)
 
     def on_create(self, node_id: int, payload: tuple, now: float) -> None:
         sandbox_id, vcpu, memory_mib, usage, replica = payload
@@ -126,7 +125,9 @@ class NodeHost:
         outcome = self.faults.create(node, sandbox_id, vcpu, memory_mib, usage, now)
         leg = self.rpc.leg(Rpc.CREATE, node_id, now)
         # A lost answer (TIMEOUT) carries nothing; the caller hears of it at its timeout.
-        response = None if outcome is Outcome.TIMEOUT else self._response(node, now)
+        response = None
+        if self.with_response and outcome is not Outcome.TIMEOUT:
+            response = self._response(node, now)
         at = now + self.rpc.answer_delay(outcome, leg)
         self.emit(at, Kind.CREATE_ANSWER, replica, (sandbox_id, outcome, response))
 
@@ -135,7 +136,7 @@ class NodeHost:
         node = self.nodes[node_id - self.first]
         outcome = self.faults.kill(node, sandbox_id, now)
         leg = self.rpc.leg(Rpc.KILL, node_id, now)
-        response = self._response(node, now)
+        response = self._response(node, now) if self.with_response else None
         self.emit(now + leg, Kind.KILL_ANSWER, replica, (sandbox_id, outcome, response))
 
     def drain(self, now: float) -> None:

@@ -22,6 +22,7 @@ class ReplicaHost:
     def __init__(self, index: int, scheduler: Scheduler, rpc: RpcModel, emit: Emit) -> None:
         self.index = index
         self.scheduler = scheduler
+        self.deadline_s = scheduler.rules.deadline_s
         self.rpc = rpc
         self.emit = emit
         self.creating: dict[int, CreateRequest] = {}
@@ -42,9 +43,10 @@ class ReplicaHost:
 
     def on_submit_create(self, key: int, payload: tuple, now: float) -> None:
         client, sandbox_id, vcpu, memory_mib, usage, issued_at, context = payload
-        req = self.scheduler.request(
-            sandbox_id, vcpu, memory_mib, usage, issued_at, client, context
-        )
+        # The request fails once the placement's deadline has passed since its issue.
+        deadline = issued_at + self.deadline_s
+        req = CreateRequest(sandbox_id, vcpu, memory_mib, usage, issued_at, deadline, client)
+        req.context = context
         self._place(req, now)
 
     def _place(self, req: CreateRequest, now: float) -> None:
