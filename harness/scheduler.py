@@ -7,7 +7,6 @@ Between a start and its finish the engine delivers the RPC; that gap is where th
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from harness.heartbeat import Report
 from harness.ledger import Ledger
 from harness.ledgers import LEDGERS
 from harness.node import Outcome
-from harness.placement import sample, score
+from harness.placement import ALGORITHMS, Pipeline
 from harness.request import CreateRequest
 from harness.spec import key
 
@@ -25,6 +24,17 @@ from harness.spec import key
 @dataclass(frozen=True)
 class PlacementSpec:
     strategy: str = key("stale", "Ledger strategy.", choices=LEDGERS)
+    algorithm: str = key(
+        "best_of_k",
+        "Placement pipeline by name; sampler, filters, scorers, selector override its parts.",
+        choices=ALGORITHMS,
+    )
+    sampler: str = key("", 'Candidate sampler (a name or "module:Class"); empty: the algorithm\'s.')
+    filters: list[str] = key([], "Filters a candidate must pass; empty: the algorithm's.")
+    scorers: list[str] = key(
+        [], 'Scorers as "name" or "name=weight", added up; empty: the algorithm\'s.'
+    )
+    selector: str = key("", "Which scored candidate wins; empty: the algorithm's.")
     k: int = key(3, "Candidates sampled per placement (Best-of-K).", ge=1)
     r: float = key(4.0, "CPU over-commit ratio.", gt=0)
     alpha: float = key(0.5, "Weight of actual CPU usage in the score.", ge=0)
@@ -67,6 +77,7 @@ class Scheduler:
         # While every node has at least this many vCPUs, no request needs a CPU filter.
         self.min_cpu_count = min(cpu_counts, default=0)
         self.reserved = self._reserved_of(ledger)
+        self.pipeline = Pipeline(rules)
 
     def _reserved_of(self, ledger: Ledger) -> Callable[[int, float], float]:
         """`reserved(node, now)`, the score's `reserved`: the believed allocation, plus the
@@ -82,30 +93,8 @@ class Scheduler:
         return reserved
 
     def choose(self, vcpu: float, excluded: set[int] | None, now: float) -> int | None:
-        """Best-of-K: sample up to K nodes that pass the filters, keep the lowest score."""
-        rules = self.rules
-        views = self.ledger.views
-        in_progress = self.in_progress
-        eligible = None
-        if excluded is not None or rules.too_many_starting or vcpu > self.min_cpu_count:
-
-            def eligible(node: int) -> bool:
-                if excluded is not None and node in excluded:
-                    return False
-                if rules.too_many_starting and len(in_progress[node]) > rules.max_starting:
-                    return False
-                return views[node].cpu_count >= vcpu
-
-        reserved = self.reserved
-        r, alpha = rules.r, rules.alpha
-        winner = None
-        winner_score = math.inf
-        for node in sample(self.random, self.n, rules.k, eligible):
-            view = views[node]
-            s = score(vcpu, reserved(node, now), view.cpu_percent, view.cpu_count, r, alpha)
-            if winner is None or s < winner_score:
-                winner, winner_score = node, s
-        return winner
+        """The node the placement pipeline picks for a sandbox of `vcpu`; None: no candidate."""
+        return self.pipeline.choose(self, vcpu, excluded, now)
 
     def start_create(self, req: CreateRequest, now: float) -> int | None:
         """Choose a node and StartPlacing on it; None means "failed to place"."""

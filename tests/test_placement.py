@@ -11,7 +11,7 @@ import pytest
 from harness.analysis import rank_shares
 from harness.engine.virtual import VirtualEngine
 from harness.ledgers import make_ledger
-from harness.placement import sample, score
+from harness.placement.best_of_k import sample, score
 from harness.scheduler import PlacementSpec, Scheduler
 from tests.conftest import scenario
 

@@ -14,6 +14,9 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from harness.config.schema import SECTIONS, Config
 from harness.faults import FAULT_KINDS, FaultSpec
+from harness.placement import PluginError, resolve
+from harness.placement.framework import parse_weighted
+from harness.scheduler import PlacementSpec
 from harness.spec import choice_names
 
 
@@ -174,6 +177,7 @@ def _cross_check(c: Config) -> None:
         )
     for i, fault in enumerate(c.faults):
         _check_fault(f"faults[{i}]", fault, c)
+    _check_placement(c.placement)
     slowest = c.cluster.create_latency_ms + max(
         (f.latency_ms for f in c.faults if f.kind == "slow_node"), default=0.0
     )
@@ -183,6 +187,23 @@ def _cross_check(c: Config) -> None:
             f"{c.placement.rpc_timeout_ms:g} is not above the slowest create round trip "
             f"({slowest:g} ms with slow nodes): the timeout models lost answers, not slow ones",
         )
+
+
+def _check_placement(p: PlacementSpec) -> None:
+    """Every plugin the placement names resolves to a plugin of its kind."""
+    refs = {
+        "placement.sampler": ("samplers", [p.sampler] if p.sampler else []),
+        "placement.filters": ("filters", p.filters),
+        "placement.scorers": ("scorers", p.scorers),
+        "placement.selector": ("selectors", [p.selector] if p.selector else []),
+    }
+    for key, (kind, entries) in refs.items():
+        for entry in entries:
+            try:
+                name = parse_weighted(entry)[0] if kind == "scorers" else entry
+                resolve(kind, name)
+            except PluginError as e:
+                raise ConfigError(key, str(e)) from None
 
 
 def _check_fault(name: str, fault: FaultSpec, c: Config) -> None:

@@ -1,0 +1,70 @@
+"""The extension points of placement: what a sampler, a filter, a scorer and a selector are.
+
+A plugin is constructed once per scheduler replica with the replica's `PlacementSpec` (its
+tunables) and then asked, for each choice, about the replica's state (`scheduler`: its view
+through `scheduler.ledger.views` and `scheduler.reserved`, its in-progress map, its random
+stream). It reads; it never changes the state, and it never reads a clock: `now` is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from harness.scheduler import PlacementSpec, Scheduler
+
+Eligible = Callable[[int], bool]
+"""Whether a node passes every filter that applies to the request being placed."""
+
+
+class Plugin:
+    name: ClassVar[str] = ""
+
+    def __init__(self, rules: PlacementSpec) -> None:
+        self.rules = rules
+
+
+class Sampler(Plugin):
+    """Which nodes are candidates, in the order that breaks ties."""
+
+    def sample(self, scheduler: Scheduler, eligible: Eligible | None) -> list[int]:
+        raise NotImplementedError
+
+
+class Filter(Plugin):
+    """A predicate every candidate must pass."""
+
+    def applies(self, scheduler: Scheduler, vcpu: float, excluded: set[int] | None) -> bool:
+        """Whether this request can fail the filter at all; False spares it per node."""
+        return True
+
+    def passes(
+        self, scheduler: Scheduler, node: int, vcpu: float, excluded: set[int] | None
+    ) -> bool:
+        raise NotImplementedError
+
+
+class Scorer(Plugin):
+    """Lower is better; a pipeline adds the scorers' weighted scores."""
+
+    def scores(
+        self, scheduler: Scheduler, candidates: Sequence[int], vcpu: float, now: float
+    ) -> list[float]:
+        raise NotImplementedError
+
+
+class Selector(Plugin):
+    """Which scored candidate wins; None when there is none."""
+
+    def select(self, candidates: Sequence[int], scores: Sequence[float]) -> int | None:
+        raise NotImplementedError
+
+
+KINDS: dict[str, type[Plugin]] = {
+    "samplers": Sampler,
+    "filters": Filter,
+    "scorers": Scorer,
+    "selectors": Selector,
+}
+"""Extension points by the name their registry, config key and entry-point group use."""
