@@ -17,6 +17,7 @@ from harness.display import LazyProgress, SweepBar, print_run, print_sweep
 from harness.engine import ENGINES, EngineError
 from harness.invariants import InvariantError
 from harness.ledgers import LEDGERS
+from harness.placement.framework import plugin_catalogue
 from harness.run_store import ResultsError, load_run
 from harness.runner import default_out_dir, run
 from harness.sweep_spec import load_sweep
@@ -82,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
         "report", help="print the tables of a run or sweep and write its HTML report"
     )
     r.add_argument("dir", type=Path, help="a run's or a sweep's output folder")
+    sub.add_parser("plugins", help="list every placement plugin and strategy available")
     return parser
 
 
@@ -181,6 +183,13 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _cmd_plugins(args: argparse.Namespace, console: Console) -> int:
+    """One line per plugin: its kind, its name, and where it comes from."""
+    for kind, name, source in plugin_catalogue():
+        print(f"{kind:<10} {name:<20} {source}")
+    return 0
+
+
 def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -192,7 +201,12 @@ def main(argv: list[str] | None = None) -> int:
         console.width = 150  # piped output: room for the tables rather than 80 columns
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        commands = {"run": _cmd_run, "sweep": _cmd_sweep, "report": _cmd_report}
+        commands = {
+            "run": _cmd_run,
+            "sweep": _cmd_sweep,
+            "report": _cmd_report,
+            "plugins": _cmd_plugins,
+        }
         return commands[args.command](args, console)
     except (ConfigError, ResultsError) as e:
         print(f"harness: error: {e}", file=sys.stderr)

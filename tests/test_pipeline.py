@@ -77,3 +77,14 @@ def test_a_plugin_that_does_not_resolve_is_refused_with_its_key(placement, messa
     with pytest.raises(ConfigError, match=None) as error:
         scenario(placement=placement)
     assert message in str(error.value)
+
+
+def test_harness_plugins_lists_every_plugin_one_line_each(capsys) -> None:
+    from harness.cli import main
+
+    assert main(["plugins"]) == 0
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert ["scorer", "reference", "harness"] in lines
+    assert ["sampler", "every_node", "harness"] in lines
+    assert ["strategy", "reconcile", "harness"] in lines
+    assert all(len(line) == 3 for line in lines)

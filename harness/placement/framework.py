@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
+from harness.ledgers import LEDGERS
 from harness.placement.best_of_k import BestOfK, EveryNode, Lowest, Reference
 from harness.placement.filters import CpuFits, Excluded, TooManyStarting
 from harness.placement.plugin import KINDS, Eligible, Filter, Plugin, Sampler, Scorer, Selector
@@ -42,6 +43,16 @@ def _installed(kind: str) -> dict[str, str]:
 def names(kind: str) -> list[str]:
     """Every plugin of `kind` available by name: built in, then installed."""
     return [*REGISTRIES[kind], *(n for n in _installed(kind) if n not in REGISTRIES[kind])]
+
+
+def plugin_catalogue() -> list[tuple[str, str, str]]:
+    """(kind, name, source) of every placement plugin, algorithm and ledger strategy: built
+    in ("harness") or installed (its entry point)."""
+    rows = [("algorithm", name, "harness") for name in ALGORITHMS]
+    for kind, registry in REGISTRIES.items():
+        rows += [(kind[:-1], name, "harness") for name in registry]
+        rows += [(kind[:-1], n, v) for n, v in _installed(kind).items() if n not in registry]
+    return rows + [("strategy", name, "harness") for name in LEDGERS]
 
 
 def resolve(kind: str, ref: str) -> type[Plugin]:
