@@ -5,13 +5,17 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+import pandas as pd
 import pytest
 
-from harness.config import ConfigError
+from harness.config import Config, ConfigError, load
+from harness.engine.virtual import VirtualEngine
 from harness.ledgers import make_ledger
 from harness.placement import Scorer
 from harness.scheduler import Scheduler
-from tests.conftest import scenario
+from tests.conftest import CONFIGS, scenario
+
+CONFIG_HERD = CONFIGS / "seed-herd.toml"
 
 
 class PreferHighIds(Scorer):
@@ -31,8 +35,8 @@ def _scheduler(loads: list[float], **placement) -> Scheduler:
     config = scenario(cluster={"nodes": len(loads)}, placement=placement)
     cpus = [192] * len(loads)
     ledger = make_ledger("stale", cpus)
-    for node, load in enumerate(loads):
-        ledger.views[node].cpu_allocated = load
+    for node, allocated in enumerate(loads):
+        ledger.views[node].cpu_allocated = allocated
     return Scheduler(cpus, config.placement, ledger, random.Random(0))
 
 
@@ -88,3 +92,70 @@ def test_harness_plugins_lists_every_plugin_one_line_each(capsys) -> None:
     assert ["sampler", "every_node", "harness"] in lines
     assert ["strategy", "reconcile", "harness"] in lines
     assert all(len(line) == 3 for line in lines)
+
+
+def _placed(config: Config) -> pd.DataFrame:
+    """The placed creates of seed 0, in answer order, with their node."""
+    requests = VirtualEngine().run_seed(config, 0).requests.to_pandas()
+    return requests[(requests.kind == "create") & (requests.outcome == "placed")]
+
+
+def test_least_busy_under_stale_metrics_puts_every_create_between_two_reports_on_one_node():
+    """seed-herd (20/s, 1 ms creates: nothing in progress when a create is placed): the
+    reports say usage 0 everywhere at the sync (initial load is idle), so node 0 (first in scan
+    order) takes all 400 creates before the 20 s report, which shows it busy; node 1 (the first
+    of the still-idle ones) then takes the last 100."""
+    config = load(CONFIGS / "seed-herd.toml", ["placement.algorithm=least_busy"])
+    placed = _placed(config)
+    before, after = placed[placed.issued_at < 20.0], placed[placed.issued_at >= 20.0]
+    assert before.node_id.unique().tolist() == [0] and len(before) == 400
+    assert after.node_id.unique().tolist() == [1] and len(after) == 100
+
+
+def test_the_least_busy_quirk_compares_with_the_leaders_reported_usage_alone():
+    """Node 0 reports 2 vCPUs busy with 3 creates of 1 vCPU in progress (5 with them); node 1
+    reports 4. The quirk keeps node 0 as leader at its reported 2 and node 1 does not beat it
+    (4 < 2 is false); corrected, node 1 (4) beats node 0 (5)."""
+    quirk = _scheduler([0.0, 0.0], algorithm="least_busy", k=1)
+    corrected = _scheduler([0.0, 0.0], algorithm="least_busy_corrected", k=1)
+    for scheduler in (quirk, corrected):
+        scheduler.ledger.views[0].cpu_percent = 200.0
+        scheduler.ledger.views[1].cpu_percent = 400.0
+        scheduler.in_progress[0].update({7: 1.0, 8: 1.0, 9: 1.0})
+        scheduler.pending_cpu[0] = 3.0
+    assert quirk.choose(1.0, None, 0.0) == 0
+    assert corrected.choose(1.0, None, 0.0) == 1
+
+
+def test_best_of_k_with_k_1_places_exactly_as_random_does():
+    """Same stream, one uniform draw per choice: the same node for every create; and random is
+    uniform (500 creates on 10 nodes: each count within 4 binomial standard deviations of 50)."""
+    herd = load(CONFIG_HERD)
+    k1 = _placed(herd.with_values({"placement.k": 1})).node_id.tolist()
+    rnd = _placed(herd.with_values({"placement.algorithm": "random"})).node_id.tolist()
+    assert k1 == rnd
+    counts = [rnd.count(n) for n in range(10)]
+    sd = (500 * 0.1 * 0.9) ** 0.5
+    assert all(abs(c - 50) <= 4 * sd for c in counts)
+
+
+def test_bin_pack_fills_nodes_in_order_until_each_is_full():
+    """3 nodes of 4 vCPUs at R = 1, 1 vCPU sandboxes every 0.1 s, never killed, optimistic
+    accounting (the view sees each placement): node 0 takes the first 4, node 1 the next 4,
+    node 2 the last 4; the 13th finds no node with room."""
+    config = scenario(
+        cluster={"nodes": 3, "cpu_count": 4},
+        placement={"algorithm": "bin_pack", "r": 1.0, "strategy": "optimistic", "k": 1},
+        workload={"rate_per_s": 10.0, "lifetime_s": None},
+        run={"duration_s": 1.3},
+    )
+    requests = VirtualEngine().run_seed(config, 0).requests.to_pandas()
+    creates = requests[requests.kind == "create"]
+    assert creates.node_id.tolist() == [0] * 4 + [1] * 4 + [2] * 4 + [-1]
+    assert creates.reason.iloc[-1] == "no_candidate"
+
+
+def test_round_robin_takes_nodes_in_turn_and_skips_excluded_ones():
+    scheduler = _scheduler([0.0] * 4, algorithm="round_robin")
+    assert [scheduler.choose(1.0, None, 0.0) for _ in range(6)] == [0, 1, 2, 3, 0, 1]
+    assert scheduler.choose(1.0, {2, 3}, 0.0) == 0

@@ -86,7 +86,9 @@ class Lowest(Selector):
 
     name = "lowest"
 
-    def select(self, candidates: Sequence[int], scores: Sequence[float]) -> int | None:
+    def select(
+        self, scheduler: Scheduler, candidates: Sequence[int], scores: Sequence[float]
+    ) -> int | None:
         winner = None
         winner_score = math.inf
         for node, s in zip(candidates, scores, strict=True):

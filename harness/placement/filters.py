@@ -20,7 +20,12 @@ class Excluded(Filter):
         return excluded is not None
 
     def passes(
-        self, scheduler: Scheduler, node: int, vcpu: float, excluded: set[int] | None
+        self,
+        scheduler: Scheduler,
+        node: int,
+        vcpu: float,
+        excluded: set[int] | None,
+        now: float,
     ) -> bool:
         return excluded is None or node not in excluded
 
@@ -35,7 +40,12 @@ class TooManyStarting(Filter):
         return self.rules.too_many_starting
 
     def passes(
-        self, scheduler: Scheduler, node: int, vcpu: float, excluded: set[int] | None
+        self,
+        scheduler: Scheduler,
+        node: int,
+        vcpu: float,
+        excluded: set[int] | None,
+        now: float,
     ) -> bool:
         return len(scheduler.in_progress[node]) <= self.rules.max_starting
 
@@ -49,6 +59,11 @@ class CpuFits(Filter):
         return vcpu > scheduler.min_cpu_count
 
     def passes(
-        self, scheduler: Scheduler, node: int, vcpu: float, excluded: set[int] | None
+        self,
+        scheduler: Scheduler,
+        node: int,
+        vcpu: float,
+        excluded: set[int] | None,
+        now: float,
     ) -> bool:
         return scheduler.ledger.views[node].cpu_count >= vcpu

@@ -11,16 +11,31 @@ from typing import TYPE_CHECKING
 
 from harness.ledgers import LEDGERS
 from harness.placement.best_of_k import BestOfK, EveryNode, Lowest, Reference
+from harness.placement.designs import (
+    BinPack,
+    Constant,
+    CpuUsage,
+    Fits,
+    LeastBusyQuirk,
+    OneAtRandom,
+    RoundRobin,
+    StartingCap,
+    TwoChoices,
+)
 from harness.placement.filters import CpuFits, Excluded, TooManyStarting
 from harness.placement.plugin import KINDS, Eligible, Filter, Plugin, Sampler, Scorer, Selector
 
 if TYPE_CHECKING:
     from harness.scheduler import PlacementSpec, Scheduler
 
-SAMPLERS: dict[str, type[Sampler]] = {c.name: c for c in (BestOfK, EveryNode)}
-FILTERS: dict[str, type[Filter]] = {c.name: c for c in (Excluded, TooManyStarting, CpuFits)}
-SCORERS: dict[str, type[Scorer]] = {c.name: c for c in (Reference,)}
-SELECTORS: dict[str, type[Selector]] = {c.name: c for c in (Lowest,)}
+SAMPLERS: dict[str, type[Sampler]] = {
+    c.name: c for c in (BestOfK, EveryNode, OneAtRandom, TwoChoices, RoundRobin)
+}
+FILTERS: dict[str, type[Filter]] = {
+    c.name: c for c in (Excluded, TooManyStarting, CpuFits, StartingCap, Fits)
+}
+SCORERS: dict[str, type[Scorer]] = {c.name: c for c in (Reference, CpuUsage, BinPack, Constant)}
+SELECTORS: dict[str, type[Selector]] = {c.name: c for c in (Lowest, LeastBusyQuirk)}
 REGISTRIES: dict[str, dict[str, type]] = {
     "samplers": SAMPLERS,
     "filters": FILTERS,
@@ -87,9 +102,21 @@ class Algorithm:
     selector: str = "lowest"
 
 
+BEST_OF_K_FILTERS = ("excluded", "too_many_starting", "cpu_fits")
 ALGORITHMS = {
-    "best_of_k": Algorithm(
-        "best_of_k", ("excluded", "too_many_starting", "cpu_fits"), (("reference", 1.0),)
+    "best_of_k": Algorithm("best_of_k", BEST_OF_K_FILTERS, (("reference", 1.0),)),
+    "power_of_two": Algorithm("two_choices", BEST_OF_K_FILTERS, (("reference", 1.0),)),
+    "random": Algorithm("one_at_random", BEST_OF_K_FILTERS, (("constant", 1.0),)),
+    "round_robin": Algorithm("round_robin", BEST_OF_K_FILTERS, (("constant", 1.0),)),
+    "bin_pack": Algorithm("every_node", (*BEST_OF_K_FILTERS, "fits"), (("bin_pack", 1.0),)),
+    "least_busy": Algorithm(
+        "every_node",
+        ("excluded", "starting_cap", "cpu_fits"),
+        (("cpu_usage", 1.0),),
+        "least_busy_quirk",
+    ),
+    "least_busy_corrected": Algorithm(
+        "every_node", ("excluded", "starting_cap", "cpu_fits"), (("cpu_usage", 1.0),)
     ),
 }
 """Algorithms by name."""
@@ -123,18 +150,19 @@ class Pipeline:
         self.single = self.scorers[0][0] if [w for _, w in self.scorers] == [1.0] else None
 
     def eligible(
-        self, scheduler: Scheduler, vcpu: float, excluded: set[int] | None
+        self, scheduler: Scheduler, vcpu: float, excluded: set[int] | None, now: float
     ) -> Eligible | None:
         """The test a candidate must pass for this request; None when no filter applies."""
         active = [f for f in self.filters if f.applies(scheduler, vcpu, excluded)]
         if not active:
             return None
-        return lambda node: all(f.passes(scheduler, node, vcpu, excluded) for f in active)
+        return lambda node: all(f.passes(scheduler, node, vcpu, excluded, now) for f in active)
 
     def choose(
         self, scheduler: Scheduler, vcpu: float, excluded: set[int] | None, now: float
     ) -> int | None:
-        candidates = self.sampler.sample(scheduler, self.eligible(scheduler, vcpu, excluded))
+        eligible = self.eligible(scheduler, vcpu, excluded, now)
+        candidates = self.sampler.sample(scheduler, eligible)
         if self.single is not None:
             scores: Sequence[float] = self.single.scores(scheduler, candidates, vcpu, now)
         else:
@@ -142,4 +170,4 @@ class Pipeline:
             for scorer, weight in self.scorers:
                 part = scorer.scores(scheduler, candidates, vcpu, now)
                 scores = [s + weight * p for s, p in zip(scores, part, strict=True)]
-        return self.selector.select(candidates, scores)
+        return self.selector.select(scheduler, candidates, scores)

@@ -40,7 +40,12 @@ class Filter(Plugin):
         return True
 
     def passes(
-        self, scheduler: Scheduler, node: int, vcpu: float, excluded: set[int] | None
+        self,
+        scheduler: Scheduler,
+        node: int,
+        vcpu: float,
+        excluded: set[int] | None,
+        now: float,
     ) -> bool:
         raise NotImplementedError
 
@@ -57,7 +62,9 @@ class Scorer(Plugin):
 class Selector(Plugin):
     """Which scored candidate wins; None when there is none."""
 
-    def select(self, candidates: Sequence[int], scores: Sequence[float]) -> int | None:
+    def select(
+        self, scheduler: Scheduler, candidates: Sequence[int], scores: Sequence[float]
+    ) -> int | None:
         raise NotImplementedError
 
 
