@@ -18,6 +18,7 @@ from harness.engine import ENGINES, EngineError
 from harness.invariants import InvariantError
 from harness.ledgers import LEDGERS
 from harness.placement.framework import plugin_catalogue
+from harness.registry import RegistryError
 from harness.run_store import ResultsError, load_run
 from harness.runner import default_out_dir, run
 from harness.sweep_spec import load_sweep
@@ -92,10 +93,10 @@ def _strategies(compare: str | None, default: str) -> list[str]:
         return [default]
     names = [s.strip() for s in compare.split(",") if s.strip()]
     for name in names:
-        if name not in LEDGERS:
-            raise ConfigError(
-                "--compare", f"unknown strategy {name!r}; known: {', '.join(LEDGERS)}"
-            )
+        try:
+            LEDGERS.resolve(name)
+        except RegistryError as e:
+            raise ConfigError("--compare", str(e)) from None
     if not names or len(set(names)) != len(names):
         raise ConfigError("--compare", "needs distinct strategy names separated by commas")
     return names

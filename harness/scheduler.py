@@ -23,7 +23,9 @@ from harness.spec import key
 
 @dataclass(frozen=True)
 class PlacementSpec:
-    strategy: str = key("stale", "Ledger strategy.", choices=LEDGERS)
+    strategy: str = key(
+        "stale", 'Ledger strategy: a name (`harness plugins`) or "module:Class".', registry=LEDGERS
+    )
     algorithm: str = key(
         "best_of_k",
         "Placement pipeline by name; sampler, filters, scorers, selector override its parts.",

@@ -24,21 +24,25 @@ def key(
     gt: float | None = None,
     le: float | None = None,
     choices: Choices | str | None = None,
+    registry: Any = None,
 ) -> Any:
     """A dataclass field with `help` and constraints in its metadata. `choices` may be a
     registry (any iterable of names, read when a value is checked, so names registered later
-    count), a callable returning one, or "module:attribute" naming one (see `choice_names`)."""
-    meta = {"help": help, "ge": ge, "gt": gt, "le": le, "choices": choices}
+    count), a callable returning one, or "module:attribute" naming one (see `choice_names`).
+    `registry` (a `harness.registry.Registry`) takes any name it has or an import path."""
+    meta = {"help": help, "ge": ge, "gt": gt, "le": le, "choices": choices, "registry": registry}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=meta)
     return field(default=default, metadata=meta)
 
 
-def choice_names(choices: Choices | str | None) -> tuple[str, ...]:
-    """The names a `choices` entry allows now. A "module:attribute" string names a registry
-    in a layer above the declaring one, imported only when a value is checked."""
+def choice_names(meta: dict[str, Any]) -> tuple[str, ...]:
+    """The names a key's `choices` (or `registry`) allow now. A "module:attribute" string names
+    a registry in a layer above the declaring one, imported only when a value is checked."""
+    choices = meta.get("choices")
     if choices is None:
-        return ()
+        registry = meta.get("registry")
+        return tuple(registry) if registry is not None else ()
     if isinstance(choices, str):
         module, _, attribute = choices.partition(":")
         choices = getattr(importlib.import_module(module), attribute)

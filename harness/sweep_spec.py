@@ -29,6 +29,7 @@ from typing import Any
 
 from harness.config import Config, ConfigError, load, parse_override
 from harness.runner import seeds_of
+from harness.spec import choice_names
 
 _SECTIONS = {"sweep", "set", "grid", "linked"}
 _SWEEP_KEYS = {"base", "name", "seeds"}
@@ -81,7 +82,7 @@ def _choices(config: Config, key: str) -> tuple[str, ...] | None:
     part = getattr(config, section, None)
     for f in fields(part) if is_dataclass(part) else ():
         if f.name == leaf:
-            return f.metadata.get("choices")
+            return choice_names(f.metadata)
     return None
 
 

@@ -11,6 +11,7 @@ import pytest
 from harness.config import Config, ConfigError, load
 from harness.engine.virtual import VirtualEngine
 from harness.ledgers import make_ledger
+from harness.ledgers.optimistic import OptimisticLedger
 from harness.placement import Scorer
 from harness.scheduler import Scheduler
 from tests.conftest import CONFIGS, scenario
@@ -159,3 +160,24 @@ def test_round_robin_takes_nodes_in_turn_and_skips_excluded_ones():
     scheduler = _scheduler([0.0] * 4, algorithm="round_robin")
     assert [scheduler.choose(1.0, None, 0.0) for _ in range(6)] == [0, 1, 2, 3, 0, 1]
     assert scheduler.choose(1.0, {2, 3}, 0.0) == 0
+
+
+class OwnOptimistic(OptimisticLedger):
+    """A user's ledger strategy, named by import path: optimistic under another name."""
+
+    name = "own_optimistic"
+
+
+def test_a_ledger_strategy_named_by_import_path_runs_as_a_built_in_one(tmp_path) -> None:
+    """The same requests and placements as the built-in it copies; `--compare` takes it."""
+    herd = load(CONFIG_HERD)
+    own = _placed(herd.with_values({"placement.strategy": f"{__name__}:OwnOptimistic"}))
+    builtin = _placed(herd.with_values({"placement.strategy": "optimistic"}))
+    assert own.node_id.tolist() == builtin.node_id.tolist()
+    from harness.cli import main
+
+    out = tmp_path / "run"
+    argv = ["run", str(CONFIG_HERD), "--seeds", "1", "--quiet", "--out", str(out)]
+    assert main([*argv, "--compare", f"stale,{__name__}:OwnOptimistic"]) == 0
+    summary = pd.read_parquet(out / "summary.parquet")
+    assert summary.strategy.tolist() == ["stale", f"{__name__}:OwnOptimistic"]

@@ -293,7 +293,7 @@ def test_accounting_error_of_an_empty_timeline_is_nan() -> None:
     [
         ("heartbeat.jitter_ms", -1, "heartbeat.jitter_ms: must be >= 0"),
         ("placement.ttl_s", 0, "placement.ttl_s: must be > 0"),
-        ("placement.strategy", "reconcil", "must be one of"),
+        ("placement.strategy", "reconcil", "unknown strategy 'reconcil'; known: stale"),
     ],
 )
 def test_new_keys_are_validated(key: str, value: object, message: str) -> None:

@@ -16,6 +16,7 @@ from harness.config.schema import SECTIONS, Config
 from harness.faults import FAULT_KINDS, FaultSpec
 from harness.placement import PluginError, resolve
 from harness.placement.framework import parse_weighted
+from harness.registry import RegistryError
 from harness.scheduler import PlacementSpec
 from harness.spec import choice_names
 
@@ -77,7 +78,13 @@ def _check_range(key: str, value: Any, meta: dict[str, Any]) -> None:
             raise ConfigError(key, f"must be > {meta['gt']:g}, got {v:g}")
         if meta["le"] is not None and v > meta["le"]:
             raise ConfigError(key, f"must be <= {meta['le']:g}, got {v:g}")
-    names = choice_names(meta["choices"])
+    if meta["registry"] is not None:
+        try:
+            meta["registry"].resolve(value)
+        except RegistryError as e:
+            raise ConfigError(key, str(e)) from None
+        return
+    names = choice_names(meta)
     if names and value not in names:
         raise ConfigError(key, f"must be one of {', '.join(names)}; got {value!r}")
 

@@ -1,4 +1,4 @@
-"""Ledger strategies by name. One module per strategy; each registers itself here."""
+"""Ledger strategies by name. One module per strategy, registered here."""
 
 from __future__ import annotations
 
@@ -11,10 +11,13 @@ from harness.ledgers.reconcile import ReconcileLedger
 from harness.ledgers.stale import StaleLedger
 from harness.ledgers.sync_response import SyncResponseLedger
 from harness.ledgers.ttl import TtlLedger
+from harness.registry import Registry
 
-LEDGERS: dict[str, type[Ledger]] = {
-    cls.name: cls
-    for cls in (
+LEDGERS = Registry(
+    "strategies",
+    "strategy",
+    Ledger,
+    (
         StaleLedger,
         InProgressLedger,
         OptimisticLedger,
@@ -23,15 +26,13 @@ LEDGERS: dict[str, type[Ledger]] = {
         TtlLedger,
         SyncResponseLedger,
         ReconcileLedger,
-    )
-}
+    ),
+)
+"""Ledger strategies: built in, installed (entry points `herd_harness.strategies`), or
+"module:Class"."""
 
 
 def make_ledger(
     name: str, cpu_counts: list[int], options: LedgerOptions = DEFAULT_OPTIONS
 ) -> Ledger:
-    try:
-        cls = LEDGERS[name]
-    except KeyError:
-        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(LEDGERS)}") from None
-    return cls(cpu_counts, options)
+    return LEDGERS.resolve(name)(cpu_counts, options)

@@ -3,10 +3,8 @@ choice."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from harness.ledgers import LEDGERS
@@ -23,73 +21,40 @@ from harness.placement.designs import (
     TwoChoices,
 )
 from harness.placement.filters import CpuFits, Excluded, TooManyStarting
-from harness.placement.plugin import KINDS, Eligible, Filter, Plugin, Sampler, Scorer, Selector
+from harness.placement.plugin import Eligible, Filter, Sampler, Scorer, Selector
+from harness.registry import Registry, RegistryError
 
 if TYPE_CHECKING:
     from harness.scheduler import PlacementSpec, Scheduler
 
-SAMPLERS: dict[str, type[Sampler]] = {
-    c.name: c for c in (BestOfK, EveryNode, OneAtRandom, TwoChoices, RoundRobin)
-}
-FILTERS: dict[str, type[Filter]] = {
-    c.name: c for c in (Excluded, TooManyStarting, CpuFits, StartingCap, Fits)
-}
-SCORERS: dict[str, type[Scorer]] = {c.name: c for c in (Reference, CpuUsage, BinPack, Constant)}
-SELECTORS: dict[str, type[Selector]] = {c.name: c for c in (Lowest, LeastBusyQuirk)}
-REGISTRIES: dict[str, dict[str, type]] = {
-    "samplers": SAMPLERS,
-    "filters": FILTERS,
-    "scorers": SCORERS,
-    "selectors": SELECTORS,
-}
-ENTRY_POINT_GROUP = "herd_harness.{kind}"
-"""Entry-point group of an installed plugin package, per kind (e.g. herd_harness.scorers)."""
+SAMPLERS = Registry(
+    "samplers", "sampler", Sampler, (BestOfK, EveryNode, OneAtRandom, TwoChoices, RoundRobin)
+)
+FILTERS = Registry(
+    "filters", "filter", Filter, (Excluded, TooManyStarting, CpuFits, StartingCap, Fits)
+)
+SCORERS = Registry("scorers", "scorer", Scorer, (Reference, CpuUsage, BinPack, Constant))
+SELECTORS = Registry("selectors", "selector", Selector, (Lowest, LeastBusyQuirk))
+REGISTRIES = {r.axis: r for r in (SAMPLERS, FILTERS, SCORERS, SELECTORS)}
+"""The placement extension points by axis (the name of their config key)."""
 
-
-class PluginError(ValueError):
-    """A plugin name or import path that does not resolve to a plugin of its kind."""
-
-
-def _installed(kind: str) -> dict[str, str]:
-    """Name -> "module:attribute" of the plugins installed under this kind's entry points."""
-    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP.format(kind=kind))}
-
-
-def names(kind: str) -> list[str]:
-    """Every plugin of `kind` available by name: built in, then installed."""
-    return [*REGISTRIES[kind], *(n for n in _installed(kind) if n not in REGISTRIES[kind])]
+PluginError = RegistryError
 
 
 def plugin_catalogue() -> list[tuple[str, str, str]]:
     """(kind, name, source) of every placement plugin, algorithm and ledger strategy: built
     in ("harness") or installed (its entry point)."""
     rows = [("algorithm", name, "harness") for name in ALGORITHMS]
-    for kind, registry in REGISTRIES.items():
-        rows += [(kind[:-1], name, "harness") for name in registry]
-        rows += [(kind[:-1], n, v) for n, v in _installed(kind).items() if n not in registry]
-    return rows + [("strategy", name, "harness") for name in LEDGERS]
+    for registry in (*REGISTRIES.values(), LEDGERS):
+        kind = registry.one
+        rows += [(kind, name, "harness") for name in registry.builtins]
+        rows += [(kind, name, path) for name, path in registry.installed().items()]
+    return rows
 
 
-def resolve(kind: str, ref: str) -> type[Plugin]:
-    """The plugin class `ref` names: a registered name, an installed entry point, or an import
-    path "module:Class"; PluginError says why not."""
-    base = KINDS[kind]
-    registry = REGISTRIES[kind]
-    if ref in registry:
-        return registry[ref]
-    path = _installed(kind).get(ref, ref)
-    module, sep, attribute = path.partition(":")
-    if not sep:
-        raise PluginError(f"unknown {kind[:-1]} {ref!r}; known: {', '.join(names(kind))}")
-    try:
-        found = getattr(importlib.import_module(module), attribute)
-    except ImportError as e:
-        raise PluginError(f"cannot import {module!r} for {ref!r}: {e}") from None
-    except AttributeError:
-        raise PluginError(f"{module!r} has no {attribute!r}") from None
-    if not (isinstance(found, type) and issubclass(found, base)):
-        raise PluginError(f"{path} is not a {base.__name__} (harness.placement.{base.__name__})")
-    return found
+def resolve(kind: str, ref: str) -> type:
+    """The plugin class of axis `kind` that `ref` names (see `harness.registry`)."""
+    return REGISTRIES[kind].resolve(ref)
 
 
 @dataclass(frozen=True)

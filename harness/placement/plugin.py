@@ -66,12 +66,3 @@ class Selector(Plugin):
         self, scheduler: Scheduler, candidates: Sequence[int], scores: Sequence[float]
     ) -> int | None:
         raise NotImplementedError
-
-
-KINDS: dict[str, type[Plugin]] = {
-    "samplers": Sampler,
-    "filters": Filter,
-    "scorers": Scorer,
-    "selectors": Selector,
-}
-"""Extension points by the name their registry, config key and entry-point group use."""
