@@ -1,0 +1,37 @@
+"""An example plugin package for herd-harness, installed like any other package.
+
+It declares two plugins under herd-harness's entry-point groups (see pyproject.toml), so a
+config names them without any import path:
+
+    [placement]
+    scorers = ["reference", "idle_first=0.5"]
+    strategy = "optimistic_twice"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.ledgers.optimistic import OptimisticLedger
+from harness.placement import Scorer
+
+
+class IdleFirst(Scorer):
+    """Lower for nodes whose last report shows less CPU in use, per vCPU they have."""
+
+    name = "idle_first"
+
+    def scores(self, scheduler, candidates: Sequence[int], vcpu: float, now: float) -> list[float]:
+        views = scheduler.ledger.views
+        return [views[n].cpu_percent / 100.0 / max(views[n].cpu_count, 1) for n in candidates]
+
+
+class OptimisticTwice(OptimisticLedger):
+    """OptimisticAdd counted twice: a deliberately over-cautious ledger, to show a strategy
+    plugin changes placements."""
+
+    name = "optimistic_twice"
+
+    def add(self, req) -> None:
+        super().add(req)
+        super().add(req)

@@ -1,0 +1,92 @@
+"""The example plugin package (examples/idle-first-plugin), installed apart from the harness and
+named only in a config, runs on both engines and in a sweep on a two-node Ray cluster."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+
+from tests.conftest import CONFIGS
+
+ROOT = CONFIGS.parent
+PACKAGE = ROOT / "examples" / "idle-first-plugin"
+PLUGINS = ["placement.scorers=['reference', 'idle_first=0.5']"]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """A fresh folder with only the example package installed in it (its entry points
+    included), put on PYTHONPATH below: the harness finds it as any installed package."""
+    target = tmp_path_factory.mktemp("site")
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target"]
+    subprocess.run([*pip, str(target), str(PACKAGE)], check=True)
+    return target
+
+
+@pytest.fixture(scope="module")
+def env(site: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+
+
+def harness(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "harness", *argv]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_installed_plugins_are_listed(env) -> None:
+    done = harness(env, "plugins")
+    lines = [line.split() for line in done.stdout.splitlines()]
+    assert ["scorer", "idle_first", "idle_first:IdleFirst"] in lines
+    assert ["strategy", "optimistic_twice", "idle_first:OptimisticTwice"] in lines
+
+
+@pytest.mark.parametrize("engine", ["virtual", "ray"])
+def test_the_plugins_run_on_both_engines(env, engine, tmp_path) -> None:
+    """The strategy plugin counts each placement twice, so it places differently from the
+    optimistic one it derives from; both runs use the installed scorer."""
+    out = tmp_path / engine
+    args = ["run", str(CONFIGS / "seed-herd.toml"), "--engine", engine, "--seeds", "1"]
+    args += ["--compare", "optimistic,optimistic_twice", "--quiet", "--out", str(out)]
+    args += ["--set", PLUGINS[0], "--set", "run.time_scale=0.2"]
+    done = harness(env, *args)
+    assert done.returncode == 0, done.stderr[-2000:]
+    nodes = pd.read_parquet(out / "nodes.parquet")
+    by = nodes.groupby("strategy")["sandboxes"].apply(list)
+    assert sum(by["optimistic"]) == sum(by["optimistic_twice"]) == 500
+    assert by["optimistic"] != by["optimistic_twice"]
+
+
+@pytest.fixture
+def two_nodes(env, monkeypatch):
+    """A two-node Ray cluster whose processes find the installed plugin package."""
+    monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])
+    ray.shutdown()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+def test_a_sweep_on_a_two_node_cluster_uses_the_plugins(env, two_nodes, tmp_path) -> None:
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(
+        f'[sweep]\nbase = "{CONFIGS / "seed-herd.toml"}"\nseeds = 2\n'
+        '[set]\n"placement.scorers" = ["reference", "idle_first=0.5"]\n'
+        '"run.sample_interval_s" = 0\n'
+        '[grid]\n"placement.strategy" = ["optimistic", "optimistic_twice"]\n'
+    )
+    out = tmp_path / "out"
+    done = harness(env, "sweep", str(sweep), "--address", two_nodes.address, "--out", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = pd.read_parquet(out / "summary.parquet")
+    assert sorted(summary["placement.strategy"].unique()) == ["optimistic", "optimistic_twice"]
+    assert len(summary) == 4 and (summary["placed"] == 500).all()
