@@ -46,6 +46,8 @@ def beat_groups(config: Config, seed: int, node_ids: range) -> list[BeatGroup]:
         list(range(config.cluster.nodes)), stream(seed, "heartbeat")
     )
     lo, hi = node_ids.start, node_ids.stop
+    if lo == 0 and hi >= config.cluster.nodes:
+        return every
     groups = [(t, [i for i in ids if lo <= i < hi]) for t, ids in every]
     return [(t, ids) for t, ids in groups if ids]
 
