@@ -1,9 +1,10 @@
 """A run's folder on disk: written seed by seed, so what finished stays readable.
 
 A run folder holds `summary.parquet`, `nodes.parquet`, `requests.parquet`,
-`timeline.parquet` and `run.json`. `run.json` is written first with `"completed": false` and
-rewritten at the end, so a run that dies still says so; each (strategy, seed) is appended as
-its own row group as soon as it finishes.
+`timeline.parquet` and `run.json`. `run.json` is written first with `"completed": false`,
+brought up to date now and then as seeds finish and rewritten at the end, so a run that dies
+still says so and lists what it finished; each (strategy, seed) is appended as its own row
+group as soon as it finishes.
 
 A run owns its folder: it claims it under a lock (`harness.files.FolderLock`) held until it
 ends, and only if the folder is new or empty, or holds results and `overwrite` was asked;
@@ -17,6 +18,7 @@ import json
 import platform
 import shutil
 import stat
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,12 @@ class ResultsError(ValueError):
 
 MARKS = {"run.json": "run", "sweep.json": "sweep"}
 """The file that says what a results folder holds."""
+
+META_MIN_INTERVAL_S = 1.0
+META_MAX_SHARE = 0.05
+"""run.json is rewritten after a seed only once this long has passed since the last write,
+and the last write took at most this share of the time since: rewriting all of it after every
+seed made a run's time grow with the square of its seeds."""
 
 
 def holder(folder: Path) -> str | None:
@@ -175,10 +183,14 @@ class RunWriter:
             "config": config,
         }
         self._writers: dict[str, pq.ParquetWriter] = {}
+        self._meta_due = 0.0
         self._write_meta()
 
     def _write_meta(self) -> None:
+        began = time.monotonic()
         write_json(self.out_dir / "run.json", self.meta)
+        took = time.monotonic() - began
+        self._meta_due = began + max(META_MIN_INTERVAL_S, took / META_MAX_SHARE)
 
     def add(
         self, result: SeedResult, checks: list[dict[str, Any]] | None = None, partial: bool = False
@@ -201,7 +213,8 @@ class RunWriter:
         for check in checks or ():
             entry = {"strategy": result.summary["strategy"], "seed": result.summary["seed"]}
             self.meta["invariants"].append({**entry, **check})
-        self._write_meta()
+        if time.monotonic() >= self._meta_due:
+            self._write_meta()
 
     def close(self, completed: bool, error: str | None = None) -> None:
         """Close the files, write run.json in full, then let the folder go."""

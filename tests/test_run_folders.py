@@ -1,16 +1,20 @@
 """Results folders: each run claims its own, atomically; a folder holding a run or a sweep is
 never written into without `--overwrite`; a bad `--out` or `run.name` is one line and exit 2,
-with nothing left behind."""
+with nothing left behind; run.json costs a bounded share of a run however many seeds it has."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from harness import run_store
 from harness.cli import main
 from harness.config import ConfigError, from_dict
 from harness.run_store import ResultsError, RunWriter, load_run
@@ -20,6 +24,7 @@ from tests.conftest import CONFIGS
 
 HERD = str(CONFIGS / "seed-herd.toml")
 SHORT = ["--seeds", "1", "--set", "run.duration_s=2", "--quiet"]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _one_error_line(capsys: pytest.CaptureFixture[str], *parts: str) -> str:
@@ -279,3 +284,55 @@ def test_a_sweep_name_must_be_a_plain_file_name_too(name, tmp_path):
 def test_a_long_plain_run_name_still_fits_the_folder_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["run", HERD, *SHORT, "--set", f"run.name={'n' * 200}"]) == 0
+
+
+# -- run.json: a bounded cost per seed, and readable after a crash ----------------------------
+
+
+def test_run_json_is_not_rewritten_after_every_seed(tmp_path, monkeypatch):
+    writes: list[Path] = []
+    real = run_store.write_json
+
+    def counted(path: Path, data: object) -> None:
+        writes.append(path)
+        real(path, data)
+
+    monkeypatch.setattr(run_store, "write_json", counted)
+    out = tmp_path / "many"
+    args = ["--seeds", "60", "--set", "run.duration_s=0.5", "--set", "cluster.nodes=3"]
+    assert main(["run", HERD, *args, "--quiet", "--out", str(out)]) == 0
+    assert len(writes) < 15  # not one per seed (62 before)
+    meta, frames = load_run(out)
+    assert meta["completed"] is True and len(meta["finished"]) == 60
+    assert len(frames["summary"]) == 60
+    assert {(c["strategy"], c["seed"]) for c in meta["invariants"]} == {
+        ("stale", s) for s in range(60)
+    }
+
+
+def test_a_killed_run_leaves_a_readable_run_json_listing_what_finished(tmp_path):
+    out = tmp_path / "killed"
+    args = ["--seeds", "100000", "--set", "run.duration_s=0.5", "--set", "cluster.nodes=3"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", HERD, *args, "--quiet", "--out", str(out)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            try:
+                if json.loads((out / "run.json").read_text())["finished"]:
+                    break
+            except (OSError, ValueError, KeyError):
+                continue  # not started yet, or claimed and not yet written
+    finally:
+        proc.kill()
+        proc.wait()
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["completed"] is False
+    seeds = [seed for _, seed in meta["finished"]]
+    assert seeds and seeds == list(range(len(seeds)))
