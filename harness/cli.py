@@ -54,7 +54,16 @@ def _parser() -> argparse.ArgumentParser:
         metavar="S1,S2,...",
         help=f"run each strategy on the same seeds ({', '.join(LEDGERS)})",
     )
-    p.add_argument("--out", type=Path, help="output folder (default results/<name>-<time>/)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="output folder, new or empty (default results/<name>-<time>-<run id>/)",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the results a run or a sweep left in --out (never other files)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     w = sub.add_parser("sweep", help="run every cell of a sweep file on Ray")
@@ -138,7 +147,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     out = args.out or default_out_dir(config)
     progress = None if args.quiet else LazyProgress(config.run.name)
     stopped = _until_done(
-        lambda: run(config, strategies, out, progress),
+        lambda: run(config, strategies, out, progress, args.overwrite),
         progress,
         console,
         f"partial results in {out} (completed: false)",

@@ -1,15 +1,24 @@
 """A run's folder on disk: written seed by seed, so what finished stays readable.
 
 A run folder holds `summary.parquet`, `nodes.parquet`, `requests.parquet`,
-`timeline.parquet` and `run.json`. `run.json` is written first with `"completed": false` and
-rewritten at the end, so a run that dies still says so; each (strategy, seed) is appended as
-its own row group as soon as it finishes.
+`timeline.parquet` and `run.json`. `run.json` is written first with `"completed": false`,
+brought up to date now and then as seeds finish and rewritten at the end, so a run that dies
+still says so and lists what it finished; each (strategy, seed) is appended as its own row
+group as soon as it finishes.
+
+A run owns its folder: it claims it under a lock (`harness.files.FolderLock`) held until it
+ends, and only if the folder is new or empty, or holds results and `overwrite` was asked;
+another run's or a sweep's folder is never written into.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import platform
+import shutil
+import stat
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,13 +27,131 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import harness
-from harness.files import write_json
+from harness.files import FolderLock, write_json
 from harness.schemas import TABLES, summary_table
 from harness.seed_result import SeedResult
 
 
 class ResultsError(ValueError):
-    """A folder given as results is not one (or not a readable one)."""
+    """A folder given as results is not one (or not a readable one), or cannot be written."""
+
+
+MARKS = {"run.json": "run", "sweep.json": "sweep"}
+"""The file that says what a results folder holds."""
+
+META_MIN_INTERVAL_S = 1.0
+META_MAX_SHARE = 0.05
+"""run.json is rewritten after a seed only once this long has passed since the last write,
+and the last write took at most this share of the time since: rewriting all of it after every
+seed made a run's time grow with the square of its seeds."""
+
+
+def holder(folder: Path) -> str | None:
+    """What a results folder holds, "run" or "sweep", or None; a folder holding both (an
+    older harness let a run write into a sweep's folder) is unreadable as either."""
+    held = [kind for mark, kind in MARKS.items() if (folder / mark).is_file()]
+    if len(held) > 1:
+        raise ResultsError(f"{folder} holds both a run and a sweep; it cannot be read as either")
+    return held[0] if held else None
+
+
+def check_writable(out_dir: Path) -> Path:
+    """Refuse a path no results folder can be made at, before anything is created: one with a
+    NUL byte, or one that is (or lies under) something other than a folder. Returns the
+    nearest folder of the path that exists (`out_dir` itself if it does)."""
+    if "\0" in str(out_dir):
+        shown = str(out_dir).replace("\0", "\\0")
+        raise ResultsError(f"{shown}: a path cannot hold a NUL byte")
+    path = out_dir
+    while True:
+        try:
+            mode = path.stat().st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            if path == path.parent:
+                raise ResultsError(
+                    f"cannot create {out_dir}: no folder of its path exists"
+                ) from None
+            path = path.parent
+            continue
+        except OSError as e:
+            raise ResultsError(f"cannot create {out_dir}: {e.strerror}") from None
+        if stat.S_ISDIR(mode):
+            return path
+        if path == out_dir:
+            raise ResultsError(f"{out_dir} is a file, not a folder")
+        raise ResultsError(f"cannot create {out_dir}: {path} is a file, not a folder")
+
+
+def check_out_dir(out_dir: Path, overwrite: bool = False) -> None:
+    """Refuse an output folder a run may not write into (ResultsError saying why), without
+    creating anything: see `check_writable`; a folder holding other files; a run's or a
+    sweep's folder unless `overwrite` (never a folder of other files, even then)."""
+    check_writable(out_dir)
+    if not out_dir.is_dir():
+        return
+    held = holder(out_dir)
+    if held is not None and not overwrite:
+        raise ResultsError(
+            f"{out_dir} holds a {held}; give another --out, or --overwrite to replace it"
+        )
+    try:
+        empty = held is not None or not any(out_dir.iterdir())
+    except OSError as e:
+        raise ResultsError(f"{out_dir} cannot be read: {e.strerror}") from None
+    if not empty:
+        raise ResultsError(
+            f"{out_dir} is not empty and holds no results; give a new or an empty folder"
+        )
+
+
+def lock_folder(out_dir: Path) -> FolderLock:
+    """Create `out_dir` (and its parents) if need be and lock it for this process alone;
+    ResultsError if it cannot be created or another run or sweep holds it."""
+    existing = check_writable(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return FolderLock(out_dir)
+    except BlockingIOError:
+        raise ResultsError(f"{out_dir} is in use by another run or sweep") from None
+    except OSError as e:
+        # Under a folder that exists, "no such file" means its file system (say /proc) takes
+        # no new folders: say so rather than leave the user looking for a missing one.
+        where = "the working directory" if existing == Path(".") else existing
+        reason = f"{where} takes no new folders" if e.errno == errno.ENOENT else e.strerror
+        raise ResultsError(f"cannot create {out_dir}: {reason}") from None
+
+
+def claim_out_dir(out_dir: Path, overwrite: bool = False) -> FolderLock:
+    """Make `out_dir` this run's own: checked (`check_out_dir`) under the lock, so that no
+    run or sweep can slip in between; a folder of results is emptied first when `overwrite`.
+    The lock is held until the caller releases it."""
+    lock = lock_folder(out_dir)
+    try:
+        check_out_dir(out_dir, overwrite)
+        if holder(out_dir) is not None:
+            _empty(out_dir)
+    except OSError as e:
+        lock.release()
+        raise ResultsError(f"cannot replace what {out_dir} holds: {e.strerror}") from None
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def _empty(folder: Path) -> None:
+    """Delete what a folder of results holds, the file saying what it holds last: stopped
+    midway, the folder still reads as results to replace, never as some other folder."""
+    marks = [folder / mark for mark in MARKS]
+    for path in folder.iterdir():
+        if path in marks:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    for mark in marks:
+        mark.unlink(missing_ok=True)
 
 
 class RunWriter:
@@ -37,9 +164,10 @@ class RunWriter:
         strategies: list[str],
         seeds: list[int],
         engine: str,
+        overwrite: bool = False,
     ) -> None:
         self.out_dir = Path(out_dir)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = claim_out_dir(self.out_dir, overwrite)
         self.meta: dict[str, Any] = {
             "harness_version": harness.__version__,
             "python": platform.python_version(),
@@ -55,10 +183,14 @@ class RunWriter:
             "config": config,
         }
         self._writers: dict[str, pq.ParquetWriter] = {}
+        self._meta_due = 0.0
         self._write_meta()
 
     def _write_meta(self) -> None:
+        began = time.monotonic()
         write_json(self.out_dir / "run.json", self.meta)
+        took = time.monotonic() - began
+        self._meta_due = began + max(META_MIN_INTERVAL_S, took / META_MAX_SHARE)
 
     def add(
         self, result: SeedResult, checks: list[dict[str, Any]] | None = None, partial: bool = False
@@ -81,21 +213,26 @@ class RunWriter:
         for check in checks or ():
             entry = {"strategy": result.summary["strategy"], "seed": result.summary["seed"]}
             self.meta["invariants"].append({**entry, **check})
-        self._write_meta()
+        if time.monotonic() >= self._meta_due:
+            self._write_meta()
 
     def close(self, completed: bool, error: str | None = None) -> None:
-        for writer in self._writers.values():
-            writer.close()
-        self._writers.clear()
-        for name, schema in TABLES.items():  # a run stopped before any seed still has files
-            path = self.out_dir / f"{name}.parquet"
-            if not path.exists():
-                pq.write_table(schema.empty_table(), path)
-        self.meta["completed"] = completed
-        self.meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-        if error:
-            self.meta["error"] = error
-        self._write_meta()
+        """Close the files, write run.json in full, then let the folder go."""
+        try:
+            for writer in self._writers.values():
+                writer.close()
+            self._writers.clear()
+            for name, schema in TABLES.items():  # a run stopped before any seed still has files
+                path = self.out_dir / f"{name}.parquet"
+                if not path.exists():
+                    pq.write_table(schema.empty_table(), path)
+            self.meta["completed"] = completed
+            self.meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+            if error:
+                self.meta["error"] = error
+            self._write_meta()
+        finally:
+            self._lock.release()
 
     def __enter__(self) -> RunWriter:
         return self
@@ -114,7 +251,7 @@ def load_run(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     if not folder.is_dir():
         raise ResultsError(f"{folder} is not a folder")
     meta_path = folder / "run.json"
-    if not meta_path.is_file():
+    if holder(folder) != "run":
         raise ResultsError(f"{folder} is not a results folder (no run.json)")
     try:
         meta = json.loads(meta_path.read_text())

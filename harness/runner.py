@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 from harness.config import Config
 from harness.engine import Engine, Progress, Snapshot, get_engine
 from harness.invariants import InvariantError, check
-from harness.run_store import RunWriter
+from harness.run_store import RunWriter, check_out_dir
 from harness.seed_result import SeedResult
 
 # progress(units_done, units_total, fraction_of_current_unit, live snapshot or None)
@@ -18,8 +19,11 @@ RunProgress = Callable[[int, int, float, Snapshot | None], None]
 
 
 def default_out_dir(config: Config, root: Path = Path("results")) -> Path:
+    """`results/<name>-<time>-<run id>`: the time sorts runs, the random id keeps apart two
+    runs started in the same second (a run claims its folder under a lock regardless, see
+    `harness.run_store`, so a clash refuses the second run rather than mixing the two)."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return root / f"{config.run.name}-{stamp}"
+    return root / f"{config.run.name}-{stamp}-{secrets.token_hex(3)}"
 
 
 def seeds_of(config: Config) -> list[int]:
@@ -38,20 +42,27 @@ def run_checked(
 
 
 def run(
-    config: Config, strategies: list[str], out_dir: Path, progress: RunProgress | None = None
+    config: Config,
+    strategies: list[str],
+    out_dir: Path,
+    progress: RunProgress | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Run every strategy on the same seeds; each finished (strategy, seed) is on disk at once.
 
-    An exception or Ctrl-C still closes the files and marks run.json `completed: false`.
-    Every (strategy, seed) is checked (`harness.invariants`); broken checks are written with
-    the results, and the run then raises InvariantError.
+    `out_dir` must be new or empty, or hold results and `overwrite` be given (ResultsError
+    otherwise, raised before the engine starts). An exception or Ctrl-C still closes the
+    files and marks run.json `completed: false`. Every (strategy, seed) is checked
+    (`harness.invariants`); broken checks are written with the results, and the run then
+    raises InvariantError.
     """
+    check_out_dir(out_dir, overwrite)
     engine = get_engine(config.run.engine)
     engine.prepare(config)
     seeds = seeds_of(config)
     total = len(strategies) * len(seeds)
     broken: list[str] = []
-    with RunWriter(out_dir, config.to_dict(), strategies, seeds, engine.name) as writer:
+    with RunWriter(out_dir, config.to_dict(), strategies, seeds, engine.name, overwrite) as writer:
         done = 0
         for strategy in strategies:
             variant = config.with_value("placement.strategy", strategy)

@@ -55,8 +55,9 @@ def run_sweep(
             progress(len(sweep.cells), 0, len(sweep.cells))
         store.close()
         return store
-    started = connect(address)
+    started = False
     try:
+        started = connect(address)
         _drive(store, progress)
     finally:
         store.close()

@@ -27,7 +27,7 @@ from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.config import Config, ConfigError, load, parse_override
+from harness.config import Config, ConfigError, check_folder_name, load, parse_override
 from harness.runner import seeds_of
 from harness.spec import choice_names
 
@@ -155,8 +155,9 @@ def load_sweep(path: str | Path, overrides: list[str] = (), seeds: int | None = 
     if not isinstance(head.get("base"), str):
         raise ConfigError("sweep.base", "must name the base scenario file, e.g. seed-herd.toml")
     name = head.get("name", path.stem)
-    if not isinstance(name, str) or not name:
-        raise ConfigError("sweep.name", f"must be a non-empty string, got {name!r}")
+    if not isinstance(name, str):
+        raise ConfigError("sweep.name", f"must be a string, got {name!r}")
+    check_folder_name("sweep.name", name)  # the default folder is results/<name>
 
     base_path = path.parent / head["base"]
     try:

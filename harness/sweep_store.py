@@ -6,6 +6,9 @@
     requests/cell=<n>/...   written with pyarrow's dataset writer
     timeline/cell=<n>/...
 
+The sweep holds its folder under a lock until it closes (`harness.run_store.lock_folder`), so
+no run or second sweep writes into it meanwhile.
+
 A cell is complete once sweep.json says so. Its tables are written first (replacing whatever
 an earlier, interrupted attempt left in its partition), then summary.parquet, then sweep.json,
 each file replaced atomically: a crash at any point leaves the cell either complete or to be
@@ -27,7 +30,7 @@ import pyarrow.parquet as pq
 
 import harness
 from harness.files import replace_atomically, write_json
-from harness.run_store import ResultsError
+from harness.run_store import ResultsError, holder, lock_folder
 from harness.schemas import TABLES, summary_table
 from harness.seed_result import SeedResult
 from harness.sweep_spec import Cell, Sweep
@@ -38,12 +41,22 @@ COMPLETE, FAILED, PENDING = "complete", "failed", "pending"
 
 
 class SweepStore:
-    """Opens (or creates) the folder of one sweep; refuses a folder holding another sweep."""
+    """Opens (or creates) the folder of one sweep, and holds it until `close`; refuses a
+    folder holding a run or another sweep, or held by a run or sweep still going."""
 
     def __init__(self, out_dir: Path, sweep: Sweep) -> None:
         self.out_dir = Path(out_dir)
         self.sweep = sweep
-        if (self.out_dir / "run.json").exists():
+        self._lock = lock_folder(self.out_dir)
+        try:
+            self._open()
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _open(self) -> None:
+        sweep = self.sweep
+        if holder(self.out_dir) == "run":
             raise ResultsError(f"{self.out_dir} holds a run, not a sweep; give another --out")
         old = _read_meta(self.out_dir) if is_sweep(self.out_dir) else None
         if old is not None and old.get("identity") != _jsonable(sweep.identity()):
@@ -74,7 +87,6 @@ class SweepStore:
             done = pq.read_table(summary_path)
             for cell in self.complete():
                 self._summaries[cell] = done.filter(pc.equal(done["cell"], cell))
-        self.out_dir.mkdir(parents=True, exist_ok=True)
         self._write_meta()
 
     def complete(self) -> set[int]:
@@ -112,10 +124,14 @@ class SweepStore:
         self._set(cell, status=FAILED, error=error, traceback=trace)
 
     def close(self) -> None:
-        self.meta["completed"] = len(self.complete()) == len(self.sweep.cells)
-        self.meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-        self._write_summary()
-        self._write_meta()
+        """Write the summary and sweep.json in full, then let the folder go."""
+        try:
+            self.meta["completed"] = len(self.complete()) == len(self.sweep.cells)
+            self.meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+            self._write_summary()
+            self._write_meta()
+        finally:
+            self._lock.release()
 
     def _set(self, cell: Cell, **fields: Any) -> None:
         self.meta["cells"][cell.index].update(fields)
@@ -152,6 +168,7 @@ def is_sweep(path: str | Path) -> bool:
 def load_sweep_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
     """(sweep.json, summary of the complete cells), or ResultsError saying why not."""
     folder = Path(path)
+    holder(folder)  # a folder a run also wrote into cannot be read as a sweep
     meta = _read_meta(folder)
     summary_path = folder / "summary.parquet"
     if not summary_path.is_file():

@@ -132,8 +132,11 @@ def test_shipped_sweeps_are_valid():
 
 def test_a_folder_of_another_sweep_is_refused(tmp_path):
     out = tmp_path / "out"
-    SweepStore(out, load_sweep(_sweep_file(tmp_path, GRID)))
-    SweepStore(out, load_sweep(_sweep_file(tmp_path, GRID)))  # the same sweep: resumes
+    SweepStore(out, load_sweep(_sweep_file(tmp_path, GRID))).close()
+    store = SweepStore(out, load_sweep(_sweep_file(tmp_path, GRID)))  # the same sweep: resumes
+    with pytest.raises(ResultsError, match="in use"):  # while it is open, no one else writes
+        SweepStore(out, load_sweep(_sweep_file(tmp_path, GRID)))
+    store.close()
     with pytest.raises(ResultsError, match="different sweep"):
         SweepStore(out, load_sweep(_sweep_file(tmp_path, GRID), seeds=4))
 

@@ -7,7 +7,7 @@ for the docs.
 
 from harness.config.load import load, parse_override
 from harness.config.schema import SECTIONS, Config, RayConfig, RunConfig
-from harness.config.validate import ConfigError, from_dict
+from harness.config.validate import ConfigError, check_folder_name, from_dict
 
 __all__ = [
     "SECTIONS",
@@ -15,6 +15,7 @@ __all__ = [
     "ConfigError",
     "RayConfig",
     "RunConfig",
+    "check_folder_name",
     "from_dict",
     "load",
     "parse_override",

@@ -21,7 +21,11 @@ from harness.workload import WorkloadSpec
 
 @dataclass(frozen=True)
 class RunConfig:
-    name: str = key("run", "Names the output folder; a config file defaults it to its own name.")
+    name: str = key(
+        "run",
+        "Names the folder under results/ (a file name: no /, at most 200 bytes); "
+        "a config file defaults it to its own name.",
+    )
     duration_s: float = key(25.0, "Arrivals, heartbeats and samples stop at this time.", gt=0)
     seeds: int = key(20, "How many seeds to run, from first_seed on.", ge=1)
     first_seed: int = key(0, "The first seed.", ge=0)

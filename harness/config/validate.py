@@ -143,7 +143,30 @@ def from_dict(raw: dict[str, Any]) -> Config:
     return config
 
 
+NAME_MAX_BYTES = 200
+"""Longest name a results folder may start with: a file name may have 255 bytes, and a run's
+folder adds its time and run id (`-YYYYmmdd-HHMMSS-1a2b3c`) to the name."""
+
+
+def check_folder_name(key: str, name: str) -> None:
+    """`name` names a folder under results/, so it must be one plain file name there: no
+    path (it would write elsewhere), nothing unprintable (a NUL cannot be in a path at all, a
+    newline is a trap in every listing), and short enough for the file system."""
+    if not name:
+        raise ConfigError(key, "must not be empty")
+    if not name.isprintable():
+        raise ConfigError(key, f"has a control character (such as a newline or NUL), got {name!r}")
+    if "/" in name or "\\" in name or name in (".", ".."):
+        raise ConfigError(
+            key, f"must be a file name, without / or \\ and not . or .., got {name!r}"
+        )
+    size = len(name.encode())
+    if size > NAME_MAX_BYTES:
+        raise ConfigError(key, f"must be at most {NAME_MAX_BYTES} bytes, got {size}")
+
+
 def _cross_check(c: Config) -> None:
+    check_folder_name("run.name", c.run.name)
     lo_hi = c.cluster.initial_cpu_allocated
     if len(lo_hi) != 2 or lo_hi[0] < 0 or lo_hi[0] > lo_hi[1]:
         raise ConfigError(
