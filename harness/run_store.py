@@ -83,6 +83,11 @@ class RunWriter:
             self.meta["invariants"].append({**entry, **check})
         self._write_meta()
 
+    def set_thresholds(self, records: list[dict[str, Any]]) -> None:
+        """The run's threshold checks (`harness.thresholds.evaluate`), kept in run.json."""
+        self.meta["thresholds"] = records
+        self._write_meta()
+
     def close(self, completed: bool, error: str | None = None) -> None:
         for writer in self._writers.values():
             writer.close()
