@@ -1,14 +1,20 @@
-"""Thresholds: the grammar, evaluation over seeds, and the `[thresholds]` table."""
+"""Thresholds: the grammar, evaluation over seeds, the `[thresholds]` table, and the exit codes
+of `harness run` (99 when one fails, 2 when one is malformed)."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
 import pytest
 
+from harness.cli import THRESHOLD_FAILED, main
 from harness.config import ConfigError, from_dict, load
 from harness.thresholds import ThresholdError, evaluate, parse
+from tests.conftest import CONFIGS
+
+HERD = str(CONFIGS / "seed-herd.toml")
 
 
 @pytest.mark.parametrize(
@@ -138,3 +144,60 @@ def test_a_bad_thresholds_table_names_the_key(table, key, reason):
     with pytest.raises(ConfigError) as caught:
         from_dict({"thresholds": table})
     assert caught.value.key == key and reason in caught.value.reason
+
+
+# -- the CLI ----------------------------------------------------------------------------------
+
+
+def _run(tmp_path, *extra: str) -> int:
+    out = tmp_path / "out"
+    common = ["--seeds", "2", "--set", "run.duration_s=5", "--out", str(out), "--quiet"]
+    return main(["run", HERD, "--compare", "stale,optimistic", *common, *extra])
+
+
+def test_a_passing_threshold_exits_0_and_is_written_to_run_json(tmp_path, capsys):
+    assert _run(tmp_path, "--threshold", "optimistic.cv_median < 0.5") == 0
+    printed = capsys.readouterr().out
+    assert "thresholds: 1 of 1 passed" in printed
+    (record,) = json.loads((tmp_path / "out" / "run.json").read_text())["thresholds"]
+    assert record["threshold"] == "optimistic.cv_median < 0.5" and record["passed"] is True
+
+
+def test_a_failing_threshold_exits_99(tmp_path, capsys):
+    code = _run(tmp_path, "--threshold", "*.cv < 0.5", "--threshold", "failed_frac == 0")
+    assert code == THRESHOLD_FAILED == 99
+    captured = capsys.readouterr()
+    assert "thresholds: 3 of 4 passed" in captured.out
+    assert captured.err == "harness: 1 of 4 threshold checks failed\n"
+    records = json.loads((tmp_path / "out" / "run.json").read_text())["thresholds"]
+    assert [(r["strategy"], r["passed"]) for r in records] == [
+        ("stale", False),
+        ("optimistic", True),
+        ("stale", True),
+        ("optimistic", True),
+    ]
+    assert records[0]["failed_seeds"] == [0, 1]
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["{herd}", "--threshold", "cv_avg < 1"], "--threshold: unknown aggregate 'avg'"),
+        (["{herd}", "--threshold", "cv"], "--threshold: expected [STRATEGY.]METRIC"),
+        (
+            ["{herd}", "--compare", "stale,optimistic", "--threshold", "reconcile.cv < 1"],
+            "--threshold: reconcile.cv < 1 names reconcile, which does not run (stale, optimistic)",
+        ),
+        (["{herd}", "--set", "thresholds.cv=1"], "thresholds.cv: thresholds are set in"),
+        (["{gate}"], "thresholds.optimistic.cv_mediam: unknown aggregate 'mediam'"),
+    ],
+)
+def test_threshold_mistakes_give_one_line_and_exit_2(tmp_path, capsys, argv, message):
+    gate = tmp_path / "gate.toml"
+    gate.write_text('[thresholds]\n"optimistic.cv_mediam" = "< 1"\n')
+    out = tmp_path / "out"
+    argv = [a.format(herd=HERD, gate=gate) for a in argv]
+    assert main(["run", *argv, "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"harness: error: {message}") and err.count("\n") == 1
+    assert not out.exists()
