@@ -1,5 +1,6 @@
-"""`harness run`, `harness sweep` and `harness report`. User mistakes end with one line and exit
-code 2."""
+"""`harness run`, `harness sweep`, `harness report` and `harness keys`. Exit codes: 0 ok, 1 an
+engine failure, a broken invariant or a failed sweep cell, 2 a user mistake (one line), 99 a
+threshold failed (as k6), 130 interrupted."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from rich.console import Console
 
-from harness.config import ConfigError, load
-from harness.display import LazyProgress, SweepBar, print_run, print_sweep
+import harness
+from harness.config import Config, ConfigError, load
+from harness.display import LazyProgress, SweepBar, print_keys, print_run, print_sweep
 from harness.engine import ENGINES, EngineError
 from harness.invariants import InvariantError
 from harness.ledgers import LEDGERS
@@ -23,6 +25,21 @@ from harness.run_store import ResultsError, load_run
 from harness.runner import default_out_dir, run
 from harness.sweep_spec import load_sweep
 from harness.sweep_store import is_sweep, load_sweep_results
+from harness.thresholds import FORM, not_run
+
+THRESHOLD_FAILED = 99
+"""Exit code of a run or sweep that finished but failed a threshold (k6 uses 99 too)."""
+
+
+def _threshold_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        dest="thresholds",
+        help=f"fail (exit {THRESHOLD_FAILED}) unless {FORM}; repeatable",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="harness",
         description="Load-test harness for Best-of-K placement on stale node metrics.",
     )
+    parser.add_argument("--version", action="version", version=f"harness {harness.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("run", help="run a scenario and write its results")
@@ -64,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace the results a run or a sweep left in --out (never other files)",
     )
+    _threshold_flag(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     w = sub.add_parser("sweep", help="run every cell of a sweep file on Ray")
@@ -87,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
         dest="overrides",
         help="override a key of the base config (not a varied one); repeatable",
     )
+    _threshold_flag(w)
     w.add_argument("--quiet", action="store_true", help="no progress bar")
 
     r = sub.add_parser(
@@ -94,6 +114,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("dir", type=Path, help="a run's or a sweep's output folder")
     sub.add_parser("plugins", help="list every placement plugin and strategy available")
+
+    k = sub.add_parser("keys", help="list every config key with its default and meaning")
+    k.add_argument("--markdown", action="store_true", help="as the README's tables")
     return parser
 
 
@@ -142,8 +165,9 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         overrides.append(f"ray.address={args.address}")
     if args.seeds is not None:
         overrides.append(f"run.seeds={args.seeds}")
-    config = load(args.config, overrides)
+    config = load(args.config, overrides, args.thresholds)
     strategies = _strategies(args.compare, config.placement.strategy)
+    _check_threshold_strategies(config, strategies)
     out = args.out or default_out_dir(config)
     progress = None if args.quiet else LazyProgress(config.run.name)
     stopped = _until_done(
@@ -157,13 +181,16 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     meta, frames = load_run(out)
     print_run(meta, frames, console)
     console.print(f"results: {out}")
-    return 0
+    return _threshold_code(meta["thresholds"])
 
 
 def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
     from harness.sweep import run_sweep  # ray: only loaded when sweeping
 
-    sweep = load_sweep(args.sweep, args.overrides, args.seeds)
+    sweep = load_sweep(args.sweep, args.overrides, args.seeds, args.thresholds)
+    _check_threshold_strategies(
+        sweep.base, list(dict.fromkeys(c.config.placement.strategy for c in sweep.cells))
+    )
     out = args.out or Path("results") / sweep.name
     progress = None if args.quiet else SweepBar(sweep.name)
     stopped = _until_done(
@@ -177,7 +204,30 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
     meta, summary = load_sweep_results(out)
     print_sweep(meta, summary, console)
     console.print(f"results: {out}")
-    return 0
+    failed = sum(c["status"] == "failed" for c in meta["cells"])
+    if failed:
+        print(f"harness: {failed} of {len(meta['cells'])} cells failed", file=sys.stderr)
+        return 1
+    return _threshold_code([r for c in meta["cells"] for r in c.get("thresholds", [])])
+
+
+def _check_threshold_strategies(config: Config, strategies: list[str]) -> None:
+    """Refuses, before anything runs, a threshold on a strategy that will not run."""
+    unchecked = not_run(config.thresholds, strategies)
+    if unchecked:
+        t = unchecked[0]
+        raise ConfigError(
+            t.origin, f"{t} names {t.strategy}, which does not run ({', '.join(strategies)})"
+        )
+
+
+def _threshold_code(records: list[dict[str, Any]]) -> int:
+    """0 when every threshold check passed, else THRESHOLD_FAILED, saying so on stderr."""
+    failed = sum(not r["passed"] for r in records)
+    if not failed:
+        return 0
+    print(f"harness: {failed} of {len(records)} threshold checks failed", file=sys.stderr)
+    return THRESHOLD_FAILED
 
 
 def _cmd_report(args: argparse.Namespace, console: Console) -> int:
@@ -200,6 +250,11 @@ def _cmd_plugins(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _cmd_keys(args: argparse.Namespace, console: Console) -> int:
+    print_keys(console, markdown=args.markdown)
+    return 0
+
+
 def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -216,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             "sweep": _cmd_sweep,
             "report": _cmd_report,
             "plugins": _cmd_plugins,
+            "keys": _cmd_keys,
         }
         return commands[args.command](args, console)
     except (ConfigError, ResultsError) as e:

@@ -6,19 +6,25 @@ import itertools
 import math
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from rich.columns import Columns
-from rich.console import Console, Group
+from rich.console import Console, Group, JustifyMethod, RenderableType
 from rich.live import Live
+from rich.markup import escape
 from rich.panel import Panel
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn
 from rich.table import Table
+from rich.text import Text
 
 from harness.analysis import by_strategy, cv, median_seed
+from harness.config.keys import defaults_table, fault_keys_table
 from harness.engine import Snapshot
+from harness.thresholds import AGGREGATE_NAMES, DERIVED, EACH_SEED, FORM, METRICS, number_text
 
 
 def bars(labels: list[str], values: list[int], width: int = 40) -> str:
@@ -41,54 +47,146 @@ def _fmt(x: float, digits: int = 3) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
-def strategy_table(summary: pd.DataFrame, title: str) -> Table:
-    table = Table(
-        title=title,
-        title_justify="left",
-        caption="err: believed minus true allocated vCPU per node and replica; |err| is its mean, "
-        "time-weighted, over and under the worst over all seeds, err % the share of "
-        "node-time with any error",
-        caption_justify="left",
+def _interval(lo: float, hi: float) -> str:
+    """A 95% interval as `lo-hi`; `-` when there is none (one seed)."""
+    return "-" if math.isnan(lo) else f"{_fmt(lo)}-{_fmt(hi)}"
+
+
+def _counts(values: pd.Series) -> list[str]:
+    """Counts (or their means over seeds): whole numbers as integers, else one decimal, the
+    same for the whole column so that it lines up."""
+    whole = bool(((values % 1) == 0).all())
+    return ["-" if math.isnan(v) else f"{v:.0f}" if whole else f"{v:.1f}" for v in values]
+
+
+def _number(x: float | None) -> str:
+    """A measured value of any size, in full: 500, 0.01523, 1234.6."""
+    if x is None or math.isnan(x):
+        return "-"
+    if float(x).is_integer():
+        return f"{x:.0f}"
+    return f"{x:.1f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def _text(value: Any) -> str:
+    """A config value as its column header or cell (markup escaped): 0.1, 10000, stale."""
+    return escape(number_text(value) if isinstance(value, float) else str(value))
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a terminal table: its header and cells as rich markup, lines stacked
+    with newlines; it is never wrapped or cut, so its width is its longest line."""
+
+    header: str
+    cells: list[str]
+    justify: JustifyMethod = "right"
+
+    @property
+    def width(self) -> int:
+        lines = (ln for text in (self.header, *self.cells) for ln in text.split("\n"))
+        return max(Text.from_markup(line).cell_len for line in lines)
+
+
+def _table_width(columns: list[Column]) -> int:
+    """Cells of rich's default table: a border and two spaces of padding per column, plus the
+    closing border."""
+    return 1 + sum(c.width + 3 for c in columns)
+
+
+def fitted(
+    title: str, keys: list[Column], columns: list[Column], width: int, caption: str = ""
+) -> list[RenderableType]:
+    """`keys` then `columns`, in order (most important first), as one table if it fits in
+    `width`, else as several: each repeats the key columns and takes as many of the rest as
+    fit, and a footer says where the others went. Nothing is cut. The title (markup) and the
+    caption are lines of their own, wrapped at `width` rather than at the table's edge."""
+    groups: list[list[Column]] = [[]]
+    for column in columns:
+        if groups[-1] and _table_width([*keys, *groups[-1], column]) > width:
+            groups.append([])
+        groups[-1].append(column)
+    moved = [c.header.replace("\n", " ") for group in groups[1:] for c in group]
+    parts: list[RenderableType] = []
+    for i, group in enumerate(groups):
+        notes = [caption] if caption and i == len(groups) - 1 else []
+        if i == 0 and moved:
+            notes.insert(0, f"Wider than {width} columns: the columns {', '.join(moved)} follow.")
+        table = Table()
+        for column in [*keys, *group]:
+            table.add_column(column.header, justify=column.justify, no_wrap=True)
+        for row in zip(*(c.cells for c in [*keys, *group]), strict=True):
+            table.add_row(*row)
+        lines: list[RenderableType] = [
+            Text.from_markup(title if i == 0 else f"{title} (continued)", style="italic"),
+            table,
+        ]
+        if notes:
+            lines.append(Text(" ".join(notes), style="dim"))
+        parts.append(Group(*lines))
+    return parts
+
+
+def strategy_tables(summary: pd.DataFrame, title: str, width: int) -> list[RenderableType]:
+    """The table over seeds, one row per strategy, fitted to `width`."""
+    rows = by_strategy(summary)
+    columns = [
+        Column("seeds", [str(n) for n in rows["seeds"]]),
+        Column("CV\nmean", [_fmt(x) for x in rows["cv_mean"]]),
+        Column(
+            "CV 95%\nCI",
+            [_interval(lo, hi) for lo, hi in zip(rows["cv_lo"], rows["cv_hi"], strict=True)],
+        ),
+        Column("CV\nmed", [_fmt(x) for x in rows["cv_median"]]),
+        Column("max", _counts(rows["max_count"])),
+        Column("min", _counts(rows["min_count"])),
+        Column("placed", _counts(rows["placed"])),
+        Column("failed", _counts(rows["failed"])),
+        Column("p99\nms", [_fmt(x, 2) for x in rows["p99_place_ms"]]),
+        Column("|err|", [_fmt(x, 2) for x in rows["err_mean_abs"]]),
+        Column("over", [_fmt(x, 1) for x in rows["err_over_max"]]),
+        Column("under", [_fmt(x, 1) for x in rows["err_under_max"]]),
+        Column(
+            "err %",
+            ["-" if math.isnan(x) else f"{100 * x:.1f}%" for x in rows["err_nonzero_frac"]],
+        ),
+    ]
+    caption = (
+        "max, min: the busiest and idlest node's sandboxes, placed and failed: creates, each "
+        "a mean over seeds. err: believed minus true allocated vCPU per node and replica; "
+        "|err| is its mean, time-weighted, over and under the worst over all seeds, err % the "
+        "share of node-time with any error."
     )
-    table.add_column("strategy", no_wrap=True)
-    for col in (
-        "seeds",
-        "CV mean",
-        "CV 95% CI",
-        "CV med",
-        "max",
-        "min",
-        "placed",
-        "failed",
-        "p99 ms",
-        "|err|",
-        "over",
-        "under",
-        "err %",
-    ):
-        table.add_column(col, justify="right", no_wrap=True)
-    for _, r in by_strategy(summary).iterrows():
-        table.add_row(
-            r["strategy"],
-            str(r["seeds"]),
-            _fmt(r["cv_mean"]),
-            f"{_fmt(r['cv_lo'])}-{_fmt(r['cv_hi'])}",
-            _fmt(r["cv_median"]),
-            f"{r['max_count']:.1f}",
-            f"{r['min_count']:.1f}",
-            f"{r['placed']:.1f}",
-            f"{r['failed']:.1f}",
-            _fmt(r["p99_place_ms"], 2),
-            _fmt(r["err_mean_abs"], 2),
-            _fmt(r["err_over_max"], 1),
-            _fmt(r["err_under_max"], 1),
-            "-" if math.isnan(r["err_nonzero_frac"]) else f"{100 * r['err_nonzero_frac']:.1f}%",
-        )
-    return table
+    strategy = Column("strategy", list(rows["strategy"]), justify="left")
+    return fitted(title, [strategy], columns, width, caption)
+
+
+def threshold_table(records: list[dict[str, Any]], width: int) -> list[RenderableType]:
+    """The run's threshold checks: pass or fail, with the value that decided."""
+    failed = sum(not r["passed"] for r in records)
+    title = f"thresholds: {len(records) - failed} of {len(records)} passed"
+    columns = [
+        Column("strategy", [r["strategy"] for r in records], justify="left"),
+        Column("value", [_number(r["value"]) for r in records]),
+        Column("result", [_verdict(r) for r in records], justify="left"),
+    ]
+    caption = "value: over the seeds as named, else the worst seed (each seed must pass)."
+    keys = [Column("threshold", [r["threshold"] for r in records], justify="left")]
+    return fitted(title, keys, columns, width, caption)
+
+
+def _verdict(record: dict[str, Any]) -> str:
+    if record["passed"]:
+        return "[green]pass[/green]"
+    failing = len(record["failed_seeds"])
+    if record["over"] == EACH_SEED:
+        return f"[red]FAIL[/red] on {failing} of {record['seeds']} seeds"
+    return "[red]FAIL[/red]" + (f": no value on {failing} seeds" if failing else "")
 
 
 def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Console) -> None:
-    """Histograms of each strategy's median-CV seed side by side, then the table over seeds."""
+    """Histograms of each strategy's median-CV seed side by side, the table over seeds, and
+    the threshold checks."""
     summary, nodes = frames["summary"], frames["nodes"]
     if summary.empty:
         console.print("[yellow]no seed finished: nothing to show[/yellow]")
@@ -119,7 +217,11 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
         f"{cfg.get('run', {}).get('name', '')}: {meta.get('engine')} engine, "
         f"{summary['nodes'].iloc[0]} nodes, K={summary['k'].iloc[0]}{state}"
     )
-    console.print(strategy_table(summary, title))
+    tables = strategy_tables(summary, title, console.width)
+    if meta.get("thresholds"):
+        tables += threshold_table(meta["thresholds"], console.width)
+    for table in tables:
+        console.print(table)
 
 
 def live_detail(snapshot: Snapshot) -> Panel:
@@ -136,6 +238,26 @@ def live_detail(snapshot: Snapshot) -> Panel:
         f"CV {_fmt(cv(counts))}"
     )
     return Panel(body, title=title, title_align="left", expand=False)
+
+
+BAR_WIDTH = 16
+"""Characters of progress bar: with the counts and the clock, a line fits in 80 columns."""
+
+
+def clock(seconds: float | None) -> str:
+    """0:08, 12:30, 1:02:03; -:-- when not known yet."""
+    if seconds is None:
+        return "-:--"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02}:{secs:02}" if hours else f"{minutes}:{secs:02}"
+
+
+class ClockColumn(ProgressColumn):
+    """`elapsed 0:08, ETA 0:02`: both named, so that neither is read as the other."""
+
+    def render(self, task: Task) -> Text:
+        return Text(f"elapsed {clock(task.elapsed)}, ETA {clock(task.time_remaining)}")
 
 
 class LazyProgress:
@@ -158,10 +280,9 @@ class LazyProgress:
                 return
             self.bar = Progress(
                 TextColumn("{task.description}"),
-                BarColumn(),
+                BarColumn(bar_width=BAR_WIDTH),
                 TextColumn("{task.fields[units]}"),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
+                ClockColumn(),
             )
             self.task = self.bar.add_task(self.description, total=total, units="")
             self.live = Live(
@@ -180,18 +301,16 @@ class LazyProgress:
 
 
 class SweepBar:
-    """Cells complete, cells failed and time left of a sweep, on stderr; it appears with the
-    first report, so an error found before the sweep starts is not drawn under a bar."""
+    """Cells complete, cells failed, elapsed and time left of a sweep, on stderr; it appears
+    with the first report, so an error found before the sweep starts is not drawn under a bar."""
 
     def __init__(self, description: str) -> None:
         self.started = False
         self.bar = Progress(
             TextColumn("{task.description}"),
-            BarColumn(),
+            BarColumn(bar_width=BAR_WIDTH),
             TextColumn("{task.fields[cells]}"),
-            TimeElapsedColumn(),
-            TextColumn("left"),
-            TimeRemainingColumn(),
+            ClockColumn(),
             console=Console(file=sys.stderr),
         )
         self.task = self.bar.add_task(description, total=None, cells="")
@@ -208,33 +327,133 @@ class SweepBar:
             self.bar.stop()
 
 
-def print_sweep(meta: dict[str, Any], summary: pd.DataFrame, console: Console) -> None:
-    """One row per complete cell (CV over its seeds), then the failed cells with their errors."""
-    keys = meta["keys"]
-    cells = meta["cells"]
-    done = sum(c["status"] == "complete" for c in cells)
-    table = Table(
-        title=f"{meta['name']}: {done}/{len(cells)} cells complete, {len(meta['seeds'])} seeds",
-        title_justify="left",
+STRATEGY_KEY = "placement.strategy"
+
+
+def _pivot(meta: dict[str, Any]) -> tuple[list[str], list[str], dict[tuple, dict[tuple, dict]]]:
+    """How a sweep's cells lay out as strategy x swept keys: the keys of the rows (the strategy
+    first), the keys of the columns (the last grid key and the keys linked to it), and
+    {row values: {column values: cell entry of sweep.json}}, in grid order."""
+    linked = {key: spec["with"] for key, spec in meta["identity"]["linked"].items()}
+    axes = [k for k in meta["grid_keys"] if k != STRATEGY_KEY]
+    across = [axes[-1], *(k for k, w in linked.items() if w == axes[-1])] if axes else []
+    down = [STRATEGY_KEY, *(k for k in meta["keys"] if k not in across and k != STRATEGY_KEY)]
+    strategy = meta["identity"]["base"]["placement"]["strategy"]
+    grid: dict[tuple, dict[tuple, dict]] = {}
+    for cell in meta["cells"]:
+        values = {STRATEGY_KEY: strategy, **cell["values"]}
+        row = tuple(values[k] for k in down)
+        grid.setdefault(row, {})[tuple(values[k] for k in across)] = cell
+    return down, across, grid
+
+
+def _cv_cell(r: pd.Series) -> str:
+    """A cell's CV mean, and its 95% interval below it when there is one."""
+    interval = _interval(r["cv_lo"], r["cv_hi"])
+    return _fmt(r["cv_mean"]) + ("" if interval == "-" else f"\n{interval}")
+
+
+def sweep_tables(meta: dict[str, Any], summary: pd.DataFrame, width: int) -> list[RenderableType]:
+    """CV mean (95% interval below it) of every cell, strategies down and the last swept key
+    across; failed creates the same way when any cell has some. Fitted to `width`."""
+    down, across, grid = _pivot(meta)
+    stats = {cell: by_strategy(group).iloc[0] for cell, group in summary.groupby("cell")}
+    rows = list(grid)
+    heads = list(dict.fromkeys(head for cells in grid.values() for head in cells))
+
+    def tables(title: str, text: Callable[[pd.Series], str]) -> list[RenderableType]:
+        def shown(cell: dict | None) -> str:
+            status = cell["status"] if cell else "pending"
+            if status == "complete":
+                return text(stats[cell["cell"]])
+            return "[red]failed[/red]" if status == "failed" else "-"
+
+        columns = [
+            Column("\n".join(map(_text, head)) or "all", [shown(grid[r].get(head)) for r in rows])
+            for head in heads
+        ]
+        keys = [
+            Column(
+                "strategy" if k == STRATEGY_KEY else k.replace(".", ".\n"),
+                [_text(row[i]) for row in rows],
+                justify="left",
+            )
+            for i, k in enumerate(down)
+        ]
+        where = f"; across: {', '.join(across)}" if across else ""
+        return fitted(title + where, keys, columns, width)
+
+    done = sum(c["status"] == "complete" for c in meta["cells"])
+    head = f"{meta['name']}: {done}/{len(meta['cells'])} cells complete, {len(meta['seeds'])} seeds"
+    found = tables(
+        f"{head}; CV mean over seeds, its 95% interval below",
+        _cv_cell,
     )
-    table.add_column("cell", justify="right")
-    for key in keys:
-        table.add_column(key, justify="right", no_wrap=True)
-    for col in ("CV mean", "CV 95% CI", "max", "min", "failed"):
-        table.add_column(col, justify="right", no_wrap=True)
-    for cell, group in summary.groupby("cell", sort=True):
-        row = by_strategy(group).iloc[0]
-        values = meta["cells"][cell]["values"]
-        table.add_row(
-            str(cell),
-            *(str(values[k]) for k in keys),
-            _fmt(row["cv_mean"]),
-            f"{_fmt(row['cv_lo'])}-{_fmt(row['cv_hi'])}",
-            f"{row['max_count']:.1f}",
-            f"{row['min_count']:.1f}",
-            f"{row['failed']:.1f}",
+    if not summary.empty and summary["failed"].any():
+        found += tables(
+            f"{head}; failed creates, mean over seeds",
+            lambda r: _counts(pd.Series([r["failed"]]))[0],
         )
-    console.print(table)
-    for c in cells:
+    return found
+
+
+def sweep_threshold_tables(meta: dict[str, Any], width: int) -> list[RenderableType]:
+    """How many of the cells' threshold checks passed, and each one that failed with its cell."""
+    checked = [(c, r) for c in meta["cells"] for r in c.get("thresholds", [])]
+    failing = [(c, r) for c, r in checked if not r["passed"]]
+    title = (
+        f"thresholds: {len(checked) - len(failing)} of {len(checked)} checks passed in "
+        f"{len({c['cell'] for c, _ in checked})} cells"
+    )
+    if not failing:
+        return [Text(title)]
+    keys = [k for k in meta["keys"] if k != STRATEGY_KEY]
+    columns = [
+        Column("value", [_number(r["value"]) for _, r in failing]),
+        Column("result", [_verdict(r) for _, r in failing], justify="left"),
+        Column("cell", [str(c["cell"]) for c, _ in failing]),
+        Column("strategy", [r["strategy"] for _, r in failing], justify="left"),
+        *(
+            Column(k.replace(".", ".\n"), [_text(c["values"][k]) for c, _ in failing], "left")
+            for k in keys
+        ),
+    ]
+    threshold = Column("threshold", [r["threshold"] for _, r in failing], justify="left")
+    return fitted(f"{title}; failed:", [threshold], columns, width)
+
+
+def print_sweep(meta: dict[str, Any], summary: pd.DataFrame, console: Console) -> None:
+    """The pivot of the cells, the threshold checks, then the failed cells with their errors."""
+    tables = sweep_tables(meta, summary, console.width)
+    if any(c.get("thresholds") for c in meta["cells"]):
+        tables += sweep_threshold_tables(meta, console.width)
+    for table in tables:
+        console.print(table)
+    for c in meta["cells"]:
         if c["status"] == "failed":
             console.print(f"[red]cell {c['cell']} failed[/red] {c['values']}: {c['error']}")
+
+
+def print_keys(console: Console, markdown: bool = False) -> None:
+    """Every config key with its default and meaning (`harness.config.keys`, the source of the
+    README's tables), then what a threshold may name; `markdown` prints the README's rows."""
+    rows = defaults_table() + fault_keys_table()
+    if markdown:
+        for key, default, meaning in rows:
+            print(f"| `{key}` | `{default}` | {meaning} |")
+        return
+    table = Table(title="config keys", title_justify="left")
+    table.add_column("key", no_wrap=True)
+    table.add_column("default", no_wrap=True)
+    table.add_column("meaning", ratio=1)
+    for row in rows:
+        table.add_row(*map(Text, row))
+    console.print(table)
+    derived = ", ".join(f"{name} ({meaning})" for name, (_, meaning) in DERIVED.items())
+    console.print(
+        Text(
+            f'[thresholds]: "[STRATEGY.]METRIC[_AGGREGATE]" = "OP NUMBER", or --threshold '
+            f"{FORM}. METRIC: {', '.join(METRICS)}; of these, derived: {derived}. AGGREGATE "
+            f"over seeds: {AGGREGATE_NAMES}; none: every seed must pass. OP: <, <=, >, >=, ==."
+        )
+    )

@@ -52,7 +52,16 @@ def _figure(png: bytes, alt: str, caption: str) -> str:
 
 
 def _table(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, na_rep="-", float_format=lambda x: f"{x:.3f}", border=0)
+    """Numbers to 3 decimals, but a column of whole numbers (counts, or their means over equal
+    seeds) as integers: 500, not 500.000."""
+    whole = [c for c in frame.select_dtypes("float") if (frame[c].dropna() % 1 == 0).all()]
+    return frame.to_html(
+        index=False,
+        na_rep="-",
+        float_format=lambda x: f"{x:.3f}",
+        formatters=dict.fromkeys(whole, lambda x: f"{x:.0f}"),
+        border=0,
+    )
 
 
 def _beats(config: Config) -> tuple[list[float], str]:

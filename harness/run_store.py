@@ -216,6 +216,11 @@ class RunWriter:
         if time.monotonic() >= self._meta_due:
             self._write_meta()
 
+    def set_thresholds(self, records: list[dict[str, Any]]) -> None:
+        """The run's threshold checks (`harness.thresholds.evaluate`), kept in run.json."""
+        self.meta["thresholds"] = records
+        self._write_meta()
+
     def close(self, completed: bool, error: str | None = None) -> None:
         """Close the files, write run.json in full, then let the folder go."""
         try:

@@ -12,7 +12,9 @@ from harness.config import Config
 from harness.engine import Engine, Progress, Snapshot, get_engine
 from harness.invariants import InvariantError, check
 from harness.run_store import RunWriter, check_out_dir
+from harness.schemas import summary_table
 from harness.seed_result import SeedResult
+from harness.thresholds import evaluate
 
 # progress(units_done, units_total, fraction_of_current_unit, live snapshot or None)
 RunProgress = Callable[[int, int, float, Snapshot | None], None]
@@ -54,7 +56,8 @@ def run(
     otherwise, raised before the engine starts). An exception or Ctrl-C still closes the
     files and marks run.json `completed: false`. Every (strategy, seed) is checked
     (`harness.invariants`); broken checks are written with the results, and the run then
-    raises InvariantError.
+    raises InvariantError. The config's thresholds are checked on the finished run and written
+    to run.json; failing them is for the caller to act on.
     """
     check_out_dir(out_dir, overwrite)
     engine = get_engine(config.run.engine)
@@ -62,6 +65,7 @@ def run(
     seeds = seeds_of(config)
     total = len(strategies) * len(seeds)
     broken: list[str] = []
+    summaries: list[dict[str, Any]] = []
     with RunWriter(out_dir, config.to_dict(), strategies, seeds, engine.name, overwrite) as writer:
         done = 0
         for strategy in strategies:
@@ -80,10 +84,12 @@ def run(
                         writer.add(partial, partial=True)
                     raise
                 writer.add(result, checks)
+                summaries.append(result.summary)
                 broken += [f"{strategy} seed {seed}: {line}" for line in failed]
                 done += 1
                 if progress is not None:
                     progress(done, total, 0.0, None)
+        writer.set_thresholds(evaluate(config.thresholds, summary_table(summaries).to_pandas()))
     if broken:
         raise InvariantError(str(out_dir), broken)
     return out_dir

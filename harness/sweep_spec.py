@@ -14,6 +14,9 @@ seeds = 10                   # optional; default: the base's run.seeds
 
 [linked]                     # optional: keys that move with a grid key, one value per step
 "workload.rate_per_s" = { with = "cluster.nodes", values = [20, 200, 2000] }
+
+[thresholds]                 # optional: checked on every cell, as a config's (harness.thresholds)
+"optimistic.cv_median" = "< 0.05"
 ```
 
 Every mistake is a ConfigError naming the key (exit 2 in the CLI), found before anything runs.
@@ -23,15 +26,24 @@ from __future__ import annotations
 
 import itertools
 import tomllib
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.config import Config, ConfigError, check_folder_name, load, parse_override
+from harness.config import (
+    Config,
+    ConfigError,
+    check_folder_name,
+    flatten,
+    load,
+    parse_override,
+    thresholds_table,
+    with_thresholds,
+)
 from harness.runner import seeds_of
 from harness.spec import choice_names
 
-_SECTIONS = {"sweep", "set", "grid", "linked"}
+_SECTIONS = {"sweep", "set", "grid", "linked", "thresholds"}
 _SWEEP_KEYS = {"base", "name", "seeds"}
 
 
@@ -62,9 +74,12 @@ class Sweep:
         return [*self.grid, *self.linked]
 
     def identity(self) -> dict[str, Any]:
-        """What makes two sweeps the same: a folder may only be resumed by its own sweep."""
+        """What makes two sweeps the same: a folder may only be resumed by its own sweep.
+        Thresholds judge results without changing them, so a resume may bring other ones."""
+        base = self.base.to_dict()
+        del base["thresholds"]
         return {
-            "base": self.base.to_dict(),
+            "base": base,
             "grid": self.grid,
             "linked": {k: {"with": w, "values": v} for k, (w, v) in self.linked.items()},
             "seeds": self.seeds,
@@ -84,19 +99,6 @@ def _choices(config: Config, key: str) -> tuple[str, ...] | None:
         if f.name == leaf:
             return choice_names(f.metadata)
     return None
-
-
-def _flatten(table: dict[str, Any], prefix: str = "", leaf: str | None = None) -> dict[str, Any]:
-    """`{"a": {"b": 1}}` and `{"a.b": 1}` both give `{"a.b": 1}`; a sub-table holding `leaf`
-    is a value, not a level (the inline tables of [linked])."""
-    flat = {}
-    for key, value in table.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and (leaf is None or leaf not in value):
-            flat.update(_flatten(value, dotted + ".", leaf))
-        else:
-            flat[dotted] = value
-    return flat
 
 
 def _table(raw: dict[str, Any], name: str) -> dict[str, Any]:
@@ -136,8 +138,15 @@ def _changed(base: Config, values: dict[str, Any], prefix: str = "", key: str = 
         raise ConfigError(key or f"{prefix}{e.key}", e.reason) from None
 
 
-def load_sweep(path: str | Path, overrides: list[str] = (), seeds: int | None = None) -> Sweep:
-    """Read and validate a sweep file; `overrides` (`key=value`) change the base like [set]."""
+def load_sweep(
+    path: str | Path,
+    overrides: list[str] = (),
+    seeds: int | None = None,
+    thresholds: list[str] = (),
+) -> Sweep:
+    """Read and validate a sweep file; `overrides` (`key=value`) change the base like [set];
+    the sweep's [thresholds] and `thresholds` (`--threshold`) add to the base's, every cell
+    checked against those naming its strategy or none."""
     path = Path(path)
     try:
         raw = tomllib.loads(path.read_bytes().decode("utf-8"))
@@ -164,14 +173,16 @@ def load_sweep(path: str | Path, overrides: list[str] = (), seeds: int | None = 
         base = load(base_path)
     except ConfigError as e:
         raise ConfigError(e.key or "sweep.base", f"{e.reason} (base {base_path})") from None
-    base = _changed(base, _flatten(_table(raw, "set")), prefix="set.")
+    base = _changed(base, flatten(_table(raw, "set")), prefix="set.")
     if "seeds" in head:
         base = _changed(base, {"run.seeds": head["seeds"]}, key="sweep.seeds")
     base = _changed(base, dict(parse_override(text) for text in overrides), prefix="--set ")
     if seeds is not None:
         base = _changed(base, {"run.seeds": seeds}, key="--seeds")
+    own = thresholds_table(raw.get("thresholds", {}))
+    base = with_thresholds(replace(base, thresholds=base.thresholds + own), thresholds)
 
-    grid_raw = _flatten(_table(raw, "grid"))
+    grid_raw = flatten(_table(raw, "grid"))
     if not grid_raw:
         raise ConfigError("grid", "names no key to vary")
     grid = {key: _check_values(base, "grid", key, values) for key, values in grid_raw.items()}
@@ -181,7 +192,7 @@ def load_sweep(path: str | Path, overrides: list[str] = (), seeds: int | None = 
             raise ConfigError(key, "is varied by the grid; it cannot also be set")
 
     linked = {}
-    for key, spec in _flatten(_table(raw, "linked"), leaf="with").items():
+    for key, spec in flatten(_table(raw, "linked"), leaf="with").items():
         where = f"linked.{key}"
         if not isinstance(spec, dict) or set(spec) != {"with", "values"}:
             raise ConfigError(where, "must be { with = <grid key>, values = [...] }")

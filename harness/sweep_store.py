@@ -34,6 +34,7 @@ from harness.run_store import ResultsError, holder, lock_folder
 from harness.schemas import TABLES, summary_table
 from harness.seed_result import SeedResult
 from harness.sweep_spec import Cell, Sweep
+from harness.thresholds import evaluate
 
 CELL_TABLES = ("nodes", "requests", "timeline")
 PARTITIONING = ds.partitioning(pa.schema([("cell", pa.int32())]), flavor="hive")
@@ -87,6 +88,7 @@ class SweepStore:
             done = pq.read_table(summary_path)
             for cell in self.complete():
                 self._summaries[cell] = done.filter(pc.equal(done["cell"], cell))
+                self._judge(sweep.cells[cell])  # this sweep's thresholds, maybe not the last's
         self._write_meta()
 
     def complete(self) -> set[int]:
@@ -117,7 +119,13 @@ class SweepStore:
             rows = rows.append_column(key, pa.array([cell.values[key]] * len(rows)))
         self._summaries[cell.index] = rows
         self._write_summary()
+        self._judge(cell)
         self._set(cell, status=COMPLETE, error=None, traceback=None, wall_s=round(wall_s, 3))
+
+    def _judge(self, cell: Cell) -> None:
+        """The cell's threshold checks, on its summary rows, into its entry of sweep.json."""
+        rows = self._summaries[cell.index].to_pandas()
+        self.meta["cells"][cell.index]["thresholds"] = evaluate(cell.config.thresholds, rows)
 
     def fail_cell(self, cell: Cell, error: str, trace: str) -> None:
         """Record a cell that raised; the sweep goes on and a rerun tries it again."""

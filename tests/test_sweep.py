@@ -101,6 +101,7 @@ def test_grid_expands_to_every_combination_with_linked_keys(tmp_path):
             "",
             "linked.workload.rate_per_s.values",
         ),
+        ('"cluster.nodes" = [4, 5]\n[thresholds]\n"cvv" = "< 1"\n', "", "thresholds.cvv"),
     ],
 )
 def test_mistakes_in_a_sweep_file_name_the_key(tmp_path, grid, extra, key):
@@ -223,3 +224,22 @@ def test_a_cell_that_raises_is_recorded_and_the_rest_complete(ray_instance, tmp_
     assert calls[-1] == (2, 1, 3)
     assert sorted(summary["cell"].unique()) == [0, 2]
     assert (summary.groupby("cell").size() == len(sweep.seeds)).all()
+
+
+def test_the_exit_code_says_whether_a_cell_or_a_threshold_failed(ray_instance, tmp_path, capsys):
+    path, out = _sweep_file(tmp_path, '"placement.strategy" = ["stale", "optimistic"]'), tmp_path
+    passing = ["--threshold", "optimistic.cv_max < 0.5"]
+    assert main(["sweep", str(path), "--out", str(out / "ok"), "--quiet", *passing]) == 0
+    assert "thresholds: 1 of 1 checks passed in 1 cells" in capsys.readouterr().out
+
+    # The same sweep, resumed with a threshold that stale fails: nothing reruns, it is judged.
+    failing = ["--threshold", "cv_max < 0.5"]
+    assert main(["sweep", str(path), "--out", str(out / "ok"), "--quiet", *failing]) == 99
+    assert capsys.readouterr().err == "harness: 1 of 2 threshold checks failed\n"
+    meta, _ = load_sweep_results(out / "ok")
+    judged = [(r["strategy"], r["passed"]) for c in meta["cells"] for r in c["thresholds"]]
+    assert judged == [("stale", False), ("optimistic", True)]
+
+    path = _sweep_file(tmp_path, f'"cluster.cpu_count" = [64, {FAILING_CPU_COUNT}]')
+    assert main(["sweep", str(path), "--out", str(out / "bad"), "--quiet"]) == 1
+    assert capsys.readouterr().err == "harness: 1 of 2 cells failed\n"

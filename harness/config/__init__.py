@@ -5,9 +5,15 @@ checks a raw dict against it, `load` reads files and `--set` overrides, `keys` l
 for the docs.
 """
 
-from harness.config.load import load, parse_override
+from harness.config.load import load, parse_override, with_thresholds
 from harness.config.schema import SECTIONS, Config, RayConfig, RunConfig
-from harness.config.validate import ConfigError, check_folder_name, from_dict
+from harness.config.validate import (
+    ConfigError,
+    check_folder_name,
+    flatten,
+    from_dict,
+    thresholds_table,
+)
 
 __all__ = [
     "SECTIONS",
@@ -16,7 +22,10 @@ __all__ = [
     "RayConfig",
     "RunConfig",
     "check_folder_name",
+    "flatten",
     "from_dict",
     "load",
     "parse_override",
+    "thresholds_table",
+    "with_thresholds",
 ]

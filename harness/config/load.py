@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from harness.config.schema import Config
-from harness.config.validate import ConfigError, from_dict, set_dotted
+from harness.config.validate import ConfigError, from_dict, parse_threshold, set_dotted
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -22,8 +23,14 @@ def parse_override(text: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def load(path: str | Path, overrides: list[str] = ()) -> Config:
-    """Read a TOML config, apply `--set` overrides, validate."""
+def with_thresholds(config: Config, texts: list[str]) -> Config:
+    """`config` with the `--threshold` expressions added after its own [thresholds]."""
+    extra = tuple(parse_threshold(text, "--threshold") for text in texts)
+    return replace(config, thresholds=config.thresholds + extra)
+
+
+def load(path: str | Path, overrides: list[str] = (), thresholds: list[str] = ()) -> Config:
+    """Read a TOML config, apply `--set` overrides and add `--threshold`s, validate."""
     path = Path(path)
     try:
         text = path.read_bytes().decode("utf-8")
@@ -42,4 +49,4 @@ def load(path: str | Path, overrides: list[str] = ()) -> Config:
     raw.setdefault("run", {}).setdefault("name", path.stem)
     for text in overrides:
         set_dotted(raw, *parse_override(text))
-    return from_dict(raw)
+    return with_thresholds(from_dict(raw), thresholds)

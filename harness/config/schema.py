@@ -16,6 +16,7 @@ from harness.faults import FAULT_KINDS, FaultSpec
 from harness.heartbeat import HeartbeatSpec
 from harness.scheduler import PlacementSpec
 from harness.spec import key
+from harness.thresholds import Threshold
 from harness.workload import WorkloadSpec
 
 
@@ -60,6 +61,7 @@ class Config:
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     ray: RayConfig = field(default_factory=RayConfig)
     faults: tuple[FaultSpec, ...] = ()
+    thresholds: tuple[Threshold, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         raw = asdict(self)
@@ -68,6 +70,10 @@ class Config:
             {k: v for k, v in entry.items() if k == "kind" or k in FAULT_KINDS[entry["kind"]].keys}
             for entry in raw["faults"]
         ]
+        # And a table of conditions by selector: {"optimistic.cv_median": ["< 0.05"]}.
+        raw["thresholds"] = {}
+        for t in self.thresholds:
+            raw["thresholds"].setdefault(t.selector, []).append(t.condition)
         return raw
 
     def with_value(self, key: str, value: Any) -> Config:
@@ -85,5 +91,8 @@ class Config:
         return from_dict(raw)
 
 
-SECTIONS: dict[str, type] = {k: v for k, v in get_type_hints(Config).items() if k != "faults"}
-"""The table sections of a config (`[[faults]]` is a list of `FaultSpec` entries)."""
+SECTIONS: dict[str, type] = {
+    k: v for k, v in get_type_hints(Config).items() if k not in ("faults", "thresholds")
+}
+"""The sections of a config made of keys (`[[faults]]` is a list of `FaultSpec` entries,
+`[thresholds]` a table of conditions, `harness.thresholds`)."""

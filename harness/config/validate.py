@@ -19,6 +19,7 @@ from harness.placement.framework import parse_weighted
 from harness.registry import RegistryError
 from harness.scheduler import PlacementSpec
 from harness.spec import choice_names
+from harness.thresholds import Threshold, ThresholdError, parse
 
 
 class ConfigError(ValueError):
@@ -128,6 +129,44 @@ def _faults(raw: Any) -> tuple[FaultSpec, ...]:
     return tuple(entries)
 
 
+def flatten(table: dict[str, Any], prefix: str = "", leaf: str | None = None) -> dict[str, Any]:
+    """`{"a": {"b": 1}}` and `{"a.b": 1}` both give `{"a.b": 1}`; a sub-table holding `leaf`
+    is a value, not a level (the inline tables of a sweep's [linked])."""
+    flat = {}
+    for key, value in table.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and (leaf is None or leaf not in value):
+            flat.update(flatten(value, dotted + ".", leaf))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+def parse_threshold(text: str, key: str) -> Threshold:
+    """One threshold expression; a mistake is a ConfigError naming `key` (or the flag)."""
+    try:
+        return parse(text, origin=key)
+    except ThresholdError as e:
+        raise ConfigError(key, str(e)) from None
+
+
+def thresholds_table(raw: Any) -> tuple[Threshold, ...]:
+    """A `[thresholds]` table: `"optimistic.cv_median" = "< 0.05"`, or a list of conditions
+    (`"*.cv" = ["> 0", "< 0.1"]`); a bare dotted key (`optimistic.cv_median = ...`) works too."""
+    if not isinstance(raw, dict):
+        raise ConfigError("thresholds", f'must be a table of "SELECTOR" = "OP NUMBER", got {raw!r}')
+    found = []
+    for selector, conditions in flatten(raw).items():
+        key = f"thresholds.{selector}"
+        listed = [conditions] if isinstance(conditions, str) else conditions
+        if not (isinstance(listed, list) and listed and all(isinstance(c, str) for c in listed)):
+            raise ConfigError(
+                key, f'must be a condition such as "< 0.05", or a list of them; got {conditions!r}'
+            )
+        found += [parse_threshold(f"{selector} {c}", key) for c in listed]
+    return tuple(found)
+
+
 def from_dict(raw: dict[str, Any]) -> Config:
     """Build and validate a Config; raises ConfigError naming the first bad key."""
     sections: dict[str, Any] = {}
@@ -135,8 +174,11 @@ def from_dict(raw: dict[str, Any]) -> Config:
         if name == "faults":
             sections[name] = _faults(value)
             continue
+        if name == "thresholds":
+            sections[name] = thresholds_table(value)
+            continue
         if name not in SECTIONS:
-            raise _unknown(name, [*SECTIONS, "faults"])
+            raise _unknown(name, [*SECTIONS, "faults", "thresholds"])
         sections[name] = _section(name, SECTIONS[name], value)
     config = Config(**sections)
     _cross_check(config)
@@ -255,6 +297,8 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
     """Put `value` at the dotted `key` of a raw config, refusing keys the schema lacks."""
     if key.startswith("faults"):
         raise ConfigError(key, "faults are set in the config file ([[faults]]), not with --set")
+    if key.startswith("thresholds"):
+        raise ConfigError(key, "thresholds are set in [thresholds] or with --threshold, not --set")
     parts = key.split(".")
     if len(parts) != 2 or not all(parts):
         raise ConfigError(key, "must be section.key, e.g. placement.k")
