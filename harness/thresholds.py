@@ -28,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 
 from harness.ledgers import LEDGERS
+from harness.registry import RegistryError
 from harness.schemas import SUMMARY
 
 DERIVED: dict[str, tuple[Callable[[pd.DataFrame], pd.Series], str]] = {
@@ -61,7 +62,7 @@ OPS: dict[str, Callable[[Any, Any], Any]] = {
     "==": operator.eq,
 }
 EXPRESSION = re.compile(
-    r"\s*(?:(?P<scope>\*|\w+)\.)?(?P<name>\w+)\s*(?P<op><=|>=|==|<|>)\s*(?P<number>\S+)\s*"
+    r"\s*(?:(?P<scope>\*|[\w.:]+)\.)?(?P<name>\w+)\s*(?P<op><=|>=|==|<|>)\s*(?P<number>\S+)\s*"
 )
 FORM = "[STRATEGY.]METRIC[_AGGREGATE] OP NUMBER, e.g. optimistic.cv_median < 0.05"
 EACH_SEED = "each seed"
@@ -132,8 +133,11 @@ def parse(text: str, origin: str = "") -> Threshold:
     if match is None:
         raise ThresholdError(f"expected {FORM}; got {text!r}")
     scope = match["scope"]
-    if scope not in (None, "*") and scope not in LEDGERS:
-        raise ThresholdError(f"unknown strategy {scope!r}{_close(scope, LEDGERS)}")
+    if scope not in (None, "*"):
+        try:
+            LEDGERS.resolve(scope)
+        except RegistryError:
+            raise ThresholdError(f"unknown strategy {scope!r}{_close(scope, LEDGERS)}") from None
     metric, aggregate = _metric_and_aggregate(match["name"])
     try:
         bound = float(match["number"])

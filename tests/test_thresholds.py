@@ -201,3 +201,9 @@ def test_threshold_mistakes_give_one_line_and_exit_2(tmp_path, capsys, argv, mes
     err = capsys.readouterr().err
     assert err.startswith(f"harness: error: {message}") and err.count("\n") == 1
     assert not out.exists()
+
+
+def test_a_threshold_can_name_a_strategy_plugin_by_import_path() -> None:
+    threshold = parse("tests.test_pipeline:OwnOptimistic.cv_mean < 0.1")
+    assert threshold.strategy == "tests.test_pipeline:OwnOptimistic"
+    assert (threshold.metric, threshold.aggregate) == ("cv", "mean")
