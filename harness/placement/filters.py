@@ -36,7 +36,7 @@ class TooManyStarting(Filter):
 
     name = "too_many_starting"
 
-    def applies(self, scheduler: Scheduler, vcpu: float, excluded: set[int] | None) -> bool:
+    def needed(self) -> bool:
         return self.rules.too_many_starting
 
     def passes(

@@ -107,7 +107,8 @@ class Pipeline:
         algorithm = ALGORITHMS[rules.algorithm]
         self.sampler: Sampler = resolve("samplers", rules.sampler or algorithm.sampler)(rules)
         filters = rules.filters or algorithm.filters
-        self.filters: list[Filter] = [resolve("filters", f)(rules) for f in filters]
+        built = [resolve("filters", f)(rules) for f in filters]
+        self.filters: list[Filter] = [f for f in built if f.needed()]
         weighted = [parse_weighted(s) for s in rules.scorers] or algorithm.scorers
         self.scorers = [(resolve("scorers", name)(rules), weight) for name, weight in weighted]
         self.selector: Selector = resolve("selectors", rules.selector or algorithm.selector)(rules)
@@ -118,8 +119,11 @@ class Pipeline:
         self, scheduler: Scheduler, vcpu: float, excluded: set[int] | None, now: float
     ) -> Eligible | None:
         """The test a candidate must pass for this request; None when no filter applies."""
-        active = [f for f in self.filters if f.applies(scheduler, vcpu, excluded)]
-        if not active:
+        active = None
+        for f in self.filters:
+            if f.applies(scheduler, vcpu, excluded):
+                active = [f] if active is None else [*active, f]
+        if active is None:
             return None
         return lambda node: all(f.passes(scheduler, node, vcpu, excluded, now) for f in active)
 

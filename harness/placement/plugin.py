@@ -35,6 +35,11 @@ class Sampler(Plugin):
 class Filter(Plugin):
     """A predicate every candidate must pass."""
 
+    def needed(self) -> bool:
+        """Whether the filter can ever reject a node under these rules; a pipeline drops one
+        that cannot (say `too_many_starting` with its flag off)."""
+        return True
+
     def applies(self, scheduler: Scheduler, vcpu: float, excluded: set[int] | None) -> bool:
         """Whether this request can fail the filter at all; False spares it per node."""
         return True
