@@ -1,0 +1,336 @@
+"""Cross-engine conformance (issue 9, item 4): every shipped scenario whose Ray run fits in a
+few seconds, played on both engines; what the model decides must agree within stated bands.
+
+The virtual engine plays the scenario over `VIRTUAL_SEEDS` seeds (~0.1 s per scenario) to know
+the spread of each figure; Ray plays one seed, `RAY_SEED`, at the scenario's `run.time_scale`.
+Both run the same config, timeline off (the Ray driver's sampling loads the machine; the time
+scale means nothing to the virtual engine).
+
+What is compared, and the general bands (each scenario's numbers and reasons are in `PLANS`):
+
+- **CV** of the final sandboxes per node: Ray's within the virtual engine's [min - m, max + m]
+  over the seeds, `m` per scenario. Where the seed alone fixes every placement whatever the
+  interleaving, also within a small distance of the virtual CV of the same seed.
+- **Requests** issued: open-loop arrivals are a pure function of the seed, so the same count as
+  the virtual engine's same seed, exactly. (Both closed-loop scenarios are skipped: `SKIPS`.)
+- **Failures** (`failed`, each `failed_<reason>`): exactly 0 where the virtual engine has 0 on
+  every seed; otherwise within 4 binomial standard deviations of the virtual mean rate per
+  request, applied to Ray's requests. `kills_failed` the same per kill where kill RPCs fail at
+  random; where they fail because a crash took the sandbox, see `poisson_band`.
+- **Injected faults**: 0 where the virtual engine has 0 on every seed. Crashes are scheduled,
+  and lost reports are drawn per report in a fixed order (one node group holds the cluster
+  here, and fault streams are keyed alike on both engines): both equal the same seed's count
+  exactly. Random RPC faults: within 4 binomial standard deviations of the virtual mean rate
+  per RPC sent. RPCs sent to a down node: `spread_band` (creates), `poisson_band` (kills).
+- **Sandboxes never killed** (`placed - kills`, open loop): a kill is sent at placement +
+  lifetime if that is before the end, so these are the sandboxes placed in the last lifetime
+  before it (100 or 160 in the virtual engine, whatever fails earlier). Ray places later than
+  the model (its own call time), so a few more kills fall past the end: within [virtual min
+  (less 2 sd where random failures near the end move it), virtual max + 1 s of arrivals].
+- **Placement latency**: the model's latency is a floor Ray only adds to, so Ray's p50 is at
+  least the virtual engine's smallest, overall and on each node (a slow node's included).
+
+What this catches, tried as Ray-only breaks in a scratch copy of actors/host.py: reports never
+reaching the replica after the pre-run sync (seed-herd CV 0.96 every time; faults-crash
+0.416-0.446, out of its band in 2 of 4 runs); lifetimes doubled on the client pools (186-321
+sandboxes never killed against bands ending at 121-180, in every fault scenario); creates in
+progress left out of the score (seed-burst+optimistic CV 1.067). What it does not: the node
+group ignoring `heartbeat.delay_ms` (only race-* have a delay, and there it shows in the
+accounting error, not in the CV, failures or counts compared here).
+
+Measured on a 2-core machine shared with other jobs, at load averages from 2 to 30: the file
+took 97 s at load 8-12 and 99-188 s at 20-30 (nearly all of it Ray: 2.5-6 s of actor start
+per seed, then 0.5-6 s of run).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow.compute as pc
+import pytest
+import ray
+
+from actors.engine import RayEngine
+from harness.config import Config, load
+from harness.engine.virtual import VirtualEngine
+from harness.ray_setup import connect
+from harness.seed_result import SeedResult
+from tests.conftest import CONFIGS, SCENARIOS
+
+pytestmark = pytest.mark.conformance
+
+VIRTUAL_SEEDS = 20
+RAY_SEED = 0
+BINOMIAL_SDS = 4.0
+"""A correct engine leaves a 4-sd binomial band about once in 15,000 draws."""
+SPREAD_SDS = 2.0
+"""Creates sent to a down node: the virtual [min, max] widened by this many sd."""
+POISSON_SDS = 4.0
+"""Sandboxes a crash took: the virtual mean +- this many sqrt(mean)."""
+KILL_LAG_S = 1.0
+"""Model seconds of arrivals whose kills may fall past the end on Ray (placed late); measured:
+at most 10 at 20/s (faults-slow-node, 110 never killed against 100-101)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    time_scale: float
+    """`run.time_scale` of the Ray run."""
+    cv_margin: float
+    """Ray's CV within [virtual min - cv_margin, virtual max + cv_margin]."""
+    same_seed_cv: float | None = None
+    """Ray's CV within this of the virtual CV of the same seed (only where the seed fixes
+    every placement)."""
+
+
+PLANS = {
+    # Ray CVs quoted below are from 4 to 12 runs of this file or of the same configs while it
+    # was written, at load averages from 2 to 28 on this 2-core machine; "virtual" is the
+    # virtual engine's range over VIRTUAL_SEEDS seeds.
+    #
+    # 25 s at 0.2: 5 s of run. `stale` on a view that changes once, at the 20 s report: the
+    # seed fixes every choice in issue order. Ray may hand the replica creates out of issue
+    # order (two client pools send alternate arrivals; one late by a few ms wall is enough),
+    # and the draws then go to the other create: on a static view that only swaps which
+    # sandbox gets which node (same counts per node, same CV), except across the
+    # 20 s report, where a create scored on the other view lands elsewhere. Ray: 0.6068
+    # (= virtual seed 0) in 6 of 11 runs, 0.6119 (one sandbox elsewhere) in 4, 0.6173 once
+    # (load average 22). One sandbox moved shifts the CV by up to ~0.006 at ~50 per node, so
+    # 0.02 allows about 3. Without the 20 s report the CV is 0.96 (the reports-never-arrive
+    # break). Not 0.1: more reordering (2-20 creates on another node than in the model in 3
+    # runs at 0.1, 0-2 in 3 at 0.2).
+    "seed-herd": Plan(0.2, cv_margin=0.05, same_seed_cv=0.02),
+    # 500 creates at t = 0 on 5 nodes, `stale`, no report before the end: the seed fixes every
+    # placement whatever the interleaving. Ray: 1.0671 = virtual seed 0 on every run (8),
+    # at 0.1 and 0.2; the time scale only stretches the 5 s of waiting.
+    "seed-burst": Plan(0.1, cv_margin=0.05, same_seed_cv=1e-9),
+    # With `optimistic` an answer moves a create's vCPUs from in progress to the view, the
+    # same weight in the score, and nothing else changes the view during the burst: the seed
+    # fixes every placement here too. Ray: 0.0167 = virtual seed 0, 4 runs (virtual
+    # 0.006-0.023). With the creates in progress left out of the score on Ray only (a
+    # scratch break): 1.067, `stale`'s figure.
+    "seed-burst+optimistic": Plan(0.1, cv_margin=0.03, same_seed_cv=1e-9),
+    # The fault scenarios, 30 s at 0.1: 3 s of run. Ray's own call time at that scale puts
+    # placement p50 at 50-330 model ms (1-3 ms modelled), so more creates are in flight and
+    # the 20 s report is applied later than in the model (creates and kills answered in
+    # between count twice or not at all until the end). With ~10 live sandboxes per node at
+    # the end, one sandbox off is ~0.1 of CV: these CV bands are loose, and the failure,
+    # fault and kill counts carry these scenarios' conformance. 0.15 and 0.2 gave the same
+    # spread (measured) for 1.5-3 s more each.
+    # Node 7 down for good makes the CV at least 1/3. Virtual 0.337-0.382; Ray 0.355-0.401
+    # (0.352-0.390 at 0.15-0.2); reports never arriving on Ray: 0.416-0.446.
+    "faults-crash": Plan(0.1, cv_margin=0.05),
+    # `reconcile`, half the reports lost. Virtual 0.063-0.173; Ray 0.073-0.156, 0.195 once
+    # (load average 21, a stall: placement p99 6 s).
+    "faults-lost-reports": Plan(0.1, cv_margin=0.04),
+    # Virtual 0.021-0.111; Ray 0.041-0.092 (0.128 once at 0.15).
+    "faults-rpc-error": Plan(0.1, cv_margin=0.04),
+    # Node 2 +50 ms. On Ray a batch of RPCs to a node group waits for its slowest node, and one
+    # group holds all 10 nodes here, so answers from every node come late when node 2 is in
+    # the batch: more creates in flight, and the CV runs higher than the model's. Virtual
+    # 0.063-0.127; Ray 0.076-0.138 at 0.1, 0.195 once at 0.2 and load average 20.
+    "faults-slow-node": Plan(0.1, cv_margin=0.08),
+    # Virtual 0.123-0.202; Ray 0.113-0.222 (0.101-0.224 at 0.15-0.2).
+    "faults-timeout": Plan(0.1, cv_margin=0.05),
+    # 60 s at 0.1: 6 s of run. Poisson 40/s, nothing killed, ~240 sandboxes per node: the CV
+    # is tiny on both engines, as the races show in the accounting, not the balance (README).
+    # Ray's placement p50 is 260-420 model ms against the 100 ms modelled, and reports are
+    # handled up to 100 model ms late (a node group wakes for beats at most every 10 ms
+    # wall). Virtual 0.0031-0.0070; Ray 0.0039-0.0062.
+    "race-double-count": Plan(0.1, cv_margin=0.004),
+    # 200 ms create RPC, reports 100-300 ms late, `optimistic_pre_rpc`: an add is erased by
+    # every report taken before the node acted and applied after the add, a window that
+    # Ray's call time lengthens. Virtual 0.0028-0.0090; Ray 0.0046-0.0096, and 0.0247 once
+    # at load average 14 (placement p50 608 ms, p99 4 s): hence 0.02.
+    "race-erase": Plan(0.1, cv_margin=0.02),
+}
+
+VARIANTS = {
+    # Not a shipped file: seed-burst with the merged fix. 500 choices at t = 0, before any
+    # answer, so counting the creates in progress is all that spreads them (virtual CV
+    # 0.006-0.023 over 20 seeds; `stale` ~1.04): the one case here where a ledger that forgets
+    # in-progress creates shows in the balance.
+    "seed-burst+optimistic": ("seed-burst", {"placement.strategy": "optimistic"}),
+}
+
+SKIPS = {
+    # 400 closed-loop clients cycling every ~5 s are ~80 creates and kills per model second:
+    # at a time scale that fits, Ray cannot keep up and the loop slows down (Ray's own time
+    # is part of every cycle).
+    "churn": "Ray run does not fit: 120 s of model time; at time_scale 0.1 (16.4 s wall) "
+    "placement p50 is 436 ms and 7,959 requests are issued against the virtual engine's "
+    "9,273-9,702; at 0.25 (32.4 s wall) 9,316 requests, CV 0.094 against 0.055-0.085",
+    "replicas": "Ray run does not fit: 120 s of model time, 4 replicas; at time_scale 0.1 "
+    "(22.6 s wall) 5,988 requests against the virtual engine's 9,273-9,702; at 0.25 (36.0 s "
+    "wall) still 8,591 (placement p50 267 ms)",
+}
+
+FAILURES = ("failed", "failed_no_candidate", "failed_attempts_exhausted", "failed_deadline")
+RPC_FAULTS = ("fault_rpc_failed", "fault_rpc_exhausted", "fault_timeouts")
+SAME_SEED_FAULTS = ("fault_crashes", "fault_lost_reports")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One Ray instance for the whole module: starting one costs seconds."""
+    connect()
+    yield
+    ray.shutdown()
+
+
+def rpcs_sent(result: SeedResult) -> int:
+    """Create RPCs (every attempt and skip) plus kill RPCs: what an RPC fault draws on."""
+    r = result.requests
+    creates = r.filter(pc.equal(r["kind"], "create"))
+    return int(pc.sum(creates["rpcs"]).as_py() or 0) + result.summary["kills"]
+
+
+def binomial_band(n: int, rates: list[float]) -> tuple[float, float]:
+    """Where a count of successes in `n` draws at the virtual engine's mean rate falls."""
+    p = float(np.mean(rates))
+    sd = math.sqrt(n * p * (1 - p))
+    return n * p - BINOMIAL_SDS * sd - 1, n * p + BINOMIAL_SDS * sd + 1
+
+
+def spread_band(values: list[float]) -> tuple[float, float]:
+    """How often a stale view picks a node that is down: no coin per create (the virtual
+    engine's own spread, sd 21 on a mean of 131 in faults-crash, is twice Poisson's), so its
+    [min, max] over the seeds, widened."""
+    sd = float(np.std(values, ddof=1))
+    return min(values) - SPREAD_SDS * sd, max(values) + SPREAD_SDS * sd
+
+
+def poisson_band(values: list[float]) -> tuple[float, float]:
+    """How many sandboxes were on a node when it crashed (and were killed later): it varies
+    with the balance at that moment, which is looser on Ray (see the CV), so not the virtual
+    engine's narrow spread (31-35 in faults-crash; Ray 32-38 measured) but counting noise
+    about its mean."""
+    mean = float(np.mean(values))
+    return mean - POISSON_SDS * math.sqrt(mean) - 1, mean + POISSON_SDS * math.sqrt(mean) + 1
+
+
+class Checks:
+    """Every comparison of one scenario; all are made, and the test lists every miss."""
+
+    def __init__(self) -> None:
+        self.misses: list[str] = []
+        self.lines: list[str] = []
+
+    def within(self, what: str, x: float, lo: float, hi: float) -> None:
+        ok = lo <= x <= hi
+        self.lines.append(f"  {what}: ray {x:.4g} in [{lo:.4g}, {hi:.4g}]{'' if ok else ' MISS'}")
+        if not ok:
+            self.misses.append(f"{what}: ray {x:.6g} outside [{lo:.6g}, {hi:.6g}]")
+
+    def equal(self, what: str, x: float, expected: float) -> None:
+        self.within(what, x, expected, expected)
+
+
+def compare(config: Config, plan: Plan, virtual: list[SeedResult], got: SeedResult) -> Checks:
+    v = [r.summary for r in virtual]
+    s = got.summary
+    same = v[RAY_SEED]
+    c = Checks()
+
+    cvs = [r["cv"] for r in v]
+    c.within("cv", s["cv"], min(cvs) - plan.cv_margin, max(cvs) + plan.cv_margin)
+    if plan.same_seed_cv is not None:
+        tol = plan.same_seed_cv
+        c.within("cv vs same seed", s["cv"], same["cv"] - tol, same["cv"] + tol)
+
+    closed = config.workload.arrival == "closed"
+    assert not closed, "closed-loop scenarios would need a band for requests; none fits yet"
+    c.equal("requests", s["requests"], same["requests"])
+    c.equal("placed + failed", s["placed"] + s["failed"], s["requests"])
+
+    for col in FAILURES:
+        counts = [r[col] for r in v]
+        if not any(counts):
+            c.equal(col, s[col], 0)
+        else:
+            rates = [r[col] / r["requests"] for r in v]
+            c.within(col, s[col], *binomial_band(s["requests"], rates))
+    kills_failed = [r["kills_failed"] for r in v]
+    if not any(kills_failed):
+        c.equal("kills_failed", s["kills_failed"], 0)
+    elif any(f.kind == "rpc_error" and f.rpc == "kill" for f in config.faults):
+        rates = [r["kills_failed"] / max(r["kills"], 1) for r in v]
+        c.within("kills_failed", s["kills_failed"], *binomial_band(s["kills"], rates))
+    else:  # kills of sandboxes lost to a crash: how many, not a coin flip per kill
+        c.within("kills_failed", s["kills_failed"], *poisson_band(kills_failed))
+
+    for col in SAME_SEED_FAULTS:
+        c.equal(col, s[col], same[col])
+    sent = rpcs_sent(got)
+    for col in RPC_FAULTS:
+        if not any(r[col] for r in v):
+            c.equal(col, s[col], 0)
+        else:
+            rates = [r[col] / rpcs_sent(res) for r, res in zip(v, virtual, strict=True)]
+            c.within(col, s[col], *binomial_band(sent, rates))
+    for col, band in (("fault_down_creates", spread_band), ("fault_down_kills", poisson_band)):
+        counts = [r[col] for r in v]
+        if not any(counts):
+            c.equal(col, s[col], 0)
+        else:
+            c.within(col, s[col], *band(counts))
+
+    if not any(r["kills"] for r in v):
+        c.equal("kills", s["kills"], 0)
+    else:
+        unkilled = [r["placed"] - r["kills"] for r in v]
+        lo = spread_band(unkilled)[0] if len(set(unkilled)) > 1 else unkilled[0]
+        hi = max(unkilled) + KILL_LAG_S * config.workload.rate_per_s
+        c.within("placed - kills", s["placed"] - s["kills"], lo, hi)
+
+    floor = min(r["p50_place_ms"] for r in v)
+    c.within("p50_place_ms", s["p50_place_ms"], floor * (1 - 1e-9), math.inf)
+    ray_p50 = node_p50_ms(got)
+    floors = [node_p50_ms(r) for r in virtual]
+    over = [p50 - min(f[node] for f in floors if node in f) for node, p50 in ray_p50.items()]
+    c.within("node p50_place_ms over the virtual floor, least", min(over), -1e-9, math.inf)
+    return c
+
+
+def node_p50_ms(result: SeedResult) -> dict[int, float]:
+    """Median latency of the creates placed on each node."""
+    r = result.requests
+    placed = r.filter(pc.and_(pc.equal(r["kind"], "create"), pc.equal(r["outcome"], "placed")))
+    node = placed["node_id"].to_numpy()
+    latency = placed["latency_ms"].to_numpy()
+    return {int(n): float(np.median(latency[node == n])) for n in np.unique(node)}
+
+
+CASES = {p.stem: (p, {}) for p in SCENARIOS} | {
+    name: (CONFIGS / f"{base}.toml", values) for name, (base, values) in VARIANTS.items()
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_both_engines_agree(name, request):
+    if name in SKIPS:
+        pytest.skip(SKIPS[name])
+    request.getfixturevalue("local_ray")
+    plan = PLANS[name]
+    path, values = CASES[name]
+    config = load(path).with_values({**values, "run.sample_interval_s": 0.0})
+    virtual = [VirtualEngine().run_seed(config, seed) for seed in range(VIRTUAL_SEEDS)]
+    ray_config = config.with_values({"run.engine": "ray", "run.time_scale": plan.time_scale})
+    got = RayEngine().run_seed(ray_config, RAY_SEED)
+    c = compare(config, plan, virtual, got)
+    s = got.summary
+    print(
+        f"\n{name} scale {plan.time_scale} ray wall {s['engine_wall_s']:.2f}s cv {s['cv']:.4f} "
+        f"(virtual {np.mean([r.summary['cv'] for r in virtual]):.4f}) "
+        f"p50/p99 place {s['p50_place_ms']:.0f}/{s['p99_place_ms']:.0f} ms\n" + "\n".join(c.lines)
+    )
+    assert not c.misses, f"{name}: " + "; ".join(c.misses)
+
+
+def test_every_shipped_scenario_is_compared_or_skipped_with_a_reason():
+    names = {p.stem for p in SCENARIOS} | set(VARIANTS)
+    assert names == set(PLANS) | set(SKIPS)
+    assert not set(PLANS) & set(SKIPS)
