@@ -16,7 +16,7 @@ from harness import scenario
 from harness.clock import VirtualClock
 from harness.config import Config
 from harness.engine import Progress
-from harness.protocol import IS_TIMER, KINDS, PARTY, Handler, Party
+from harness.protocol import IS_TIMER, KINDS, PARTY, Emit, Handler, Party
 from harness.recording import TimelineLog, next_sample
 from harness.seed_result import SeedResult, seed_result
 
@@ -33,6 +33,8 @@ class _World:
     def __init__(self, config: Config, seed: int) -> None:
         self.config = config
         self.clock = VirtualClock()
+        self.route: list[Handler] = [self._sample] * (SAMPLE + 1)
+        self.emit = self._emitter()
         self.nodes = scenario.nodes(config, seed)
         cpu_counts = [n.cpu_count for n in self.nodes]
         self.node_host = scenario.node_host(config, seed, self.nodes, self.emit)
@@ -42,7 +44,6 @@ class _World:
         ]
         self.clients = scenario.client_host(config, seed, 0, 1, self.emit)
         self.timeline = TimelineLog()
-        self.route: list[Handler] = [self._sample] * (SAMPLE + 1)
         for kind, party in PARTY.items():
             self.route[kind] = self._handler(kind, party)
 
@@ -56,11 +57,18 @@ class _World:
         handlers = [r.handlers()[kind] for r in self.replicas]
         return lambda key, payload, now: handlers[key](key, payload, now)
 
-    def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
-        if not IS_TIMER[kind] and at <= self.clock.time:
-            self.route[kind](key, payload, at)
-        else:
-            self.clock.at(at, kind, key, payload)
+    def _emitter(self) -> Emit:
+        """The parties' sink: a message due now for another party is handled at once, any
+        other waits on the clock. (A closure: it runs for every message.)"""
+        clock, route, schedule = self.clock, self.route, self.clock.at
+
+        def emit(at: float, kind: int, key: int, payload: Any) -> None:
+            if not IS_TIMER[kind] and at <= clock.time:
+                route[kind](key, payload, at)
+            else:
+                schedule(at, kind, key, payload)
+
+        return emit
 
     def _sample(self, key: int, payload: Any, now: float) -> None:
         views = [r.view(now) for r in self.replicas]
