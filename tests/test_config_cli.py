@@ -173,3 +173,31 @@ def test_an_interrupted_run_leaves_readable_partial_results(tmp_path, monkeypatc
     assert meta["completed"] is False and meta["error"] == "interrupted"
     assert sorted(frames["summary"]["seed"]) == [0, 1]
     assert set(frames["requests"]["seed"]) == {0, 1}
+
+
+@pytest.mark.parametrize(
+    "text,overrides,message",
+    [
+        ("run = 3", [], "run: must be a table ([run]), got 3"),
+        ('run = "x"', [], "run: must be a table ([run]), got 'x'"),
+        ("[[run]]\nseeds = 2", [], "run: must be a table ([run]), got an array of tables"),
+        ("[[cluster]]\nnodes = 3", [], "cluster: must be a table ([cluster]), got an array"),
+        ("[[cluster]]\nnodes = 3", ["cluster.nodes=4"], "cluster: must be a table ([cluster])"),
+        ("cluster = []", ["cluster.nodes=4"], "cluster: must be a table ([cluster]), got []"),
+        ("", ["run=3"], "run: must be section.key"),
+        ("faults = 3", [], "faults: must be a list of tables ([[faults]]), got 3"),
+        ('[faults]\nkind = "crash"', [], "faults: must be a list of tables ([[faults]])"),
+        ("[[faults]]\n[[faults]]\nkind = 3", [], "faults[1].kind: must be a string"),
+    ],
+)
+def test_a_section_that_is_not_a_table_is_named(text, overrides, message, tmp_path, capsys):
+    """TOML lets a section be a scalar, an array or an array of tables; each is one line."""
+    path = tmp_path / "c.toml"
+    path.write_text(text + "\n")
+    sets = [arg for o in overrides for arg in ("--set", o)]
+    out = tmp_path / "out"
+    assert main(["run", str(path), *sets, "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: ") and err.count("\n") == 1, err
+    assert message in err, err
+    assert not out.exists()

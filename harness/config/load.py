@@ -39,7 +39,9 @@ def load(path: str | Path, overrides: list[str] = ()) -> Config:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError("", f"{path} is not valid TOML: {e}") from None
-    raw.setdefault("run", {}).setdefault("name", path.stem)
+    run = raw.setdefault("run", {})
+    if isinstance(run, dict):  # anything else is refused, naming the section, by from_dict
+        run.setdefault("name", path.stem)
     for text in overrides:
         set_dotted(raw, *parse_override(text))
     return from_dict(raw)

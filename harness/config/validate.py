@@ -87,9 +87,16 @@ def _unknown(key: str, known: list[str]) -> ConfigError:
     return ConfigError(key, "unknown key" + hint)
 
 
-def _section(name: str, cls: type, raw: Any) -> Any:
+def not_a_table(name: str, raw: Any, header: str) -> ConfigError:
+    """A section TOML gave as something else: a scalar, an array or an array of tables."""
+    tables = isinstance(raw, list) and raw and all(isinstance(v, dict) for v in raw)
+    got = "an array of tables" if tables else repr(raw)
+    return ConfigError(name, f"must be a table ({header}), got {got}")
+
+
+def _section(name: str, cls: type, raw: Any, header: str) -> Any:
     if not isinstance(raw, dict):
-        raise ConfigError(name, f"must be a table, got {raw!r}")
+        raise not_a_table(name, raw, header)
     hints = get_type_hints(cls)
     known = {f.name: f for f in fields(cls)}
     values = {}
@@ -110,7 +117,7 @@ def _faults(raw: Any) -> tuple[FaultSpec, ...]:
     entries = []
     for i, entry in enumerate(raw):
         name = f"faults[{i}]"
-        fault = _section(name, FaultSpec, entry)
+        fault = _section(name, FaultSpec, entry, "one [[faults]] entry")
         for key in entry:
             if key != "kind" and key not in FAULT_KINDS[fault.kind].keys:
                 raise ConfigError(f"{name}.{key}", f"does not apply to kind {fault.kind}")
@@ -127,7 +134,7 @@ def from_dict(raw: dict[str, Any]) -> Config:
             continue
         if name not in SECTIONS:
             raise _unknown(name, [*SECTIONS, "faults"])
-        sections[name] = _section(name, SECTIONS[name], value)
+        sections[name] = _section(name, SECTIONS[name], value, f"[{name}]")
     config = Config(**sections)
     _cross_check(config)
     return config
@@ -213,4 +220,7 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
     known = [f.name for f in fields(SECTIONS[section])]
     if leaf not in known:
         raise _unknown(key, known)
-    raw.setdefault(section, {})[leaf] = value
+    table = raw.setdefault(section, {})
+    if not isinstance(table, dict):
+        raise not_a_table(section, table, f"[{section}]")
+    table[leaf] = value
