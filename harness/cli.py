@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 from rich.console import Console
 
@@ -23,12 +23,21 @@ from harness.sweep_spec import load_sweep
 from harness.sweep_store import is_sweep, load_sweep_results
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose mistakes (`--seeds abc`, `--engine gpu`) are a ConfigError like any other,
+    so they end with the same single line and exit code 2 rather than the usage block.
+    Subcommand parsers are of the same class (argparse makes them with the parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError("", message)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="harness",
         description="Load-test harness for Best-of-K placement on stale node metrics.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("run", help="run a scenario and write its results")
     p.add_argument("config", help="scenario TOML file (see configs/)")
@@ -186,13 +195,15 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
     console = Console()
     if not console.is_terminal:
         console.width = 150  # piped output: room for the tables rather than 80 columns
     signal.signal(signal.SIGTERM, _terminate)
+    commands = {"run": _cmd_run, "sweep": _cmd_sweep, "report": _cmd_report}
     try:
-        commands = {"run": _cmd_run, "sweep": _cmd_sweep, "report": _cmd_report}
+        args = _parser().parse_args(argv)
+        if args.command is None:
+            raise ConfigError("", "a command is required: run, sweep or report")
         return commands[args.command](args, console)
     except (ConfigError, ResultsError) as e:
         print(f"harness: error: {e}", file=sys.stderr)

@@ -201,3 +201,56 @@ def test_a_section_that_is_not_a_table_is_named(text, overrides, message, tmp_pa
     assert err.startswith("harness: error: ") and err.count("\n") == 1, err
     assert message in err, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["run", "{config}", "--seeds", "abc"], "argument --seeds: invalid int value: 'abc'"),
+        (["run", "{config}", "--engine", "gpu"], "argument --engine: invalid choice: 'gpu'"),
+        ([], "a command is required: run, sweep or report"),
+        (["bogus"], "argument command: invalid choice: 'bogus'"),
+        (["run"], "the following arguments are required: config"),
+        (["run", "{config}", "--nope"], "unrecognized arguments: --nope"),
+        (["sweep", "{config}", "--seeds", "1.5"], "argument --seeds: invalid int value: '1.5'"),
+        (["report"], "the following arguments are required: dir"),
+    ],
+)
+def test_command_line_mistakes_are_one_line(argv, message, capsys):
+    """argparse's own errors take the one-line form of every other mistake, not its usage
+    block."""
+    values = {"config": str(CONFIGS / "seed-herd.toml")}
+    assert main([a.format(**values) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"harness: error: {message}") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("[run]\nnäme = 1", "run.näme: not a valid TOML key (c.toml line 2)"),
+        ('[run]\n"näme" = 1', "run.näme: unknown key; did you mean run.name?"),
+        ("[rün]\nx = 1", "rün: not a valid TOML key (c.toml line 1)"),
+        ("[[faults]]\nnode = 1\n[[faults]]\nnöde = 2", "faults[1].nöde: not a valid TOML key"),
+        ("[cluster]\nnodes = 3\n[run]\ndüration_s.x = 1", "run.düration_s.x: not a valid"),
+        ("[run]\nname = é", "c.toml is not valid TOML: Invalid value (at line 2, column 8)"),
+    ],
+)
+def test_a_non_ascii_key_is_named(text, message, tmp_path, capsys):
+    """A bare key outside ASCII is invalid TOML: the line names the key, not only where the
+    parser stopped; quoted, it parses and is an unknown key."""
+    path = tmp_path / "c.toml"
+    path.write_text(text + "\n", encoding="utf-8")
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: ") and err.count("\n") == 1, err
+    assert message in err, err
+
+
+def test_a_non_ascii_key_in_a_sweep_file_is_named(tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text('[sweep]\nbäse = "seed-herd.toml"\n', encoding="utf-8")
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: sweep.bäse: not a valid TOML key (s.toml line 2)")
+    assert err.count("\n") == 1

@@ -5,7 +5,7 @@ checks a raw dict against it, `load` reads files and `--set` overrides, `keys` l
 for the docs.
 """
 
-from harness.config.load import load, parse_override
+from harness.config.load import load, parse_override, parse_toml
 from harness.config.schema import SECTIONS, Config, RayConfig, RunConfig
 from harness.config.validate import ConfigError, from_dict
 
@@ -18,4 +18,5 @@ __all__ = [
     "from_dict",
     "load",
     "parse_override",
+    "parse_toml",
 ]
