@@ -13,7 +13,7 @@ from dataclasses import fields
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from harness.config.schema import SECTIONS, Config
-from harness.faults import FAULT_KINDS, FaultSpec
+from harness.faults import FAULT_KINDS, FaultSpec, SlowNodes
 from harness.spec import choice_names
 
 
@@ -181,14 +181,13 @@ def _cross_check(c: Config) -> None:
         )
     for i, fault in enumerate(c.faults):
         _check_fault(f"faults[{i}]", fault, c)
-    slowest = c.cluster.create_latency_ms + max(
-        (f.latency_ms for f in c.faults if f.kind == "slow_node"), default=0.0
-    )
+    slowest = c.cluster.create_latency_ms + SlowNodes(c.faults).slowest_ms()
     if c.placement.rpc_timeout_ms <= slowest:
         raise ConfigError(
             "placement.rpc_timeout_ms",
             f"{c.placement.rpc_timeout_ms:g} is not above the slowest create round trip "
-            f"({slowest:g} ms with slow nodes): the timeout models lost answers, not slow ones",
+            f"({slowest:g} ms with slow nodes, overlapping entries of a node added up): "
+            "the timeout models lost answers, not slow ones",
         )
 
 
