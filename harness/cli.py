@@ -4,6 +4,7 @@ code 2."""
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -12,7 +13,8 @@ from typing import NoReturn, Protocol
 
 from rich.console import Console
 
-from harness.config import ConfigError, load
+from harness.budget import check_run, check_sweep, this_machine
+from harness.config import Config, ConfigError, load
 from harness.display import LazyProgress, SweepBar, print_run, print_sweep
 from harness.engine import ENGINES, EngineError
 from harness.invariants import InvariantError
@@ -30,6 +32,12 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise ConfigError("", message)
+
+
+FORCE_HELP = (
+    "run even what the budget refuses: more memory than this machine has available, or over "
+    "a day of computing (see README, Configuration)"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -63,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", type=Path, help="output folder (default results/<name>-<time>/)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
 
     w = sub.add_parser("sweep", help="run every cell of a sweep file on Ray")
     w.add_argument("sweep", help="sweep TOML file (see configs/sweep-*.toml)")
@@ -86,12 +95,21 @@ def _parser() -> argparse.ArgumentParser:
         help="override a key of the base config (not a varied one); repeatable",
     )
     w.add_argument("--quiet", action="store_true", help="no progress bar")
+    w.add_argument("--force", action="store_true", help=FORCE_HELP)
 
     r = sub.add_parser(
         "report", help="print the tables of a run or sweep and write its HTML report"
     )
     r.add_argument("dir", type=Path, help="a run's or a sweep's output folder")
     return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, or a ConfigError saying what is wrong with it."""
+    args = _parser().parse_args(argv)
+    if args.command is None:
+        raise ConfigError("", "a command is required: run, sweep or report")
+    return args
 
 
 def _strategies(compare: str | None, default: str) -> list[str]:
@@ -131,7 +149,15 @@ def _until_done(
     return None
 
 
-def _cmd_run(args: argparse.Namespace, console: Console) -> int:
+def _ray_address(address: str | None) -> bool:
+    """Whether Ray will be joined at an address (given, or RAY_ADDRESS) rather than started
+    here: the budget then checks only what comes back to this machine."""
+    return bool(address or os.environ.get("RAY_ADDRESS"))
+
+
+def run_config(args: argparse.Namespace) -> tuple[Config, list[str]]:
+    """The config and strategies a `harness run` command line stands for: the file, its --set
+    overrides in order, then --engine, --address and --seeds."""
     overrides = list(args.overrides)
     if args.engine:
         overrides.append(f"run.engine={args.engine}")
@@ -140,7 +166,14 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     if args.seeds is not None:
         overrides.append(f"run.seeds={args.seeds}")
     config = load(args.config, overrides)
-    strategies = _strategies(args.compare, config.placement.strategy)
+    return config, _strategies(args.compare, config.placement.strategy)
+
+
+def _cmd_run(args: argparse.Namespace, console: Console) -> int:
+    config, strategies = run_config(args)
+    if not args.force:
+        on_a_cluster = config.run.engine == "ray" and _ray_address(config.ray.address)
+        check_run(config, len(strategies), this_machine(), remote=on_a_cluster)
     out = args.out or default_out_dir(config)
     progress = None if args.quiet else LazyProgress(config.run.name)
     stopped = _until_done(
@@ -161,6 +194,10 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
     from harness.sweep import run_sweep  # ray: only loaded when sweeping
 
     sweep = load_sweep(args.sweep, args.overrides, args.seeds)
+    if not args.force:
+        configs = [cell.config for cell in sweep.cells]
+        remote = _ray_address(args.address)
+        check_sweep(configs, len(sweep.seeds), this_machine(), remote=remote)
     out = args.out or Path("results") / sweep.name
     progress = None if args.quiet else SweepBar(sweep.name)
     stopped = _until_done(
@@ -201,9 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     commands = {"run": _cmd_run, "sweep": _cmd_sweep, "report": _cmd_report}
     try:
-        args = _parser().parse_args(argv)
-        if args.command is None:
-            raise ConfigError("", "a command is required: run, sweep or report")
+        args = parse_args(argv)
         return commands[args.command](args, console)
     except (ConfigError, ResultsError) as e:
         print(f"harness: error: {e}", file=sys.stderr)
