@@ -126,6 +126,13 @@ def _strategies(compare: str | None, default: str) -> list[str]:
     return names
 
 
+def printable(text: str) -> str:
+    """`text` on one line with nothing a terminal acts on: characters that do not print (a
+    newline or an escape code in a file name, a lone surrogate from a byte that is not UTF-8)
+    are written as Python escapes."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 class Closable(Protocol):
     def close(self) -> None: ...
 
@@ -141,7 +148,7 @@ def _until_done(
         console.print(f"[red]interrupted[/red]: {kept}")
         return 130
     except EngineError as e:
-        print(f"harness: error: {e}; {kept}", file=sys.stderr)
+        print(f"harness: error: {printable(f'{e}; {kept}')}", file=sys.stderr)
         return 1
     finally:
         if progress is not None:
@@ -169,12 +176,22 @@ def run_config(args: argparse.Namespace) -> tuple[Config, list[str]]:
     return config, _strategies(args.compare, config.placement.strategy)
 
 
+def _writable_name(out: Path) -> Path:
+    """`out` if Arrow can name files in it. A name that is not UTF-8 (a byte such as 0xff, which
+    the file system allows) reaches Python as a lone surrogate, which Arrow cannot encode."""
+    try:
+        str(out).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError("--out", f"{str(out)!r} is not UTF-8 text, as results need") from None
+    return out
+
+
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     config, strategies = run_config(args)
     if not args.force:
         on_a_cluster = config.run.engine == "ray" and _ray_address(config.ray.address)
         check_run(config, len(strategies), this_machine(), remote=on_a_cluster)
-    out = args.out or default_out_dir(config)
+    out = _writable_name(args.out or default_out_dir(config))
     progress = None if args.quiet else LazyProgress(config.run.name)
     stopped = _until_done(
         lambda: run(config, strategies, out, progress),
@@ -198,7 +215,7 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
         configs = [cell.config for cell in sweep.cells]
         remote = _ray_address(args.address)
         check_sweep(configs, len(sweep.seeds), this_machine(), remote=remote)
-    out = args.out or Path("results") / sweep.name
+    out = _writable_name(args.out or Path("results") / sweep.name)
     progress = None if args.quiet else SweepBar(sweep.name)
     stopped = _until_done(
         lambda: run_sweep(sweep, out, progress, args.address),
@@ -217,13 +234,16 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
 def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     from harness.report_html import write_report  # matplotlib: only loaded when drawing
 
-    if is_sweep(args.dir):
-        meta, summary = load_sweep_results(args.dir)
-        print_sweep(meta, summary, console)
-    else:
-        meta, frames = load_run(args.dir)
-        print_run(meta, frames, console)
-    console.print(f"report: {write_report(args.dir)}")
+    try:
+        if is_sweep(args.dir):
+            meta, summary = load_sweep_results(args.dir)
+            print_sweep(meta, summary, console)
+        else:
+            meta, frames = load_run(args.dir)
+            print_run(meta, frames, console)
+        console.print(f"report: {write_report(args.dir)}")
+    except OSError as e:  # a name too long, a folder that cannot be read or written
+        raise ResultsError(f"{e.filename or args.dir}: {e.strerror or e}") from None
     return 0
 
 
@@ -241,10 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         args = parse_args(argv)
         return commands[args.command](args, console)
     except (ConfigError, ResultsError) as e:
-        print(f"harness: error: {e}", file=sys.stderr)
+        print(f"harness: error: {printable(str(e))}", file=sys.stderr)
         return 2
     except InvariantError as e:
-        print(f"harness: {e}", file=sys.stderr)
+        print(f"harness: {printable(str(e))}", file=sys.stderr)
         return 1
 
 

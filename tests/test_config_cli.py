@@ -254,3 +254,36 @@ def test_a_non_ascii_key_in_a_sweep_file_is_named(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("harness: error: sweep.bäse: not a valid TOML key (s.toml line 2)")
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["report", "{tmp}/x\ny"], "x\\ny is not a folder"),
+        (["run", "{tmp}/a\nb.toml"], "config file {tmp}/a\\nb.toml does not exist"),
+        (["run", "{tmp}/\x1b[31mred.toml"], "config file {tmp}/\\x1b[31mred.toml does not"),
+        (["run", "{config}", "--compare", "a\rb"], "unknown strategy 'a\\rb'"),
+        (["run", "{config}", "--out", "{tmp}/\udcff"], "--out: '{tmp}/\\udcff' is not UTF-8"),
+        (["run", "{tmp}/\udcff.toml"], "config file {tmp}/\\udcff.toml does not exist"),
+    ],
+)
+def test_odd_characters_stay_on_one_printable_line(argv, message, tmp_path, capsys):
+    """Paths and values as argv brings them: a newline, a carriage return or an escape code in
+    a name is shown escaped (one line, nothing for the terminal to act on), and a byte that is
+    not UTF-8 (a lone surrogate in argv) can be printed and is refused as an --out."""
+    values = {"tmp": str(tmp_path), "config": str(CONFIGS / "seed-herd.toml")}
+    argv = [a.format(**values) for a in argv]
+    where = [] if "--out" in argv or argv[0] == "report" else ["--out", str(tmp_path / "o")]
+    assert main([*argv, *where]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: ") and err.count("\n") == 1, err
+    assert message.format(**values) in err, err
+    assert all(c.isprintable() for c in err[:-1]), err
+    assert not (tmp_path / "o").exists() and not (tmp_path / "\udcff").exists()
+
+
+def test_report_of_a_name_too_long_is_one_line(tmp_path, capsys):
+    assert main(["report", str(tmp_path / ("x" * 300))]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: ") and "File name too long" in err, err
+    assert err.count("\n") == 1
