@@ -355,15 +355,25 @@ def check_sweep(configs: list[Config], seeds: int, machine: Machine, remote: boo
     cells = [seed_terms(config) for config in configs]
     held = max(cells, key=lambda terms: sum(map(_results, terms)))
     driver = seeds * sum(map(_results, held))
+    seeds_key = {"sweep.seeds": _up(seeds, _D.run.seeds)}
+    collected = Term(
+        "seeds of a cell's results",
+        seeds,
+        driver,
+        0.0,
+        {**max(held, key=_results).keys, **seeds_key},
+        results=driver,
+    )
     if remote:
-        _refuse_memory(driver, held, machine, f"collecting a cell's {seeds} seeds", _results)
+        _refuse_memory(driver, [collected], machine, "collecting a cell's seeds", _results)
         return
     workers = min(machine.cpus, len(configs) * seeds)
     biggest = max(cells, key=lambda terms: sum(map(_memory, terms)))
     need = RAY_BASE_BYTES + workers * (RAY_ACTOR_BYTES + sum(map(_memory, biggest))) + driver
-    _refuse_memory(need, biggest, machine, f"the sweep, {workers} seeds at once,", _memory)
+    terms = [*biggest, collected]
+    _refuse_memory(need, terms, machine, f"the sweep, {workers} seeds at once,", _memory)
     slowest = max(cells, key=lambda terms: sum(t.seconds for t in terms))
     worst = max(slowest, key=lambda t: t.seconds)
     seconds = seeds * sum(t.seconds for terms in cells for t in terms) / workers
     how = f"{seeds} seeds x {len(configs)} cells on {workers} cores"
-    _refuse_time(seconds, worst, how, {"sweep.seeds": _up(seeds, _D.run.seeds)})
+    _refuse_time(seconds, worst, how, seeds_key)

@@ -214,7 +214,7 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
     if not args.force:
         configs = [cell.config for cell in sweep.cells]
         remote = _ray_address(args.address)
-        check_sweep(configs, len(sweep.seeds), this_machine(), remote=remote)
+        check_sweep(configs, sweep.base.run.seeds, this_machine(), remote=remote)
     out = _writable_name(args.out or Path("results") / sweep.name)
     progress = None if args.quiet else SweepBar(sweep.name)
     stopped = _until_done(

@@ -142,3 +142,11 @@ def test_the_counts_estimated_are_those_a_run_records(raw):
 def test_this_machine_reads_memory_and_cores():
     machine = budget.this_machine()
     assert 0 < machine.memory_bytes < 1e15 and machine.cpus >= 1
+
+
+def test_a_sweep_of_too_many_seeds_is_refused(small_machine, tmp_path, capsys):
+    sweep = str(CONFIGS / "sweep-reference.toml")
+    argv = ["sweep", sweep, "--seeds", "1000000000000", "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: sweep.seeds: too ") and err.count("\n") == 1
