@@ -9,7 +9,6 @@ the runner writes the same Parquet files as for the virtual engine.
 from __future__ import annotations
 
 import itertools
-import math
 import tempfile
 import time
 from collections import Counter
@@ -37,8 +36,6 @@ POLL_S = 0.25
 """Wall seconds between two polls of the driver (streamed rows, live view)."""
 START_LEAD_S = 0.3
 """Wall seconds between sending `start` to every actor and the run's t = 0."""
-NODES_PER_GROUP = 5000
-"""Nodes per node-group actor when `ray.node_groups` is 0."""
 GROUP_RESTARTS = 3
 """How often Ray restarts a node-group actor whose process died (its nodes come back empty)."""
 
@@ -75,9 +72,7 @@ class RaySeedRun:
         config, seed = self.config, self.seed
         n = config.cluster.nodes
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        n_groups = config.ray.node_groups or min(cpus, math.ceil(n / NODES_PER_GROUP))
-        n_groups = min(n_groups, n)
-        n_pools = config.ray.client_pools or cpus
+        n_groups, n_pools = config.ray.sizes(n, cpus)
         place = _round_robin_over_ray_nodes()
         restart = {"max_restarts": GROUP_RESTARTS, "max_task_retries": 0}
         self.bounds = bounds = [n * g // n_groups for g in range(n_groups + 1)]

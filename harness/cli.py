@@ -5,15 +5,17 @@ threshold failed (as k6), 130 interrupted."""
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from rich.console import Console
 
 import harness
+from harness.budget import check_run, check_sweep, this_machine
 from harness.config import Config, ConfigError, load
 from harness.display import LazyProgress, SweepBar, print_keys, print_run, print_sweep
 from harness.engine import ENGINES, EngineError
@@ -29,6 +31,20 @@ from harness.thresholds import FORM, not_run
 
 THRESHOLD_FAILED = 99
 """Exit code of a run or sweep that finished but failed a threshold (k6 uses 99 too)."""
+COMMANDS = "run, sweep, report, keys or plugins"
+FORCE_HELP = (
+    "run even what the budget refuses: more memory than this machine has available, or over "
+    "a day of computing (see README, Configuration)"
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose mistakes (`--seeds abc`, `--engine gpu`) are a ConfigError like any other,
+    so they end with the same single line and exit code 2 rather than the usage block.
+    Subcommand parsers are of the same class (argparse makes them with the parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError("", message)
 
 
 def _threshold_flag(p: argparse.ArgumentParser) -> None:
@@ -43,12 +59,12 @@ def _threshold_flag(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="harness",
         description="Load-test harness for Best-of-K placement on stale node metrics.",
     )
     parser.add_argument("--version", action="version", version=f"harness {harness.__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("run", help="run a scenario and write its results")
     p.add_argument("config", help="scenario TOML file (see configs/)")
@@ -83,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
         help="replace the results a run or a sweep left in --out (never other files)",
     )
     _threshold_flag(p)
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     w = sub.add_parser("sweep", help="run every cell of a sweep file on Ray")
@@ -107,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
         help="override a key of the base config (not a varied one); repeatable",
     )
     _threshold_flag(w)
+    w.add_argument("--force", action="store_true", help=FORCE_HELP)
     w.add_argument("--quiet", action="store_true", help="no progress bar")
 
     r = sub.add_parser(
@@ -118,6 +136,14 @@ def _parser() -> argparse.ArgumentParser:
     k = sub.add_parser("keys", help="list every config key with its default and meaning")
     k.add_argument("--markdown", action="store_true", help="as the README's tables")
     return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, or a ConfigError saying what is wrong with it."""
+    args = _parser().parse_args(argv)
+    if args.command is None:
+        raise ConfigError("", f"a command is required: {COMMANDS}")
+    return args
 
 
 def _strategies(compare: str | None, default: str) -> list[str]:
@@ -132,6 +158,13 @@ def _strategies(compare: str | None, default: str) -> list[str]:
     if not names or len(set(names)) != len(names):
         raise ConfigError("--compare", "needs distinct strategy names separated by commas")
     return names
+
+
+def printable(text: str) -> str:
+    """`text` on one line with nothing a terminal acts on: characters that do not print (a
+    newline or an escape code in a file name, a lone surrogate from a byte that is not UTF-8)
+    are written as Python escapes."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 class Closable(Protocol):
@@ -149,7 +182,7 @@ def _until_done(
         console.print(f"[red]interrupted[/red]: {kept}")
         return 130
     except EngineError as e:
-        print(f"harness: error: {e}; {kept}", file=sys.stderr)
+        print(f"harness: error: {printable(f'{e}; {kept}')}", file=sys.stderr)
         return 1
     finally:
         if progress is not None:
@@ -157,7 +190,15 @@ def _until_done(
     return None
 
 
-def _cmd_run(args: argparse.Namespace, console: Console) -> int:
+def _ray_address(address: str | None) -> bool:
+    """Whether Ray will be joined at an address (given, or RAY_ADDRESS) rather than started
+    here: the budget then checks only what comes back to this machine."""
+    return bool(address or os.environ.get("RAY_ADDRESS"))
+
+
+def run_config(args: argparse.Namespace) -> tuple[Config, list[str]]:
+    """The config and strategies a `harness run` command line stands for: the file, its --set
+    overrides in order, then --engine, --address and --seeds, and its --thresholds."""
     overrides = list(args.overrides)
     if args.engine:
         overrides.append(f"run.engine={args.engine}")
@@ -168,7 +209,25 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     config = load(args.config, overrides, args.thresholds)
     strategies = _strategies(args.compare, config.placement.strategy)
     _check_threshold_strategies(config, strategies)
-    out = args.out or default_out_dir(config)
+    return config, strategies
+
+
+def _writable_name(out: Path) -> Path:
+    """`out` if Arrow can name files in it. A name that is not UTF-8 (a byte such as 0xff, which
+    the file system allows) reaches Python as a lone surrogate, which Arrow cannot encode."""
+    try:
+        str(out).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError("--out", f"{str(out)!r} is not UTF-8 text, as results need") from None
+    return out
+
+
+def _cmd_run(args: argparse.Namespace, console: Console) -> int:
+    config, strategies = run_config(args)
+    if not args.force:
+        on_a_cluster = config.run.engine == "ray" and _ray_address(config.ray.address)
+        check_run(config, len(strategies), this_machine(), remote=on_a_cluster)
+    out = _writable_name(args.out or default_out_dir(config))
     progress = None if args.quiet else LazyProgress(config.run.name)
     stopped = _until_done(
         lambda: run(config, strategies, out, progress, args.overwrite),
@@ -191,7 +250,11 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
     _check_threshold_strategies(
         sweep.base, list(dict.fromkeys(c.config.placement.strategy for c in sweep.cells))
     )
-    out = args.out or Path("results") / sweep.name
+    if not args.force:
+        configs = [cell.config for cell in sweep.cells]
+        remote = _ray_address(args.address)
+        check_sweep(configs, sweep.base.run.seeds, this_machine(), remote=remote)
+    out = _writable_name(args.out or Path("results") / sweep.name)
     progress = None if args.quiet else SweepBar(sweep.name)
     stopped = _until_done(
         lambda: run_sweep(sweep, out, progress, args.address),
@@ -233,13 +296,16 @@ def _threshold_code(records: list[dict[str, Any]]) -> int:
 def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     from harness.report_html import write_report  # matplotlib: only loaded when drawing
 
-    if is_sweep(args.dir):
-        meta, summary = load_sweep_results(args.dir)
-        print_sweep(meta, summary, console)
-    else:
-        meta, frames = load_run(args.dir)
-        print_run(meta, frames, console)
-    console.print(f"report: {write_report(args.dir)}")
+    try:
+        if is_sweep(args.dir):
+            meta, summary = load_sweep_results(args.dir)
+            print_sweep(meta, summary, console)
+        else:
+            meta, frames = load_run(args.dir)
+            print_run(meta, frames, console)
+        console.print(f"report: {write_report(args.dir)}")
+    except OSError as e:  # a name too long, a folder that cannot be read or written
+        raise ResultsError(f"{e.filename or args.dir}: {e.strerror or e}") from None
     return 0
 
 
@@ -260,12 +326,12 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
     console = Console()
     if not console.is_terminal:
         console.width = 150  # piped output: room for the tables rather than 80 columns
     signal.signal(signal.SIGTERM, _terminate)
     try:
+        args = parse_args(argv)
         commands = {
             "run": _cmd_run,
             "sweep": _cmd_sweep,
@@ -275,10 +341,10 @@ def main(argv: list[str] | None = None) -> int:
         }
         return commands[args.command](args, console)
     except (ConfigError, ResultsError) as e:
-        print(f"harness: error: {e}", file=sys.stderr)
+        print(f"harness: error: {printable(str(e))}", file=sys.stderr)
         return 2
     except InvariantError as e:
-        print(f"harness: {e}", file=sys.stderr)
+        print(f"harness: {printable(str(e))}", file=sys.stderr)
         return 1
 
 

@@ -9,6 +9,7 @@ counted in `counts`, for the summary and for tests to compare with what the sche
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from collections.abc import Iterable
@@ -130,6 +131,25 @@ class SlowNodes:
             return 0.0
         return sum(f.latency_ms / 2000.0 for f in entries if f.active(node_id, now))
 
+    def slowest_ms(self) -> float:
+        """The largest extra round trip (ms) any node ever has: overlapping entries add up,
+        so the sum is largest at the start of one of them."""
+        return max(
+            (2000.0 * self.extra_leg(node, f.at_s) for node, fs in self.slow.items() for f in fs),
+            default=0.0,
+        )
+
+
+def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The half-open windows [at, until) merged where they overlap or touch, in time order."""
+    merged: list[tuple[float, float]] = []
+    for at, until in sorted(spans):
+        if merged and at <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], until))
+        else:
+            merged.append((at, until))
+    return merged
+
 
 class Faults:
     """The `[[faults]]` entries of a config for the nodes `node_ids` (all, or one group's)."""
@@ -150,13 +170,20 @@ class Faults:
         self.report_faults = [f for f in self.plan if f.kind == "lost_reports"]
 
     def crash_events(self) -> list[tuple[float, int, bool]]:
-        """(time, node, down) of every crash and comeback, in time order."""
-        events = []
+        """(time, node, down) of every crash and comeback, in time order. A node is down over
+        the union of its crash windows: windows that overlap or touch are one stretch, so the
+        end of one never brings back a node that another still holds down."""
+        windows: dict[int, list[tuple[float, float]]] = {}
         for f in self.plan:
             if f.kind == "crash":
-                events.append((f.at_s, f.node, True))
-                if f.until_s is not None:
-                    events.append((f.until_s, f.node, False))
+                until = math.inf if f.until_s is None else f.until_s
+                windows.setdefault(f.node, []).append((f.at_s, until))
+        events = []
+        for node, spans in windows.items():
+            for at, until in _union(spans):
+                events.append((at, node, True))
+                if until != math.inf:
+                    events.append((until, node, False))
         return sorted(events)
 
     def crash(self, node: Node, down: bool) -> None:

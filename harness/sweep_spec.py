@@ -25,7 +25,6 @@ Every mistake is a ConfigError naming the key (exit 2 in the CLI), found before 
 from __future__ import annotations
 
 import itertools
-import tomllib
 from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from harness.config import (
     flatten,
     load,
     parse_override,
+    parse_toml,
     thresholds_table,
     with_thresholds,
 )
@@ -149,11 +149,12 @@ def load_sweep(
     checked against those naming its strategy or none."""
     path = Path(path)
     try:
-        raw = tomllib.loads(path.read_bytes().decode("utf-8"))
+        text = path.read_bytes().decode("utf-8")
     except OSError as e:
         raise ConfigError("", f"cannot read sweep file {path}: {e.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError("", f"{path} is not a valid TOML file: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError("", f"sweep file {path} is not UTF-8 text ({e.reason})") from None
+    raw = parse_toml(text, path)
     for name in raw:
         if name not in _SECTIONS:
             raise ConfigError(name, f"unknown section; known: {', '.join(sorted(_SECTIONS))}")

@@ -173,3 +173,117 @@ def test_an_interrupted_run_leaves_readable_partial_results(tmp_path, monkeypatc
     assert meta["completed"] is False and meta["error"] == "interrupted"
     assert sorted(frames["summary"]["seed"]) == [0, 1]
     assert set(frames["requests"]["seed"]) == {0, 1}
+
+
+@pytest.mark.parametrize(
+    "text,overrides,message",
+    [
+        ("run = 3", [], "run: must be a table ([run]), got 3"),
+        ('run = "x"', [], "run: must be a table ([run]), got 'x'"),
+        ("[[run]]\nseeds = 2", [], "run: must be a table ([run]), got an array of tables"),
+        ("[[cluster]]\nnodes = 3", [], "cluster: must be a table ([cluster]), got an array"),
+        ("[[cluster]]\nnodes = 3", ["cluster.nodes=4"], "cluster: must be a table ([cluster])"),
+        ("cluster = []", ["cluster.nodes=4"], "cluster: must be a table ([cluster]), got []"),
+        ("", ["run=3"], "run: must be section.key"),
+        ("faults = 3", [], "faults: must be a list of tables ([[faults]]), got 3"),
+        ('[faults]\nkind = "crash"', [], "faults: must be a list of tables ([[faults]])"),
+        ("[[faults]]\n[[faults]]\nkind = 3", [], "faults[1].kind: must be a string"),
+    ],
+)
+def test_a_section_that_is_not_a_table_is_named(text, overrides, message, tmp_path, capsys):
+    """TOML lets a section be a scalar, an array or an array of tables; each is one line."""
+    path = tmp_path / "c.toml"
+    path.write_text(text + "\n")
+    sets = [arg for o in overrides for arg in ("--set", o)]
+    out = tmp_path / "out"
+    assert main(["run", str(path), *sets, "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: ") and err.count("\n") == 1, err
+    assert message in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["run", "{config}", "--seeds", "abc"], "argument --seeds: invalid int value: 'abc'"),
+        (["run", "{config}", "--engine", "gpu"], "argument --engine: invalid choice: 'gpu'"),
+        ([], "a command is required: run, sweep, report, keys or plugins"),
+        (["bogus"], "argument command: invalid choice: 'bogus'"),
+        (["run"], "the following arguments are required: config"),
+        (["run", "{config}", "--nope"], "unrecognized arguments: --nope"),
+        (["sweep", "{config}", "--seeds", "1.5"], "argument --seeds: invalid int value: '1.5'"),
+        (["report"], "the following arguments are required: dir"),
+    ],
+)
+def test_command_line_mistakes_are_one_line(argv, message, capsys):
+    """argparse's own errors take the one-line form of every other mistake, not its usage
+    block."""
+    values = {"config": str(CONFIGS / "seed-herd.toml")}
+    assert main([a.format(**values) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"harness: error: {message}") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("[run]\nnäme = 1", "run.näme: not a valid TOML key (c.toml line 2)"),
+        ('[run]\n"näme" = 1', "run.näme: unknown key; did you mean run.name?"),
+        ("[rün]\nx = 1", "rün: not a valid TOML key (c.toml line 1)"),
+        ("[[faults]]\nnode = 1\n[[faults]]\nnöde = 2", "faults[1].nöde: not a valid TOML key"),
+        ("[cluster]\nnodes = 3\n[run]\ndüration_s.x = 1", "run.düration_s.x: not a valid"),
+        ("[run]\nname = é", "c.toml is not valid TOML: Invalid value (at line 2, column 8)"),
+    ],
+)
+def test_a_non_ascii_key_is_named(text, message, tmp_path, capsys):
+    """A bare key outside ASCII is invalid TOML: the line names the key, not only where the
+    parser stopped; quoted, it parses and is an unknown key."""
+    path = tmp_path / "c.toml"
+    path.write_text(text + "\n", encoding="utf-8")
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: ") and err.count("\n") == 1, err
+    assert message in err, err
+
+
+def test_a_non_ascii_key_in_a_sweep_file_is_named(tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text('[sweep]\nbäse = "seed-herd.toml"\n', encoding="utf-8")
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: sweep.bäse: not a valid TOML key (s.toml line 2)")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["report", "{tmp}/x\ny"], "x\\ny is not a folder"),
+        (["run", "{tmp}/a\nb.toml"], "config file {tmp}/a\\nb.toml does not exist"),
+        (["run", "{tmp}/\x1b[31mred.toml"], "config file {tmp}/\\x1b[31mred.toml does not"),
+        (["run", "{config}", "--compare", "a\rb"], "unknown strategy 'a\\rb'"),
+        (["run", "{config}", "--out", "{tmp}/\udcff"], "--out: '{tmp}/\\udcff' is not UTF-8"),
+        (["run", "{tmp}/\udcff.toml"], "config file {tmp}/\\udcff.toml does not exist"),
+    ],
+)
+def test_odd_characters_stay_on_one_printable_line(argv, message, tmp_path, capsys):
+    """Paths and values as argv brings them: a newline, a carriage return or an escape code in
+    a name is shown escaped (one line, nothing for the terminal to act on), and a byte that is
+    not UTF-8 (a lone surrogate in argv) can be printed and is refused as an --out."""
+    values = {"tmp": str(tmp_path), "config": str(CONFIGS / "seed-herd.toml")}
+    argv = [a.format(**values) for a in argv]
+    where = [] if "--out" in argv or argv[0] == "report" else ["--out", str(tmp_path / "o")]
+    assert main([*argv, *where]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: ") and err.count("\n") == 1, err
+    assert message.format(**values) in err, err
+    assert all(c.isprintable() for c in err[:-1]), err
+    assert not (tmp_path / "o").exists() and not (tmp_path / "\udcff").exists()
+
+
+def test_report_of_a_name_too_long_is_one_line(tmp_path, capsys):
+    assert main(["report", str(tmp_path / ("x" * 300))]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: ") and "File name too long" in err, err
+    assert err.count("\n") == 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
@@ -168,6 +169,22 @@ def toml_value(value: Any) -> str:
     return repr(value)
 
 
+def write_config(raw: dict[str, Any], path: Path) -> None:
+    """`raw` (from `raw_configs`) as the TOML file that `tomllib` reads back as `raw`."""
+    lines = []
+    tables = [(f"[{name}]", entries) for name, entries in raw.items() if name != "faults"]
+    faults = raw.get("faults", [])
+    if isinstance(faults, list) and all(isinstance(f, dict) for f in faults):
+        tables += [("[[faults]]", entry) for entry in faults]
+    elif "faults" in raw:
+        lines.append(f"faults = {toml_value(faults)}")
+    for header, entries in tables:
+        lines.append(header)
+        for key, value in entries.items():
+            lines.append(f"{key} = {toml_value(value)}")
+    path.write_text("\n".join(lines) + "\n")
+
+
 def seeds_from_the_command_line(raw: dict[str, Any]) -> dict[str, Any]:
     """`raw` as `harness run ... --seeds 1` validates it: the override replaces run.seeds
     before validation, so a bad run.seeds in the file is not an error there."""
@@ -183,18 +200,7 @@ def test_the_cli_exits_0_on_a_valid_config_and_2_with_one_line_on_an_invalid_one
     2 when it does not, with exactly one `harness: error:` line on stderr and no traceback."""
     tmp = tmp_path_factory.mktemp("fuzz")
     path = tmp / "c.toml"
-    lines = []
-    tables = [(f"[{name}]", entries) for name, entries in raw.items() if name != "faults"]
-    faults = raw.get("faults", [])
-    if isinstance(faults, list) and all(isinstance(f, dict) for f in faults):
-        tables += [("[[faults]]", entry) for entry in faults]
-    elif "faults" in raw:
-        lines.append(f"faults = {toml_value(faults)}")
-    for header, entries in tables:
-        lines.append(header)
-        for key, value in entries.items():
-            lines.append(f"{key} = {toml_value(value)}")
-    path.write_text("\n".join(lines) + "\n")
+    write_config(raw, path)
     try:
         config = from_dict(seeds_from_the_command_line(raw))
     except ConfigError:

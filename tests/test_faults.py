@@ -9,6 +9,7 @@ deviations (binomial), so a correct engine fails one of these checks about once 
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import replace
 
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 from harness.cli import main
 from harness.config import Config, ConfigError, from_dict, load
 from harness.engine.virtual import VirtualEngine
+from harness.faults import Faults, SlowNodes
 from harness.invariants import check
 from harness.run_store import load_run
 from harness.seed_result import SeedResult
@@ -223,3 +225,100 @@ def test_faults_must_be_a_list_and_are_not_set_on_the_command_line():
 def test_a_config_with_faults_survives_the_round_trip_through_run_json():
     config = load(CONFIGS / "faults-rpc-error.toml")
     assert from_dict(config.to_dict()) == config
+
+
+def crash_config(*windows: tuple[float, float | None], strategy: str = "stale") -> Config:
+    """seed-herd's load on 10 nodes with node 3 down over each window; `stale` keeps choosing a
+    down node (its view never learns), so every window is visited by creates."""
+    faults = [
+        {"kind": "crash", "node": 3, "at_s": at, "until_s": "none" if until is None else until}
+        for at, until in windows
+    ]
+    return from_dict(
+        {
+            "run": {"duration_s": 30.0, "sample_interval_s": 0},
+            "heartbeat": {"interval_s": 2.0},
+            "placement": {"strategy": strategy},
+            "workload": {"rate_per_s": 40.0, "lifetime_s": 4.0},
+            "faults": faults,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "windows,down",
+    [
+        ([(5.0, 15.0), (10.0, 20.0)], [(5.0, 20.0)]),
+        ([(10.0, 20.0), (5.0, 15.0)], [(5.0, 20.0)]),
+        ([(5.0, 10.0), (10.0, 15.0)], [(5.0, 15.0)]),
+        ([(5.0, 15.0), (8.0, 12.0)], [(5.0, 15.0)]),
+        ([(5.0, 15.0), (10.0, None)], [(5.0, None)]),
+        ([(5.0, 8.0), (12.0, 15.0)], [(5.0, 8.0), (12.0, 15.0)]),
+    ],
+)
+def test_overlapping_crash_windows_of_a_node_compose(windows, down):
+    """A node is down over the union of its crash windows: one crash per stretch of down time,
+    not a comeback at the end of the first window while another still holds it down."""
+    config = crash_config(*windows)
+    events = Faults(config.faults, random.Random(0), range(10)).crash_events()
+    expected = []
+    for at, until in down:
+        expected.append((at, 3, True))
+        if until is not None:
+            expected.append((until, 3, False))
+    assert events == expected
+    result = VirtualEngine().run_seed(config, 0)
+    assert result.summary["fault_crashes"] == len(down)
+    expect_no_loss(config, result)
+    c = creates(result)
+    on_3 = (c["node_id"] == 3) & (c["outcome"] == "placed")
+    acted = (c["issued_at"] + c["done_at"]) / 2  # within one RPC of when node 3 acted
+    for at, until in down:
+        inside = (acted > at + 0.01) & (acted < (30.0 if until is None else until) - 0.01)
+        assert not (on_3 & inside).any(), "a create placed on node 3 while it was down"
+    assert result.nodes.column("down").to_pylist()[3] == (down[-1][1] is None)
+
+
+def test_overlapping_slow_node_entries_add_up():
+    """Two slow_node entries on one node: over their overlap an RPC pays both extra delays."""
+    config = from_dict(
+        {
+            "run": {"duration_s": 30.0, "sample_interval_s": 0},
+            "workload": {"rate_per_s": 40.0, "lifetime_s": 4.0},
+            "placement": {"strategy": "optimistic"},
+            "faults": [
+                {"kind": "slow_node", "node": 2, "latency_ms": 50.0, "at_s": 5.0, "until_s": 20.0},
+                {"kind": "slow_node", "node": 2, "latency_ms": 30.0, "at_s": 10.0},
+            ],
+        }
+    )
+    slow = SlowNodes(config.faults)
+    assert [slow.extra_leg(2, t) * 2000 for t in (4.0, 6.0, 12.0, 25.0)] == [0, 50, 80, 30]
+    assert slow.extra_leg(1, 12.0) == 0.0
+    c = creates(VirtualEngine().run_seed(config, 0))
+    on_2 = (c["node_id"] == 2) & (c["outcome"] == "placed")
+    both = on_2 & (c["issued_at"] > 10.0) & (c["issued_at"] < 19.9)
+    assert both.sum() > 0
+    assert np.allclose(c["latency_ms"][both], 81.0)
+
+
+@pytest.mark.parametrize(
+    "second,refused",
+    [({"at_s": 10.0}, True), ({"at_s": 20.0}, False), ({"at_s": 0.0, "until_s": 5.0}, False)],
+)
+def test_the_rpc_timeout_is_checked_against_overlapping_slow_nodes(second, refused):
+    """The timeout models lost answers: it must exceed the slowest round trip, which is the sum
+    of the slow_node entries of a node that overlap, not the largest one."""
+    raw = {
+        "placement": {"rpc_timeout_ms": 1000.0},
+        "faults": [
+            {"kind": "slow_node", "node": 1, "latency_ms": 600.0, "at_s": 5.0, "until_s": 20.0},
+            {"kind": "slow_node", "node": 1, "latency_ms": 600.0, **second},
+        ],
+    }
+    if not refused:
+        from_dict(raw)
+        return
+    with pytest.raises(ConfigError) as e:
+        from_dict(raw)
+    assert e.value.key == "placement.rpc_timeout_ms" and "1201 ms" in e.value.reason

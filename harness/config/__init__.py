@@ -5,7 +5,7 @@ checks a raw dict against it, `load` reads files and `--set` overrides, `keys` l
 for the docs.
 """
 
-from harness.config.load import load, parse_override, with_thresholds
+from harness.config.load import load, parse_override, parse_toml, with_thresholds
 from harness.config.schema import SECTIONS, Config, RayConfig, RunConfig
 from harness.config.validate import (
     ConfigError,
@@ -26,6 +26,7 @@ __all__ = [
     "from_dict",
     "load",
     "parse_override",
+    "parse_toml",
     "thresholds_table",
     "with_thresholds",
 ]

@@ -8,6 +8,7 @@ driven, where Ray is) is declared here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, get_type_hints
 
@@ -43,6 +44,10 @@ class RunConfig:
     sample_interval_s: float = key(1.0, "Timeline sampling period; 0 turns the timeline off.", ge=0)
 
 
+NODES_PER_GROUP = 5000
+"""Nodes per node-group actor when `ray.node_groups` is 0."""
+
+
 @dataclass(frozen=True)
 class RayConfig:
     address: str = key(
@@ -50,6 +55,13 @@ class RayConfig:
     )
     node_groups: int = key(0, "Node-group actors hosting the nodes; 0: sized to the cluster.", ge=0)
     client_pools: int = key(0, "Client-pool actors running the clients; 0: one per CPU.", ge=0)
+
+    def sizes(self, nodes: int, cpus: int) -> tuple[int, int]:
+        """(node groups, client pools) a seed starts on a Ray cluster of `cpus` CPUs: as set,
+        or when 0 a group per `NODES_PER_GROUP` nodes up to one per CPU, and a pool per CPU.
+        The Ray engine sizes its actors here, and the budget counts them."""
+        groups = self.node_groups or min(cpus, math.ceil(nodes / NODES_PER_GROUP))
+        return min(groups, nodes), self.client_pools or cpus
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import fields
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from harness.config.schema import SECTIONS, Config
-from harness.faults import FAULT_KINDS, FaultSpec
+from harness.faults import FAULT_KINDS, FaultSpec, SlowNodes
 from harness.placement import PluginError, resolve
 from harness.placement.framework import parse_weighted
 from harness.registry import RegistryError
@@ -98,9 +98,16 @@ def _unknown(key: str, known: list[str]) -> ConfigError:
     return ConfigError(key, "unknown key" + hint)
 
 
-def _section(name: str, cls: type, raw: Any) -> Any:
+def not_a_table(name: str, raw: Any, header: str) -> ConfigError:
+    """A section TOML gave as something else: a scalar, an array or an array of tables."""
+    tables = isinstance(raw, list) and raw and all(isinstance(v, dict) for v in raw)
+    got = "an array of tables" if tables else repr(raw)
+    return ConfigError(name, f"must be a table ({header}), got {got}")
+
+
+def _section(name: str, cls: type, raw: Any, header: str) -> Any:
     if not isinstance(raw, dict):
-        raise ConfigError(name, f"must be a table, got {raw!r}")
+        raise not_a_table(name, raw, header)
     hints = get_type_hints(cls)
     known = {f.name: f for f in fields(cls)}
     values = {}
@@ -121,7 +128,7 @@ def _faults(raw: Any) -> tuple[FaultSpec, ...]:
     entries = []
     for i, entry in enumerate(raw):
         name = f"faults[{i}]"
-        fault = _section(name, FaultSpec, entry)
+        fault = _section(name, FaultSpec, entry, "one [[faults]] entry")
         for key in entry:
             if key != "kind" and key not in FAULT_KINDS[fault.kind].keys:
                 raise ConfigError(f"{name}.{key}", f"does not apply to kind {fault.kind}")
@@ -179,7 +186,7 @@ def from_dict(raw: dict[str, Any]) -> Config:
             continue
         if name not in SECTIONS:
             raise _unknown(name, [*SECTIONS, "faults", "thresholds"])
-        sections[name] = _section(name, SECTIONS[name], value)
+        sections[name] = _section(name, SECTIONS[name], value, f"[{name}]")
     config = Config(**sections)
     _cross_check(config)
     return config
@@ -250,14 +257,13 @@ def _cross_check(c: Config) -> None:
     for i, fault in enumerate(c.faults):
         _check_fault(f"faults[{i}]", fault, c)
     _check_placement(c.placement)
-    slowest = c.cluster.create_latency_ms + max(
-        (f.latency_ms for f in c.faults if f.kind == "slow_node"), default=0.0
-    )
+    slowest = c.cluster.create_latency_ms + SlowNodes(c.faults).slowest_ms()
     if c.placement.rpc_timeout_ms <= slowest:
         raise ConfigError(
             "placement.rpc_timeout_ms",
             f"{c.placement.rpc_timeout_ms:g} is not above the slowest create round trip "
-            f"({slowest:g} ms with slow nodes): the timeout models lost answers, not slow ones",
+            f"({slowest:g} ms with slow nodes, overlapping entries of a node added up): "
+            "the timeout models lost answers, not slow ones",
         )
 
 
@@ -308,4 +314,7 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
     known = [f.name for f in fields(SECTIONS[section])]
     if leaf not in known:
         raise _unknown(key, known)
-    raw.setdefault(section, {})[leaf] = value
+    table = raw.setdefault(section, {})
+    if not isinstance(table, dict):
+        raise not_a_table(section, table, f"[{section}]")
+    table[leaf] = value

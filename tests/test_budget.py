@@ -1,0 +1,152 @@
+"""The budget: a scenario too big for the machine, or too long, is refused before anything runs
+with one line naming the key that makes it so; --force goes on; every shipped scenario fits a
+small machine."""
+
+from __future__ import annotations
+
+import pytest
+
+import harness.sweep
+from harness import budget, cli
+from harness.budget import Machine, check_run, check_sweep, seed_terms
+from harness.cli import main
+from harness.config import ConfigError, from_dict, load
+from harness.engine.virtual import VirtualEngine
+from harness.ledgers import LEDGERS
+from harness.sweep_spec import load_sweep
+from tests.conftest import CONFIGS, SCENARIOS
+
+SMALL = Machine(memory_bytes=4e9, cpus=2)
+"""A small machine: 4 GB available, 2 cores. Every shipped scenario must fit it."""
+HERD = str(CONFIGS / "seed-herd.toml")
+
+
+class Started(Exception):
+    """The run or the sweep was started: the budget let it through."""
+
+
+@pytest.fixture
+def small_machine(monkeypatch):
+    """The CLI sees `SMALL`, and starting a run or a sweep raises `Started` (nothing runs, so a
+    scenario the budget wrongly lets through fails fast instead of filling the memory)."""
+
+    def started(*args, **kwargs):
+        raise Started
+
+    monkeypatch.setattr(cli, "this_machine", lambda: SMALL)
+    monkeypatch.setattr(cli, "run", started)
+    monkeypatch.setattr(harness.sweep, "run_sweep", started)
+
+
+@pytest.mark.parametrize(
+    "args,key",
+    [
+        (["--set", "cluster.nodes=10000000"], "cluster.nodes"),
+        (["--set", "cluster.nodes=10000000000"], "cluster.nodes"),
+        (["--set", "workload.arrival=closed", "--set", "workload.clients=100000000"], "clients"),
+        (["--set", "placement.replicas=1000000"], "placement.replicas"),
+        (["--set", "run.duration_s=1e12"], "run.duration_s"),
+        (["--seeds", "1000000000000"], "run.seeds"),
+        (["--set", "workload.rate_per_s=1e9"], "workload.rate_per_s"),
+        (["--set", "workload.arrival=burst", "--set", "workload.burst=1000000000"], "burst"),
+        (["--set", "heartbeat.interval_s=1e-9"], "heartbeat.interval_s"),
+        (["--set", "heartbeat.interval_s=1e-9", "--seeds", "1"], "heartbeat.interval_s"),
+        (["--set", "run.sample_interval_s=1e-9"], "run.sample_interval_s"),
+        (["--engine", "ray", "--set", "ray.client_pools=40"], "ray.client_pools"),
+        (["--engine", "ray", "--set", "run.duration_s=100000", "--seeds", "1"], "duration_s"),
+        (["--compare", ",".join(LEDGERS), "--seeds", "100000000"], "run.seeds"),
+    ],
+)
+def test_a_scenario_too_big_or_too_long_is_refused_up_front(
+    args, key, small_machine, tmp_path, capsys
+):
+    out = tmp_path / "out"
+    assert main(["run", HERD, *args, "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("harness: error: "), err
+    named, reason = err.removeprefix("harness: error: ").split(": ", 1)
+    assert named.endswith(key) and reason.startswith("too "), err
+    assert "--force runs it anyway" in reason
+    assert not out.exists()
+
+
+def test_force_goes_on(small_machine, tmp_path):
+    argv = ["run", HERD, "--set", "cluster.nodes=10000000000", "--out", str(tmp_path / "o")]
+    with pytest.raises(Started):
+        main([*argv, "--force"])
+
+
+def test_a_sweep_too_big_is_refused_and_force_goes_on(small_machine, tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text(f'[sweep]\nbase = "{HERD}"\n[grid]\n"cluster.nodes" = [10, 100000000]\n')
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: cluster.nodes: too big for this machine: the sweep")
+    assert err.count("\n") == 1 and not out.exists()
+    with pytest.raises(Started):
+        main(["sweep", str(path), "--out", str(out), "--quiet", "--force"])
+    path.write_text(f'[sweep]\nbase = "{HERD}"\n[grid]\n"heartbeat.interval_s" = [20, 1e-9]\n')
+    assert main(["sweep", str(path), "--out", str(out), "--quiet"]) == 2
+    assert "heartbeat.interval_s: too long" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+def test_every_shipped_scenario_fits_a_small_machine(path):
+    """Under every strategy at once, on either engine, with Ray here or on a cluster."""
+    config = load(path)
+    for engine in ("virtual", "ray"):
+        for remote in (False, True):
+            check_run(config.with_value("run.engine", engine), len(LEDGERS), SMALL, remote)
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("sweep-*.toml")), ids=lambda p: p.name)
+def test_every_shipped_sweep_fits_a_small_machine(path):
+    sweep = load_sweep(path)
+    for remote in (False, True):
+        check_sweep([cell.config for cell in sweep.cells], len(sweep.seeds), SMALL, remote)
+
+
+def test_on_a_cluster_only_what_comes_back_is_counted():
+    """With Ray at an address, the actors' memory is the cluster's: 40 client pools are
+    refused here only when Ray would run on this machine."""
+    config = load(HERD).with_values({"run.engine": "ray", "ray.client_pools": 40})
+    with pytest.raises(ConfigError, match=r"ray\.client_pools: too big"):
+        check_run(config, 1, SMALL, remote=False)
+    check_run(config, 1, SMALL, remote=True)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"workload": {"rate_per_s": 200.0, "lifetime_s": 2.0}, "run": {"sample_interval_s": 0}},
+        {"cluster": {"nodes": 200}, "run": {"duration_s": 5.0, "sample_interval_s": 0.05}},
+        {"workload": {"arrival": "burst", "burst": 3000, "lifetime_s": 1.0}},
+        {
+            "workload": {"arrival": "closed", "clients": 50, "lifetime_s": 0.5},
+            "cluster": {"create_latency_ms": 20.0},
+            "heartbeat": {"interval_s": 0.5, "phase": "staggered", "delay_ms": 200.0},
+        },
+    ],
+)
+def test_the_counts_estimated_are_those_a_run_records(raw):
+    """The row counts behind the estimate match a run's within 10% (arrivals are exact; kills
+    and closed-loop cycles are approximations), so the per-row costs apply to real counts."""
+    config = from_dict({**raw, "placement": {"strategy": "optimistic"}})
+    terms = {t.what: t.count for t in seed_terms(config)}
+    result = VirtualEngine().run_seed(config, 0)
+    assert terms["request rows"] == pytest.approx(result.requests.num_rows, rel=0.1)
+    assert terms["timeline rows"] == result.timeline.num_rows
+
+
+def test_this_machine_reads_memory_and_cores():
+    machine = budget.this_machine()
+    assert 0 < machine.memory_bytes < 1e15 and machine.cpus >= 1
+
+
+def test_a_sweep_of_too_many_seeds_is_refused(small_machine, tmp_path, capsys):
+    sweep = str(CONFIGS / "sweep-reference.toml")
+    argv = ["sweep", sweep, "--seeds", "1000000000000", "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: sweep.seeds: too ") and err.count("\n") == 1
