@@ -17,6 +17,7 @@ from harness.display import LazyProgress, SweepBar, print_run, print_sweep
 from harness.engine import ENGINES, EngineError
 from harness.invariants import InvariantError
 from harness.ledgers import LEDGERS
+from harness.ray_setup import ray_scope
 from harness.run_store import ResultsError, load_run
 from harness.runner import default_out_dir, run
 from harness.sweep_spec import load_sweep
@@ -181,16 +182,23 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+class _Interrupts:
+    """The handler of SIGINT (Ctrl-C) and SIGTERM: the first raises KeyboardInterrupt where
+    the command is, so the run stops and writes what it has; any later one is only counted, so
+    that writing, and stopping Ray, are never cut short. While `shielded`, the first is only
+    counted too. Either way the command exits with 130."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.shielded = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.count += 1
+        if self.count == 1 and not self.shielded:
+            raise KeyboardInterrupt
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    console = Console()
-    if not console.is_terminal:
-        console.width = 150  # piped output: room for the tables rather than 80 columns
-    signal.signal(signal.SIGTERM, _terminate)
+def _command(args: argparse.Namespace, console: Console) -> int:
     try:
         commands = {"run": _cmd_run, "sweep": _cmd_sweep, "report": _cmd_report}
         return commands[args.command](args, console)
@@ -200,6 +208,32 @@ def main(argv: list[str] | None = None) -> int:
     except InvariantError as e:
         print(f"harness: {e}", file=sys.stderr)
         return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    interrupts = _Interrupts()
+    handlers = {s: signal.signal(s, interrupts) for s in (signal.SIGINT, signal.SIGTERM)}
+    code = 130
+    try:
+        args = _parser().parse_args(argv)
+        console = Console()
+        if not console.is_terminal:
+            console.width = 150  # piped output: room for the tables rather than 80 columns
+        with ray_scope():  # a Ray the command started is stopped before it returns
+            try:
+                code = _command(args, console)
+            finally:
+                interrupts.shielded = True
+    except KeyboardInterrupt:  # outside a run (a run says what it kept itself)
+        print("harness: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    if interrupts.count and code != 130:  # while Ray stopped, after the command was done
+        print("harness: interrupted", file=sys.stderr)
+        return 130
+    return code
 
 
 if __name__ == "__main__":

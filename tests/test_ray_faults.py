@@ -19,7 +19,7 @@ from actors.engine import RayEngine, RaySeedRun
 from harness.cli import main
 from harness.config import load
 from harness.engine import EngineError
-from harness.ray_setup import connect
+from harness.ray_setup import connect, stop_ray
 from harness.run_store import load_run
 from harness.runner import run
 from tests.conftest import CONFIGS
@@ -35,7 +35,7 @@ def local_ray():
     """One Ray instance for the whole module: starting one costs seconds."""
     connect()
     yield
-    ray.shutdown()
+    stop_ray()
 
 
 @pytest.mark.parametrize("name", FAULT_CONFIGS)
