@@ -133,7 +133,7 @@ class RaySeedRun:
     def _get(self, actors: list[Any], method: str, *args: Any) -> list[Any]:
         """`method(*args)` on every replica, or every pool, at once: their answers."""
         role = "scheduler replica" if actors is self.replicas else "client pool"
-        return _answers([getattr(actor, method).remote(*args) for actor in actors], role)
+        return _answers((role, [getattr(actor, method).remote(*args) for actor in actors]))[0]
 
     def _on_groups(self, method: str, *args: Any) -> list[Any]:
         """`method(*args)` on every node group at once, and the answers. A group whose process
@@ -195,8 +195,7 @@ class RaySeedRun:
                 self._rejoin(g)
             except ray.exceptions.RayError as e:
                 raise _stopped("node group", g, e) from e
-        _answers(replicas, "scheduler replica")
-        _answers(pools, "client pool")
+        _answers(("scheduler replica", replicas), ("client pool", pools))
 
     def _truth(self) -> tuple[list[float], list[int]]:
         """True allocated vCPUs and sandbox counts, node by node, from every node group."""
@@ -242,8 +241,10 @@ class RaySeedRun:
         sample = 0.0 if interval > 0 else None
         while True:
             now = clock.now()
-            self._get(self.replicas, "check")
-            self._get(self.pools, "check")
+            # Replicas and pools first: a group that raised may only have talked to a dead one.
+            replicas = [r.check.remote() for r in self.replicas]
+            pools = [p.check.remote() for p in self.pools]
+            _answers(("scheduler replica", replicas), ("client pool", pools))
             self._on_groups("check")
             while sample is not None and sample <= min(now, duration):
                 self._sample(sample, timeline)
@@ -339,15 +340,24 @@ class RaySeedRun:
         )
 
 
-def _answers(refs: list[Any], role: str) -> list[Any]:
-    """The answers of calls to the actors of one role, in order; a death or failure of one
-    ends the seed, naming it (replicas and pools are not restarted: what they held is gone)."""
-    answers = []
-    for index, ref in enumerate(refs):
-        try:
-            answers.append(ray.get(ref))
-        except ray.exceptions.RayError as e:
-            raise _stopped(role, index, e) from e
+def _answers(*calls: tuple[str, list[Any]]) -> list[list[Any]]:
+    """The answers of calls to replicas or pools, (role, one call per actor) each, in order. A
+    death or failure ends the seed, naming the actor (replicas and pools are not restarted:
+    what they held is gone); a death before a failure, as an actor that raised may only have
+    been talking to the dead one."""
+    answers, deaths, failures = [], [], []
+    for role, refs in calls:
+        got = []
+        for index, ref in enumerate(refs):
+            try:
+                got.append(ray.get(ref))
+            except ray.exceptions.RayTaskError as e:  # alive, but it raised
+                failures.append((role, index, e))
+            except ray.exceptions.RayError as e:
+                deaths.append((role, index, e))
+        answers.append(got)
+    for role, index, e in (*deaths, *failures):
+        raise _stopped(role, index, e) from e
     return answers
 
 

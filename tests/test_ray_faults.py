@@ -5,6 +5,8 @@ to 0.25, a few model seconds)."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import signal
 import subprocess
@@ -300,6 +302,17 @@ def test_a_client_pool_dying_ends_the_run_with_one_line_and_the_rows_that_arrive
     assert len(frames["requests"]) > 0
 
 
+def _names_under(pid: int) -> list[str]:
+    """The names of the processes under `pid` (psutil ships with Ray: importable once ray is)."""
+    psutil = importlib.import_module("psutil")
+    names = []
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                names.append(child.name())
+    return names
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_to_the_driver_flushes_and_marks_the_run_incomplete(tmp_path, signum):
     """(SIGTERM matters: ray.init installs a handler of its own that exits on the spot.)"""
@@ -308,10 +321,11 @@ def test_a_signal_to_the_driver_flushes_and_marks_the_run_incomplete(tmp_path, s
     cmd += ["--set", "run.duration_s=120", "--seeds", "1", "--quiet", "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(CONFIGS.parent)}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 60
-    while not (out / "run.json").exists() and time.time() < deadline:
+    deadline = time.time() + 120
+    while not any(name.startswith("ray::ClientPool") for name in _names_under(proc.pid)):
+        assert time.time() < deadline and proc.poll() is None
         time.sleep(0.2)
-    time.sleep(5.0)  # run.json is written once Ray is up: actors up, then seconds of requests
+    time.sleep(3.0)  # the pools are up: set-up ends, then seconds of requests
     proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr.decode()[-2000:]
