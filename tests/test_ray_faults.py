@@ -5,8 +5,6 @@ to 0.25, a few model seconds)."""
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import os
 import signal
 import subprocess
@@ -26,6 +24,7 @@ from harness.run_store import load_run
 from harness.runner import run
 from tests.conftest import CONFIGS
 from tests.test_faults import EXPECT, FAULT_CONFIGS
+from tests.test_processes import Tree
 
 FAST = {"run.time_scale": 0.1, "run.sample_interval_s": 0.0, "run.engine": "ray"}
 SCALE = {"faults-slow-node": 0.15}
@@ -302,27 +301,18 @@ def test_a_client_pool_dying_ends_the_run_with_one_line_and_the_rows_that_arrive
     assert len(frames["requests"]) > 0
 
 
-def _names_under(pid: int) -> list[str]:
-    """The names of the processes under `pid` (psutil ships with Ray: importable once ray is)."""
-    psutil = importlib.import_module("psutil")
-    names = []
-    with contextlib.suppress(psutil.Error):
-        for child in psutil.Process(pid).children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                names.append(child.name())
-    return names
-
-
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_to_the_driver_flushes_and_marks_the_run_incomplete(tmp_path, signum):
-    """(SIGTERM matters: ray.init installs a handler of its own that exits on the spot.)"""
+    """(SIGTERM matters: ray.init installs a handler of its own that exits on the spot.) Nothing
+    is left running."""
     out = tmp_path / "signal"
     cmd = [sys.executable, "-m", "harness", "run", str(CONFIGS / "churn.toml"), "--engine", "ray"]
     cmd += ["--set", "run.duration_s=120", "--seeds", "1", "--quiet", "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(CONFIGS.parent)}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    tree = Tree(proc)
     deadline = time.time() + 120
-    while not any(name.startswith("ray::ClientPool") for name in _names_under(proc.pid)):
+    while not any(name.startswith("ray::ClientPool") for name in tree.seen.values()):
         assert time.time() < deadline and proc.poll() is None
         time.sleep(0.2)
     time.sleep(3.0)  # the pools are up: set-up ends, then seconds of requests
@@ -334,3 +324,4 @@ def test_a_signal_to_the_driver_flushes_and_marks_the_run_incomplete(tmp_path, s
     assert meta["completed"] is False and meta["error"] == "interrupted"
     assert meta["partial"] == [["optimistic", 0]]  # the seed in progress, as far as it got
     assert len(frames["requests"]) > 0
+    assert tree.left() == []
