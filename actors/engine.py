@@ -21,7 +21,7 @@ import pyarrow as pa
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from actors.host import ClientPool, NodeGroup, Replica
+from actors.host import ClientPool, NodeGroup, Replica, Restarted
 from actors.spool import Spool
 from harness import scenario
 from harness.clock import WallClock
@@ -38,6 +38,10 @@ START_LEAD_S = 0.3
 """Wall seconds between sending `start` to every actor and the run's t = 0."""
 GROUP_RESTARTS = 3
 """How often Ray restarts a node-group actor whose process died (its nodes come back empty)."""
+SOME = "some process"
+"""A node group's started process, when the driver cannot tell which (see `lives`)."""
+SALVAGE_S = 2.0
+"""Wall seconds the driver waits for the pools' last rows when a seed stops early."""
 
 
 def _round_robin_over_ray_nodes() -> Iterator[NodeAffinitySchedulingStrategy]:
@@ -53,8 +57,12 @@ def _round_robin_over_ray_nodes() -> Iterator[NodeAffinitySchedulingStrategy]:
 class RaySeedRun:
     """One (strategy, seed) on Ray: actors up, run, results in, actors down.
 
-    After `run()`, `sandbox_ids[node]` holds the IDs each node runs at the end (ground truth for
-    checks) and `ray_nodes` the Ray node of every actor.
+    Processes die: a node group's is restarted by Ray (`GROUP_RESTARTS` times) and joined
+    again by the driver whatever the driver was doing, set-up, run or collection
+    (`_on_groups`); a scheduler replica or client pool that dies, or a group Ray gave up on,
+    ends the seed with what had arrived (an `EngineError` naming the actor, with `partial`).
+    After `run()`, `sandbox_ids[node]` holds the IDs each node runs at the end (ground truth
+    for checks) and `ray_nodes` the Ray node of every actor.
     """
 
     def __init__(self, config: Config, seed: int) -> None:
@@ -65,10 +73,16 @@ class RaySeedRun:
         self.groups: list[Any] = []
         self.replicas: list[Any] = []
         self.pools: list[Any] = []
-        self.restarts: list[tuple[int, float]] = []
-        """(group, model time) of every node group Ray restarted and the driver rejoined."""
+        self.epoch: float | None = None
+        """Wall time of the run's t = 0, once chosen; None during set-up."""
+        self.lives: list[str | None] = []
+        """Per node group, the process (`NodeGroup.life`) the driver started, `SOME` when it
+        cannot tell which, None before: a death of that process loses what it did."""
+        self.deaths: list[int] = []
+        """Per node group, how many processes it started died."""
 
     def _actors(self) -> None:
+        """Every actor up and connected, the pre-run sync delivered, the pools warmed up."""
         config, seed = self.config, self.seed
         n = config.cluster.nodes
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -82,6 +96,8 @@ class RaySeedRun:
             )
             for lo, hi in itertools.pairwise(bounds)
         ]
+        self.deaths = [0] * n_groups
+        self.lives = [None] * n_groups
         self.group_of = [g for g in range(n_groups) for _ in range(bounds[g + 1] - bounds[g])]
         cpu_counts = [node.cpu_count for node in scenario.nodes(config, seed)]
         self.replicas = [
@@ -92,10 +108,12 @@ class RaySeedRun:
             ClientPool.options(scheduling_strategy=next(place)).remote(config, seed, p, n_pools)
             for p in range(n_pools)
         ]
-        self.ray_nodes = ray.get([a.connect.remote(*self._wiring()) for a in self._all()])
-        ray.get([g.sync.remote() for g in self.groups])
+        replicas = self._get(self.replicas, "connect", *self._wiring())
+        pools = self._get(self.pools, "connect", *self._wiring())
+        self.ray_nodes = [*self._on_groups("connect", *self._wiring()), *replicas, *pools]
+        self._on_groups("sync")
         # A pool's first rows() loads pyarrow's kernels (~0.4 s here): not on the run's clock.
-        ray.get([p.rows.remote() for p in self.pools])
+        self._get(self.pools, "rows")
 
     def _wiring(self) -> tuple[list, list[int], list, list]:
         return self.groups, self.group_of, self.replicas, self.pools
@@ -107,71 +125,147 @@ class RaySeedRun:
         for actor in self._all():
             ray.kill(actor)
 
+    def _get(self, actors: list[Any], method: str, *args: Any) -> list[Any]:
+        """`method(*args)` on every replica, or every pool, at once: their answers."""
+        role = "scheduler replica" if actors is self.replicas else "client pool"
+        return _answers((role, [getattr(actor, method).remote(*args) for actor in actors]))[0]
+
+    def _on_groups(self, method: str, *args: Any) -> list[Any]:
+        """`method(*args)` on every node group at once, and the answers. A group whose process
+        died meanwhile is joined again (`_rejoin`) and asked again; one Ray gave up on, or a
+        failure, ends the seed."""
+        refs = [getattr(group, method).remote(*args) for group in self.groups]
+        answers = []
+        for g, ref in enumerate(refs):
+            while True:
+                try:
+                    answers.append(ray.get(ref))
+                    break
+                except (ray.exceptions.ActorUnavailableError, Restarted):
+                    self._rejoin(g)
+                    ref = getattr(self.groups[g], method).remote(*args)
+                except ray.exceptions.RayError as e:
+                    raise _stopped("node group", g, e) from e
+        return answers
+
+    def _rejoin(self, g: int) -> None:
+        """A call to node group g failed: its process died and Ray restarted it (calls wait
+        for the new one), or the call failed on the way. The process is connected; if the
+        group was not started, nothing had happened, so it is set up as the others were (and
+        started if they were); if the process started died, the new one starts as a restart,
+        told how many died (`NodeHost.restart`)."""
+        group = self.groups[g]
+        while True:
+            try:
+                ray.get(group.connect.remote(*self._wiring()))
+                life = ray.get(group.life.remote())
+                if life == self.lives[g]:  # alive all along
+                    return
+                if self.lives[g] is None:
+                    ray.get(group.sync.remote())
+                    if self.epoch is None:
+                        return
+                else:
+                    self.deaths[g] += 1
+                self.lives[g] = life
+                ray.get(group.start.remote(self.epoch, self.deaths[g]))
+                return
+            except (ray.exceptions.ActorUnavailableError, Restarted):
+                continue  # it died again
+            except ray.exceptions.RayError as e:
+                raise _stopped("node group", g, e) from e
+
+    def _start(self) -> None:
+        """Tells every actor the run's t = 0, a little ahead."""
+        self.epoch = time.time() + START_LEAD_S
+        replicas = [r.start.remote(self.epoch) for r in self.replicas]
+        pools = [p.start.remote(self.epoch) for p in self.pools]
+        for g, ref in enumerate([group.start.remote(self.epoch, 0) for group in self.groups]):
+            try:
+                self.lives[g] = ray.get(ref)
+            except Restarted:  # a new process, which never got `start`: nothing was lost
+                self._rejoin(g)
+            except ray.exceptions.ActorUnavailableError:  # it may have started, then died
+                self.lives[g] = SOME
+                self._rejoin(g)
+            except ray.exceptions.RayError as e:
+                raise _stopped("node group", g, e) from e
+        _answers(("scheduler replica", replicas), ("client pool", pools))
+
     def _truth(self) -> tuple[list[float], list[int]]:
         """True allocated vCPUs and sandbox counts, node by node, from every node group."""
-        parts = ray.get([g.truth.remote() for g in self.groups])
+        parts = self._on_groups("truth")
         return [c for cpu, _ in parts for c in cpu], [c for _, counts in parts for c in counts]
 
     def _sample(self, t: float, timeline: Spool) -> None:
         truth = self._truth()
         log = TimelineLog()
-        log.sample(t, truth, ray.get([r.view.remote() for r in self.replicas]))
+        log.sample(t, truth, self._get(self.replicas, "view"))
         timeline.write(table(TIMELINE, self.config.placement.strategy, self.seed, log.take()))
-
-    def _check_groups(self, epoch: float, now: float) -> bool:
-        """Checks every node group; True while Ray is still restarting one. A restarted group
-        (its nodes crashed with its process and came back empty) is connected and started
-        again. A group Ray gave up on raises ActorDiedError, which ends the run."""
-        restarting = False
-        for g, ref in enumerate([group.check.remote() for group in self.groups]):
-            try:
-                rejoin = ray.get(ref)
-            except ray.exceptions.ActorUnavailableError:
-                restarting = True
-                continue
-            if rejoin:
-                group = self.groups[g]
-                ray.get(group.connect.remote(*self._wiring()))
-                ray.get(group.start.remote(epoch))
-                self.restarts.append((g, now))
-        return restarting
 
     def _rows(self, requests: Spool) -> tuple[int, bool]:
         """Request rows that arrived, into the spool; (creates answered, every pool done)."""
         answered, finished = 0, True
-        for batches, pool_answered, pool_done in ray.get([p.rows.remote() for p in self.pools]):
+        for batches, pool_answered, pool_done in self._get(self.pools, "rows"):
             for batch in batches:
                 requests.write(batch)
             answered += pool_answered
             finished = finished and pool_done
         return answered, finished
 
+    def _salvage(self, requests: Spool) -> None:
+        """When the seed stops early: the rows every live pool recorded since the last poll
+        (a pool that died took its own with it)."""
+        refs = [p.rows.remote() for p in self.pools]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=SALVAGE_S)
+        for ref in ready:
+            try:
+                batches, _, _ = ray.get(ref)
+            except ray.exceptions.RayError:
+                continue
+            for batch in batches:
+                requests.write(batch)
+
     def _play(self, requests: Spool, timeline: Spool, progress: Progress | None) -> None:
         """From t = 0 until every client is done and the scenario's duration has passed."""
         config = self.config
         duration = config.run.duration_s
         interval = config.run.sample_interval_s
-        epoch = time.time() + START_LEAD_S
-        clock = WallClock(epoch, config.run.time_scale)
-        ray.get([a.start.remote(epoch) for a in self._all()])
+        self._start()
+        clock = WallClock(self.epoch, config.run.time_scale)
         sample = 0.0 if interval > 0 else None
         while True:
             now = clock.now()
-            ray.get([a.check.remote() for a in (*self.replicas, *self.pools)])
-            # A failure stops the run; a node group that died is rejoined once Ray restarted it.
-            restarting = self._check_groups(epoch, now)
+            # Replicas and pools first: a group that raised may only have talked to a dead one.
+            replicas = [r.check.remote() for r in self.replicas]
+            pools = [p.check.remote() for p in self.pools]
+            _answers(("scheduler replica", replicas), ("client pool", pools))
+            self._on_groups("check")
             while sample is not None and sample <= min(now, duration):
-                if not restarting:  # the nodes of a group being restarted cannot be sampled
-                    self._sample(sample, timeline)
+                self._sample(sample, timeline)
                 sample = next_sample(sample, interval, duration)
             answered, finished = self._rows(requests)
-            if progress is not None and not restarting:
+            if progress is not None:
                 counts = self._truth()[1]
-                progress(min(now, duration), Snapshot(time.time() - epoch, answered, counts))
+                progress(min(now, duration), Snapshot(time.time() - self.epoch, answered, counts))
             if finished and now >= duration and sample is None:
                 return
             wait = POLL_S if sample is None else (sample - clock.now()) * clock.scale
             time.sleep(min(POLL_S, max(0.0, wait)))
+
+    def _collect(self) -> tuple[list[dict[str, Any]], list[list[float]], np.ndarray]:
+        """After the run: every live node reports once more (the drain), then each replica's
+        view and each group's end state; all again if a group died meanwhile, so the views
+        and the end state are of the same nodes."""
+        while True:
+            deaths = sum(self.deaths)
+            self._on_groups("drain")
+            drained = [view[0] for view in self._get(self.replicas, "view")]
+            finals = self._on_groups("final")
+            if sum(self.deaths) == deaths:
+                break
+        rpc = np.concatenate([np.asarray(a) for a in self._get(self.replicas, "rpc_times")])
+        return finals, drained, rpc
 
     def _partial(self, requests: pa.Table, timeline: pa.Table) -> SeedResult:
         """What the driver holds of a seed that did not finish: the requests and samples that
@@ -187,27 +281,22 @@ class RaySeedRun:
     def run(self, progress: Progress | None = None) -> SeedResult:
         config = self.config
         wall = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="harness-ray-") as spool_dir:
+        with tempfile.TemporaryDirectory(prefix="harness-spool-") as spool_dir:
             requests_spool = Spool(Path(spool_dir) / "requests.arrow", REQUESTS)
             timeline_spool = Spool(Path(spool_dir) / "timeline.arrow", TIMELINE)
             try:
                 self._actors()
-                try:
-                    self._play(requests_spool, timeline_spool, progress)
-                except (KeyboardInterrupt, ray.exceptions.RayActorError) as e:
-                    partial = self._partial(requests_spool.table(), timeline_spool.table())
-                    if isinstance(e, KeyboardInterrupt):
-                        e.partial = partial
-                        raise
-                    error = EngineError(f"the run stopped: an actor died ({type(e).__name__})")
-                    error.partial = partial
-                    raise error from e
-                ray.get([g.drain.remote() for g in self.groups])
-                drained = [view[0] for view in ray.get([r.view.remote() for r in self.replicas])]
-                finals = ray.get([g.final.remote() for g in self.groups])
-                rpc = np.concatenate(
-                    [np.asarray(a) for a in ray.get([r.rpc_times.remote() for r in self.replicas])]
-                )
+                self._play(requests_spool, timeline_spool, progress)
+                finals, drained, rpc = self._collect()
+            except (KeyboardInterrupt, EngineError, ray.exceptions.RayError) as e:
+                self._salvage(requests_spool)
+                partial = self._partial(requests_spool.table(), timeline_spool.table())
+                if isinstance(e, EngineError | KeyboardInterrupt):
+                    e.partial = partial
+                    raise
+                error = EngineError(f"the run stopped: {type(e).__name__}")
+                error.partial = partial
+                raise error from e
             finally:
                 self._kill_actors()
             # Mapped files stay readable after the folder is removed (the pages are held).
@@ -244,6 +333,40 @@ class RaySeedRun:
             lost_ids=[i for part in finals for i in part["lost_ids"]],
             drained_views=drained,
         )
+
+
+def _answers(*calls: tuple[str, list[Any]]) -> list[list[Any]]:
+    """The answers of calls to replicas or pools, (role, one call per actor) each, in order. A
+    death or failure ends the seed, naming the actor (replicas and pools are not restarted:
+    what they held is gone); a death before a failure, as an actor that raised may only have
+    been talking to the dead one."""
+    answers, deaths, failures = [], [], []
+    for role, refs in calls:
+        got = []
+        for index, ref in enumerate(refs):
+            try:
+                got.append(ray.get(ref))
+            except ray.exceptions.RayTaskError as e:  # alive, but it raised
+                failures.append((role, index, e))
+            except ray.exceptions.RayError as e:
+                deaths.append((role, index, e))
+        answers.append(got)
+    for role, index, e in (*deaths, *failures):
+        raise _stopped(role, index, e) from e
+    return answers
+
+
+def _stopped(role: str, index: int, error: Exception) -> EngineError:
+    """The one-line error that ends a seed when an actor died, or raised."""
+    if isinstance(error, ray.exceptions.RayTaskError):  # alive, but it raised
+        cause = error.cause
+        what = f"{type(cause).__name__}: {(str(cause).splitlines() or [''])[0]}"
+        return EngineError(f"the run stopped: {role} {index} failed ({what})")
+    if role == "node group":
+        why = f"Ray restarts it at most {GROUP_RESTARTS} times"
+    else:
+        why = "its process ended"
+    return EngineError(f"the run stopped: {role} {index} died ({why})")
 
 
 class RayEngine:

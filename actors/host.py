@@ -35,6 +35,13 @@ Message = tuple[float, int, int, Any]
 CALLS = frozenset({Kind.CREATE_RPC, Kind.KILL_RPC})
 """Kinds sent as calls: the messages their handling sends come back in the reply."""
 
+
+class Restarted(Exception):
+    """Raised by a node group's new process (Ray restarted it after the old one died) to the
+    driver's queries until the driver has connected it again: its nodes are fresh and have not
+    crashed yet, so nothing they say is true of the run."""
+
+
 BEAT_TICK_S = 0.01
 """A node group wakes for heartbeats at most this often (wall seconds). With 10,000 staggered
 nodes a beat falls due every few microseconds, and one Ray call per report would swamp the
@@ -204,7 +211,12 @@ class Host(Checked):
 
 @ray.remote(num_cpus=0)
 class NodeGroup(Host):
-    """Nodes `lo..hi-1` of the cluster, each with its heartbeats, answering RPCs."""
+    """Nodes `lo..hi-1` of the cluster, each with its heartbeats, answering RPCs.
+
+    Ray restarts the actor when its process dies; the new process answers the driver only
+    once the driver has connected it again (`Restarted`), and starts as the driver says: as
+    if nothing had happened when the run had not begun, else as a restart (`NodeHost.restart`).
+    """
 
     party = Party.NODES
 
@@ -214,43 +226,69 @@ class NodeGroup(Host):
         self.host = scenario.node_host(config, seed, hosted, self.emit)
         self._set_party(self.host.handlers())
         self.lateness = Reservoir()
-        self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        context = ray.get_runtime_context()
+        self.joined = not context.was_current_actor_reconstructed
+        self.deaths = 0
+        self.process = context.get_worker_id()
 
-    async def check(self) -> bool:
-        """Raises a failure if any; True when Ray restarted this group and the driver has to
-        connect and start it again."""
+    def _joined(self) -> None:
+        if not self.joined:
+            raise Restarted
+
+    async def connect(
+        self, groups: list[Any], group_of: list[int], replicas: list, pools: list
+    ) -> str:
+        self.joined = True
+        return await super().connect(groups, group_of, replicas, pools)
+
+    async def check(self) -> None:
         self.raise_failure()
-        return self.restarted and not self.outboxes and not self.started
+        self._joined()
+
+    async def life(self) -> str:
+        """Which process this is: a new one after each restart."""
+        return self.process
 
     def beat_late(self, model_s: float) -> None:
         self.lateness.add(model_s)
 
     async def sync(self) -> None:
         """The pre-run sync, delivered to every replica before this returns."""
+        self._joined()
         self.host.sync(0.0)
         await self.settled()
 
+    async def start(self, epoch: float, deaths: int = 0) -> str:
+        """`deaths`: how many of this group's processes died since the run began. Returns
+        which process this is (`life`)."""
+        self._joined()
+        self.deaths = deaths
+        await super().start(epoch)
+        return self.process
+
     def start_party(self) -> None:
-        if self.restarted:
-            self.host.restart(self.now())
+        if self.deaths:
+            self.host.restart(self.now(), self.deaths)
         else:
             self.host.start()
 
     async def drain(self) -> None:
         """After the run: one last report of every live node, delivered before this returns."""
+        self._joined()
         if self.wake is not None:
             self.wake.cancel()
         self.host.drain(self.now())
         await self.settled()
 
     async def truth(self) -> tuple[list[float], list[int]]:
-        self.raise_failure()
+        self._joined()
         return self.host.truth()
 
     async def final(self) -> dict[str, Any]:
         """End state: the nodes' columns, their sandbox IDs, the IDs lost to crashes, the
         faults injected and heartbeat lateness."""
         self.raise_failure()
+        self._joined()
         host = self.host
         return {
             "columns": host.end_state(),
@@ -305,8 +343,8 @@ class ClientPool(Host):
 
     async def rows(self) -> tuple[Any, int, bool]:
         """Request rows recorded since the last call (Arrow batches), how many creates have
-        been answered in all, and whether every client of the pool is done."""
-        self.raise_failure()
+        been answered in all, and whether every client of the pool is done. Never raises, so
+        the rows of a run that stops on a failure (see `check`) are still collected."""
         rows = table(REQUESTS, self.strategy, self.seed, self.host.log.take())
         done = self.started and not self.heap and not self.host.waiting
         return rows.to_batches(), self.host.done, done

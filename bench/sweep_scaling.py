@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.ray_setup import start_ray
+from harness.ray_setup import start_ray, stop_ray
 from harness.sweep import run_seed, run_sweep
 from harness.sweep_spec import Sweep, load_sweep
 from harness.sweep_store import load_sweep_results
@@ -46,7 +46,7 @@ def measure(sweep: Sweep, workers: int, repeats: int) -> list[tuple[float, float
                 times.append((elapsed, float(engine)))
         return times
     finally:
-        ray.shutdown()
+        stop_ray()
 
 
 def main() -> None:

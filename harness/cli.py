@@ -22,6 +22,7 @@ from harness.engine import ENGINES, EngineError
 from harness.invariants import InvariantError
 from harness.ledgers import LEDGERS
 from harness.placement.framework import plugin_catalogue
+from harness.ray_setup import ray_scope
 from harness.registry import RegistryError
 from harness.run_store import ResultsError, load_run
 from harness.runner import default_out_dir, run
@@ -321,15 +322,23 @@ def _cmd_keys(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+class _Interrupts:
+    """The handler of SIGINT (Ctrl-C) and SIGTERM: the first raises KeyboardInterrupt where
+    the command is, so the run stops and writes what it has; any later one is only counted, so
+    that writing, and stopping Ray, are never cut short. While `shielded`, the first is only
+    counted too. Either way the command exits with 130."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.shielded = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.count += 1
+        if self.count == 1 and not self.shielded:
+            raise KeyboardInterrupt
 
 
-def main(argv: list[str] | None = None) -> int:
-    console = Console()
-    if not console.is_terminal:
-        console.width = 150  # piped output: room for the tables rather than 80 columns
-    signal.signal(signal.SIGTERM, _terminate)
+def _command(argv: list[str] | None, console: Console) -> int:
     try:
         args = parse_args(argv)
         commands = {
@@ -346,6 +355,31 @@ def main(argv: list[str] | None = None) -> int:
     except InvariantError as e:
         print(f"harness: {printable(str(e))}", file=sys.stderr)
         return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    interrupts = _Interrupts()
+    handlers = {s: signal.signal(s, interrupts) for s in (signal.SIGINT, signal.SIGTERM)}
+    code = 130
+    try:
+        console = Console()
+        if not console.is_terminal:
+            console.width = 150  # piped output: room for the tables rather than 80 columns
+        with ray_scope():  # a Ray the command started is stopped before it returns
+            try:
+                code = _command(argv, console)
+            finally:
+                interrupts.shielded = True
+    except KeyboardInterrupt:  # outside a run (a run says what it kept itself)
+        print("harness: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    if interrupts.count and code != 130:  # while Ray stopped, after the command was done
+        print("harness: interrupted", file=sys.stderr)
+        return 130
+    return code
 
 
 if __name__ == "__main__":

@@ -186,6 +186,19 @@ class Faults:
                     events.append((until, node, False))
         return sorted(events)
 
+    def down_at(self, now: float) -> set[int]:
+        """The nodes the plan has down at `now`: crashed at or before it, not back since."""
+        down: set[int] = set()
+        for t, node_id, is_down in self.crash_events():
+            if t <= now:
+                (down.add if is_down else down.discard)(node_id)
+        return down
+
+    def process_died(self, nodes: int, deaths: int) -> None:
+        """The process holding `nodes` nodes died `deaths` times (engines with processes):
+        each death crashed every one of them."""
+        self.counts["fault_crashes"] += nodes * deaths
+
     def crash(self, node: Node, down: bool) -> None:
         """Apply one crash event to the node."""
         if down and not node.down:

@@ -19,7 +19,7 @@ from typing import Any
 from harness.config import Config
 from harness.engine import get_engine
 from harness.invariants import InvariantError
-from harness.ray_setup import connect
+from harness.ray_setup import connect, stop_ray
 from harness.runner import run_checked
 from harness.seed_result import SeedResult
 from harness.sweep_spec import Cell, Sweep
@@ -47,8 +47,6 @@ def run_sweep(
 ) -> SweepStore:
     """Run the cells of `sweep` not yet complete in `out_dir` (none: Ray is not even started);
     uses the Ray already running in this process if any, else starts (and then stops) one."""
-    import ray
-
     store = SweepStore(out_dir, sweep)
     if not store.pending():
         if progress is not None:
@@ -62,7 +60,7 @@ def run_sweep(
     finally:
         store.close()
         if started:
-            ray.shutdown()
+            stop_ray()
     return store
 
 

@@ -400,6 +400,33 @@ def test_sync_reports_at_once_then_start_sets_crash_and_beat_timers() -> None:
     ]
 
 
+def test_a_restart_after_process_deaths_counts_them_and_keeps_to_the_fault_plan() -> None:
+    """A node side that came back after its process died twice (Ray engine): 2 x 3 crashes,
+    unknown losses, node 1 still inside its crash window, node 2's crash still to come,
+    beats from the next one due, reports numbered above any sent before."""
+    config = scenario(
+        cluster={"nodes": 3},
+        placement={"k": 1},
+        heartbeat={"interval_s": 10.0},
+        run={"duration_s": 25.0},
+        faults=[
+            {"kind": "crash", "node": 1, "at_s": 5.0, "until_s": 15.0},
+            {"kind": "crash", "node": 2, "at_s": 20.0},
+        ],
+    )
+    p = Parties(config)
+    p.nodes.restart(12.0, deaths=2)
+    assert p.nodes.unknown_losses and [n.down for n in p.node] == [False, True, False]
+    assert p.nodes.faults.counts["fault_crashes"] == 2 * 3 + 1
+    assert p.sink.take() == [
+        (15.0, Kind.CRASH, 1, False),
+        (20.0, Kind.CRASH, 2, True),
+        (20.0, Kind.BEAT, 0, 20.0),
+    ]
+    assert all(n.seq == 12 * 10**9 for n in p.node)
+    assert p.nodes.end_state()["lost_unknown"] == [True] * 3
+
+
 def test_only_beats_before_the_run_end_are_planned() -> None:
     """Staggered phases of seed 0 over a 20 s interval: 5.108, 14.569, 0.551, 18.841; the run
     ends at 10, so only nodes 0 and 2 get a first beat."""

@@ -46,7 +46,6 @@ def test_run_with_address_uses_both_ray_nodes_and_every_row_arrives(two_nodes, t
         ]
     )
     assert code == 0
-    assert len(ray.nodes()) == 2
     meta, frames = load_run(out)
     summary = frames["summary"].iloc[0]
     assert meta["completed"] and summary["ray_nodes"] == 2

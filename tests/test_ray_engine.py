@@ -15,7 +15,7 @@ from actors.host import BEAT_TICK_S
 from harness.cli import main
 from harness.config import load
 from harness.engine import get_engine
-from harness.ray_setup import connect
+from harness.ray_setup import connect, stop_ray
 from harness.run_store import load_run
 from harness.schemas import REQUESTS, SUMMARY
 from tests.conftest import CONFIGS, scenario
@@ -28,13 +28,27 @@ def local_ray():
     """One Ray instance for the whole module: starting one costs seconds."""
     connect()
     yield
-    ray.shutdown()
+    stop_ray()
 
 
 def test_embedded_ray_is_on_loopback_and_sized_to_the_machine():
     (node,) = ray.nodes()
     assert node["NodeManagerAddress"] == "127.0.0.1"
     assert ray.cluster_resources()["CPU"] == os.cpu_count()
+
+
+def test_embedded_ray_keeps_its_files_in_a_private_folder():
+    """Issue 12, finding 8: Ray's default /tmp/ray and its session folders are writable by
+    anyone (0777, no sticky bit). Ray makes its temp folder so wherever it is, so that folder
+    sits in one only this user can enter; socket paths stay within the AF_UNIX limit."""
+    node = ray._private.worker._global_node
+    temp = Path(node.get_temp_dir_path())
+    private = temp.parent
+    assert private.name.startswith("harness-ray-")
+    assert private.stat().st_mode & 0o777 == 0o700 and private.stat().st_uid == os.getuid()
+    assert Path(node.get_session_dir_path()).is_relative_to(temp)
+    sockets = [node.plasma_store_socket_name, node.raylet_socket_name]
+    assert all(len(path.encode()) <= 107 for path in sockets), sockets
 
 
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux /proc")

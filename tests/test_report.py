@@ -17,7 +17,7 @@ from matplotlib.image import imread
 
 from harness.cli import main
 from harness.ledgers import LEDGERS
-from harness.ray_setup import start_ray
+from harness.ray_setup import start_ray, stop_ray
 from harness.report_html import _beats
 from tests.conftest import CONFIGS, scenario
 
@@ -41,10 +41,8 @@ def _self_contained(page: str) -> None:
 def ray_instance():
     """One local Ray for every sweep in this module."""
     start_ray()
-    import ray
-
     yield
-    ray.shutdown()
+    stop_ray()
 
 
 @pytest.fixture(scope="module")

@@ -76,18 +76,25 @@ class NodeHost:
             if t < self.plan.duration:
                 self.emit(t, Kind.BEAT, group, t)
 
-    def restart(self, now: float) -> None:
-        """This host's process died and came back: every node crashed with it and is back
-        empty, and what was lost with the process is unknown (`unknown_losses`); beats resume
-        from the next one due, without the ones missed."""
+    def restart(self, now: float, deaths: int) -> None:
+        """The process holding these nodes died `deaths` times since the run began, and this
+        host is the fresh one that came back. Each death crashed every node (counted as
+        crashes) and what the process held is gone without a trace (`unknown_losses`). The
+        fault plan goes on: a node inside one of its crash windows stays down, and crashes and
+        comebacks still to come happen. Beats resume from the next one due."""
         self.unknown_losses = True
+        self.faults.process_died(len(self.nodes), deaths)
+        down = self.faults.down_at(now)
         for node in self.nodes:
-            self.faults.crash(node, True)
-            self.faults.crash(node, False)
+            if node.node_id in down:
+                self.faults.crash(node, True)
             # The new process numbers reports from scratch; strategies that drop reports not
             # newer than the last would drop them all. Number them from the restart time in
             # ns instead: above any report sent before (fewer than one per ns).
             node.seq = max(node.seq, int(now * 1e9))
+        for t, node_id, is_down in self.faults.crash_events():
+            if t > now:
+                self.emit(t, Kind.CRASH, node_id, is_down)
         for group, (first, _) in enumerate(self.groups):
             t = self.plan.first_at_or_after(first, now)
             if t < self.plan.duration:

@@ -1,0 +1,238 @@
+"""Every run leaves no process it started, however it ends: `harness` in a subprocess, its
+process tree listed while it runs and after it has exited. Also how it ends: exit codes,
+no traceback, one line for a mistake (issue 12, findings 4 and 5)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import ray  # noqa: F401  (puts the psutil that ships with Ray on the path)
+
+from harness.cli import main
+from harness.run_store import RunWriter, load_run
+from tests.conftest import CONFIGS
+
+psutil = importlib.import_module("psutil")
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux processes")
+
+ENV = {**os.environ, "PYTHONPATH": str(CONFIGS.parent)}
+RAY = ["--engine", "ray", "--seeds", "1", "--quiet"]
+
+
+class Tree:
+    """The processes under `proc` (and their temp folders), listed every 50 ms while it runs:
+    after it has exited, `left()` is those still running."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.seen: dict[tuple[int, float], str] = {}
+        self.folders: set[Path] = set()
+        self._watch = threading.Thread(target=self._list, daemon=True)
+        self._watch.start()
+
+    def _list(self) -> None:
+        while self.proc.poll() is None:
+            try:
+                children = psutil.Process(self.proc.pid).children(recursive=True)
+            except psutil.Error:
+                return
+            for child in children:
+                try:
+                    self.seen[(child.pid, child.create_time())] = child.name()
+                    for arg in child.cmdline():
+                        if arg.startswith(("--temp-dir=", "--temp_dir=")):
+                            self.folders.add(Path(arg.split("=", 1)[1]))
+                except psutil.Error:
+                    pass
+            time.sleep(0.05)
+
+    def left(self, wait_s: float = 10.0) -> list[str]:
+        """Processes seen under it that still run (waiting up to `wait_s` for them to end),
+        and Ray temp folders left behind; each is killed or reported."""
+        self._watch.join(timeout=5)
+        deadline = time.time() + wait_s
+        while True:
+            alive = []
+            for (pid, created), name in self.seen.items():
+                try:
+                    p = psutil.Process(pid)
+                    if p.create_time() == created and p.status() != psutil.STATUS_ZOMBIE:
+                        alive.append((p, name))
+                except psutil.Error:
+                    pass
+            if not alive or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        for p, _ in alive:  # do not leave them to the next test
+            p.kill()
+        private = [str(f) for f in self.folders if f.exists() and "harness-ray-" in str(f)]
+        return [f"{p.pid} {name}" for p, name in alive] + private
+
+
+def _start(args: list[str], **popen) -> tuple[subprocess.Popen, Tree]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", *args],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group, as a shell job has
+        **popen,
+    )
+    return proc, Tree(proc)
+
+
+def test_a_virtual_run_and_a_sweep_leave_no_process(tmp_path):
+    args = ["run", str(CONFIGS / "seed-herd.toml"), "--seeds", "2", "--quiet"]
+    proc, tree = _start([*args, "--out", str(tmp_path / "run")])
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert tree.left() == []
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(
+        f'[sweep]\nbase = "{CONFIGS / "seed-herd.toml"}"\nseeds = 2\n'
+        '[set]\n"run.duration_s" = 2.0\n[grid]\n"placement.k" = [2, 3]\n'
+    )
+    proc, tree = _start(["sweep", str(sweep), "--quiet", "--out", str(tmp_path / "s")])
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert tree.seen and tree.left() == []  # Ray's processes came and went
+
+
+def test_ctrl_c_just_after_the_results_exits_130_and_leaves_no_process(tmp_path):
+    """Issue 12, finding 4: Ctrl-C (to the whole process group, as a terminal sends it) while
+    the harness stops Ray at the end of a run left Ray's agents running, exit code 0 and a
+    KeyboardInterrupt traceback."""
+    out = tmp_path / "run"
+    args = ["run", str(CONFIGS / "seed-burst.toml"), *RAY, "--set", "run.duration_s=1"]
+    proc, tree = _start([*args, "--out", str(out)])
+    for line in proc.stdout:
+        if line.startswith(b"results:"):
+            os.killpg(proc.pid, signal.SIGINT)
+            break
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err.decode()[-2000:]
+    assert b"Traceback" not in err and b"KeyboardInterrupt" not in err
+    assert load_run(out)[0]["completed"]  # the run itself had finished
+    assert tree.left() == []
+
+
+def test_a_killed_driver_leaves_no_process(tmp_path):
+    """kill -9 of `harness run`: Ray's GCS, raylet and workers share its fate, but its
+    dashboard and runtime-env agents would run on for ever."""
+    out = tmp_path / "run"
+    args = ["run", str(CONFIGS / "churn.toml"), *RAY, "--set", "run.duration_s=60"]
+    proc, tree = _start([*args, "--out", str(out)])
+    deadline = time.time() + 120
+    while not any(name.startswith("ray::ClientPool") for name in tree.seen.values()):
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.2)
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert tree.left() == []
+    assert json.loads((out / "run.json").read_text())["completed"] is False
+
+
+def test_a_killed_raylet_ends_the_run_with_partial_results_and_leaves_no_process(tmp_path):
+    out = tmp_path / "run"
+    args = ["run", str(CONFIGS / "churn.toml"), *RAY, "--set", "run.duration_s=60"]
+    proc, tree = _start([*args, "--out", str(out)])
+    deadline = time.time() + 120
+    while not any(name.startswith("ray::ClientPool") for name in tree.seen.values()):
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.2)
+    time.sleep(1.0)  # some requests
+    (raylet,) = [pid for (pid, _), name in tree.seen.items() if name == "raylet"]
+    os.kill(raylet, signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1
+    (line,) = err.decode().strip().splitlines()
+    assert "completed: false" in line
+    meta, frames = load_run(out)
+    assert meta["completed"] is False and meta["partial"] == [["optimistic", 0]]
+    assert len(frames["requests"]) > 0
+    assert tree.left() == []
+
+
+def test_an_address_that_is_not_ray_fails_in_seconds_with_one_line(tmp_path):
+    """Issue 12, finding 5: a TCP port that accepts and says nothing hung `ray.init` for
+    minutes."""
+    stop = threading.Event()
+    held: list[socket.socket] = []
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.settimeout(0.2)
+
+        def accept() -> None:
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    held.append(server.accept()[0])
+
+        silent = threading.Thread(target=accept, daemon=True)
+        silent.start()
+        address = f"127.0.0.1:{server.getsockname()[1]}"
+        began = time.monotonic()
+        proc, tree = _start(
+            [
+                "run",
+                str(CONFIGS / "seed-burst.toml"),
+                *RAY,
+                "--address",
+                address,
+                "--out",
+                str(tmp_path / "never"),
+            ]
+        )
+        try:
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+            stop.set()
+            silent.join(timeout=5)
+            for conn in held:
+                conn.close()
+    assert proc.returncode == 2 and time.monotonic() - began < 30
+    (line,) = err.decode().strip().splitlines()
+    assert "--address" in line and address in line
+    assert held  # it did connect: the port was open, only not Ray
+    assert not (tmp_path / "never").exists() and tree.left() == []
+
+
+def test_a_second_ctrl_c_while_the_files_are_flushed_is_ignored(tmp_path, monkeypatch):
+    """Issue 12, finding 4: Ctrl-C stops the run; a second one during the flush that follows
+    used to cut it short (the process died by the signal, its files half written)."""
+    close = RunWriter.close
+
+    def interrupted_again(self, *args, **kwargs):
+        signal.raise_signal(signal.SIGINT)  # the second Ctrl-C, as the flush begins
+        close(self, *args, **kwargs)
+
+    monkeypatch.setattr(RunWriter, "close", interrupted_again)
+
+    class FirstCtrlC:
+        """The progress display: the first Ctrl-C, once two seeds are done."""
+
+        def __call__(self, done, total, fraction, snapshot):
+            if done == 2:
+                signal.raise_signal(signal.SIGINT)
+
+        def close(self) -> None:
+            pass
+
+    out = tmp_path / "run"
+    monkeypatch.setattr("harness.cli.LazyProgress", lambda name: FirstCtrlC())
+    code = main(["run", str(CONFIGS / "seed-herd.toml"), "--seeds", "50", "--out", str(out)])
+    assert code == 130
+    meta, frames = load_run(out)  # every file readable
+    assert meta["completed"] is False and meta["error"] == "interrupted"
+    assert len(meta["finished"]) == 2 and len(frames["summary"]) == 2
