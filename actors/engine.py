@@ -17,21 +17,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.host import ClientPool, NodeGroup, Replica
 from actors.spool import Spool
-from harness import scenario
+from harness import scenario, sketch
 from harness.clock import WallClock
 from harness.config import Config
 from harness.engine import EngineError, Progress, Snapshot
+from harness.load import LoadMeter
 from harness.ray_setup import connect
 from harness.recording import TimelineLog, next_sample
 from harness.schemas import NODES, REQUESTS, TIMELINE, table
-from harness.seed_result import SeedResult, percentiles_ms, seed_result
+from harness.seed_result import SeedResult, seed_result
 
 POLL_S = 0.25
 """Wall seconds between two polls of the driver (streamed rows, live view)."""
@@ -141,15 +141,16 @@ class RaySeedRun:
                 self.restarts.append((g, now))
         return restarting
 
-    def _rows(self, requests: Spool) -> tuple[int, bool]:
-        """Request rows that arrived, into the spool; (creates answered, every pool done)."""
-        answered, finished = 0, True
-        for batches, pool_answered, pool_done in ray.get([p.rows.remote() for p in self.pools]):
+    def _rows(self, requests: Spool, meter: LoadMeter) -> bool:
+        """Request rows that arrived, into the spool and the live view's meter; True once
+        every pool is done."""
+        finished = True
+        for batches, pool_done in ray.get([p.rows.remote() for p in self.pools]):
             for batch in batches:
                 requests.write(batch)
-            answered += pool_answered
+                meter.add(batch)
             finished = finished and pool_done
-        return answered, finished
+        return finished
 
     def _play(self, requests: Spool, timeline: Spool, progress: Progress | None) -> None:
         """From t = 0 until every client is done and the scenario's duration has passed."""
@@ -160,6 +161,7 @@ class RaySeedRun:
         clock = WallClock(epoch, config.run.time_scale)
         ray.get([a.start.remote(epoch) for a in self._all()])
         sample = 0.0 if interval > 0 else None
+        meter = LoadMeter()
         while True:
             now = clock.now()
             ray.get([a.check.remote() for a in (*self.replicas, *self.pools)])
@@ -169,10 +171,11 @@ class RaySeedRun:
                 if not restarting:  # the nodes of a group being restarted cannot be sampled
                     self._sample(sample, timeline)
                 sample = next_sample(sample, interval, duration)
-            answered, finished = self._rows(requests)
+            finished = self._rows(requests, meter)
             if progress is not None and not restarting:
                 counts = self._truth()[1]
-                progress(min(now, duration), Snapshot(time.time() - epoch, answered, counts))
+                snapshot = Snapshot(time.time() - epoch, counts, meter.load(now))
+                progress(min(now, duration), snapshot)
             if finished and now >= duration and sample is None:
                 return
             wait = POLL_S if sample is None else (sample - clock.now()) * clock.scale
@@ -210,9 +213,7 @@ class RaySeedRun:
                 ray.get([g.drain.remote() for g in self.groups])
                 drained = [view[0] for view in ray.get([r.view.remote() for r in self.replicas])]
                 finals = ray.get([g.final.remote() for g in self.groups])
-                rpc = np.concatenate(
-                    [np.asarray(a) for a in ray.get([r.rpc_times.remote() for r in self.replicas])]
-                )
+                rpc = sketch.merged(ray.get([r.rpc_times.remote() for r in self.replicas]))
             finally:
                 self._kill_actors()
             # Mapped files stay readable after the folder is removed (the pages are held).
@@ -225,9 +226,9 @@ class RaySeedRun:
                 columns.setdefault(name, []).extend(values)
             faults.update(part["faults"])
         self.sandbox_ids = [ids for part in finals for ids in part["sandbox_ids"]]
-        lateness = np.concatenate([np.asarray(part["lateness"]) for part in finals])
-        rpc_p50, rpc_p99 = percentiles_ms(rpc, 1000.0 / config.run.time_scale)
-        late_p50, late_p99 = percentiles_ms(lateness, 1000.0)
+        lateness = sketch.merged(part["lateness"] for part in finals)
+        rpc_p50, rpc_p99 = sketch.quantiles(rpc, (0.5, 0.99))
+        late_p50, late_p99 = sketch.quantiles(lateness, (0.5, 0.99))
         return seed_result(
             RayEngine.name,
             config,
@@ -244,6 +245,8 @@ class RaySeedRun:
                 "create_rpc_p99_ms": rpc_p99,
                 "heartbeat_late_p50_ms": late_p50,
                 "heartbeat_late_p99_ms": late_p99,
+                "create_rpc_sketch": sketch.to_bytes(rpc),
+                "heartbeat_late_sketch": sketch.to_bytes(lateness),
             },
             sandbox_ids=self.sandbox_ids,
             lost_ids=[i for part in finals for i in part["lost_ids"]],

@@ -21,8 +21,7 @@ from typing import Any
 import ray
 
 from actors.outbox import Checked, Outbox
-from actors.reservoir import Reservoir
-from harness import scenario
+from harness import scenario, sketch
 from harness.clock import WallClock
 from harness.config import Config
 from harness.protocol import IS_TIMER, PARTY, Handler, Kind, Party
@@ -213,7 +212,8 @@ class NodeGroup(Host):
         hosted = scenario.nodes(config, seed)[lo:hi]
         self.host = scenario.node_host(config, seed, hosted, self.emit)
         self._set_party(self.host.handlers())
-        self.lateness = Reservoir()
+        self.lateness = sketch.new()
+        """Heartbeat lateness, model ms."""
         self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
 
     async def check(self) -> bool:
@@ -223,7 +223,7 @@ class NodeGroup(Host):
         return self.restarted and not self.outboxes and not self.started
 
     def beat_late(self, model_s: float) -> None:
-        self.lateness.add(model_s)
+        self.lateness.add(model_s * 1000.0)
 
     async def sync(self) -> None:
         """The pre-run sync, delivered to every replica before this returns."""
@@ -249,7 +249,7 @@ class NodeGroup(Host):
 
     async def final(self) -> dict[str, Any]:
         """End state: the nodes' columns, their sandbox IDs, the IDs lost to crashes, the
-        faults injected and heartbeat lateness."""
+        faults injected and the sketch of heartbeat lateness (model ms)."""
         self.raise_failure()
         host = self.host
         return {
@@ -257,7 +257,7 @@ class NodeGroup(Host):
             "sandbox_ids": host.sandbox_ids(),
             "lost_ids": host.lost_ids(),
             "faults": dict(host.faults.counts),
-            "lateness": self.lateness.values,
+            "lateness": self.lateness,
         }
 
 
@@ -271,20 +271,21 @@ class Replica(Host):
         super().__init__(config)
         self.host = scenario.replica_host(config, seed, index, cpu_counts, self.emit)
         self._set_party(self.host.handlers())
-        self.round_trips = Reservoir()
+        self.round_trips = sketch.new()
+        """Create RPC round trips, model ms."""
+        self.ms_per_wall_s = 1000.0 / config.run.time_scale
 
     def round_trip(self, wall_s: float) -> None:
-        self.round_trips.add(wall_s)
+        self.round_trips.add(wall_s * self.ms_per_wall_s)
 
     async def view(self) -> tuple[list[float], list[int], list[float], list[float]]:
         self.raise_failure()
         return self.host.view(self.now())
 
     async def rpc_times(self) -> Any:
-        """Wall seconds of create and kill RPC round trips as this replica saw them (all, or a
-        uniform sample of 100,000 in a long run)."""
+        """The sketch of create RPC round trips as this replica saw them, in model ms."""
         self.raise_failure()
-        return self.round_trips.values
+        return self.round_trips
 
 
 @ray.remote(num_cpus=0)
@@ -303,10 +304,10 @@ class ClientPool(Host):
     def start_party(self) -> None:
         self.host.start()
 
-    async def rows(self) -> tuple[Any, int, bool]:
-        """Request rows recorded since the last call (Arrow batches), how many creates have
-        been answered in all, and whether every client of the pool is done."""
+    async def rows(self) -> tuple[Any, bool]:
+        """Request rows recorded since the last call (Arrow batches), and whether every client
+        of the pool is done."""
         self.raise_failure()
         rows = table(REQUESTS, self.strategy, self.seed, self.host.log.take())
         done = self.started and not self.heap and not self.host.waiting
-        return rows.to_batches(), self.host.done, done
+        return rows.to_batches(), done

@@ -41,7 +41,9 @@ def _fmt(x: float, digits: int = 3) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
-def strategy_table(summary: pd.DataFrame, title: str) -> Table:
+def strategy_table(summary: pd.DataFrame, requests: pd.DataFrame, title: str) -> Table:
+    """The table over seeds, a row per strategy; rates and latency percentiles are pooled over
+    every request of every seed (`harness.analysis.pooled_load`)."""
     table = Table(
         title=title,
         title_justify="left",
@@ -60,6 +62,8 @@ def strategy_table(summary: pd.DataFrame, title: str) -> Table:
         "min",
         "placed",
         "failed",
+        "creates/s",
+        "p50 ms",
         "p99 ms",
         "|err|",
         "over",
@@ -67,7 +71,18 @@ def strategy_table(summary: pd.DataFrame, title: str) -> Table:
         "err %",
     ):
         table.add_column(col, justify="right", no_wrap=True)
-    for _, r in by_strategy(summary).iterrows():
+    rows = by_strategy(summary, requests)
+    ray = {  # the fidelity of an engine in real time (null for the virtual engine)
+        label: column
+        for label, column in (
+            ("RPC p99", "create_rpc_p99_ms"),
+            ("late p99", "heartbeat_late_p99_ms"),
+        )
+        if rows[column].notna().any()
+    }
+    for label in ray:
+        table.add_column(label, justify="right", no_wrap=True)
+    for _, r in rows.iterrows():
         table.add_row(
             r["strategy"],
             str(r["seeds"]),
@@ -78,11 +93,14 @@ def strategy_table(summary: pd.DataFrame, title: str) -> Table:
             f"{r['min_count']:.1f}",
             f"{r['placed']:.1f}",
             f"{r['failed']:.1f}",
+            _fmt(r["creates_per_s"], 1),
+            _fmt(r["p50_place_ms"], 2),
             _fmt(r["p99_place_ms"], 2),
             _fmt(r["err_mean_abs"], 2),
             _fmt(r["err_over_max"], 1),
             _fmt(r["err_under_max"], 1),
             "-" if math.isnan(r["err_nonzero_frac"]) else f"{100 * r['err_nonzero_frac']:.1f}%",
+            *(_fmt(r[column], 2) for column in ray.values()),
         )
     return table
 
@@ -119,11 +137,12 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
         f"{cfg.get('run', {}).get('name', '')}: {meta.get('engine')} engine, "
         f"{summary['nodes'].iloc[0]} nodes, K={summary['k'].iloc[0]}{state}"
     )
-    console.print(strategy_table(summary, title))
+    console.print(strategy_table(summary, frames["requests"], title))
 
 
 def live_detail(snapshot: Snapshot) -> Panel:
-    """Elapsed time, requests done, CV and sandboxes per node (bucketed when there are many)."""
+    """Elapsed time, load (rates, failures, latency percentiles so far), CV and sandboxes per
+    node (bucketed when there are many)."""
     counts = snapshot.counts
     if len(counts) <= 40:
         body = histogram(counts, width=30)
@@ -131,11 +150,15 @@ def live_detail(snapshot: Snapshot) -> Panel:
         nodes, edges = np.histogram(counts, bins=min(10, max(counts) + 1))
         labels = [f"{lo:.0f}-{hi:.0f} sandboxes" for lo, hi in itertools.pairwise(edges)]
         body = bars(labels, nodes.tolist(), width=30) + "\n(nodes per range)"
-    title = (
-        f"{snapshot.elapsed_s:.1f} s elapsed, {snapshot.requests_done} requests done, "
-        f"CV {_fmt(cv(counts))}"
+    load = snapshot.load
+    p50, p90, p99 = (_fmt(ms, 1) for ms in load.latency_ms)
+    figures = (
+        f"{load.creates} creates ({load.rate(load.creates):.1f}/s), {load.failed} failed, "
+        f"{load.kills} kills ({load.rate(load.kills):.1f}/s)\n"
+        f"placement latency p50 {p50} ms, p90 {p90} ms, p99 {p99} ms\n"
     )
-    return Panel(body, title=title, title_align="left", expand=False)
+    title = f"{snapshot.elapsed_s:.1f} s elapsed, CV {_fmt(cv(counts))}"
+    return Panel(figures + body, title=title, title_align="left", expand=False)
 
 
 class LazyProgress:
