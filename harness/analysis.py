@@ -269,6 +269,40 @@ def accounting_over_time(timeline: pd.DataFrame) -> pd.DataFrame:
     return per_seed.groupby(["strategy", "t"], sort=False).mean().reset_index()
 
 
+BIN_WIDTHS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
+"""Bin widths (s) a chart over time may use: round numbers a reader can count with."""
+
+
+def bin_width(duration_s: float, bins: int = 50) -> float:
+    """The smallest round bin width that cuts `duration_s` into at most `bins` bins."""
+    return next((w for w in BIN_WIDTHS if w * bins >= duration_s), BIN_WIDTHS[-1])
+
+
+def latency_over_time(requests: pd.DataFrame, width: float) -> pd.DataFrame:
+    """p50 and p99 of the placed creates' latency by when they were issued, in bins of
+    `width` seconds, per strategy, pooled over seeds (every request of a bin at once)."""
+    creates = requests[(requests["kind"] == "create") & (requests["outcome"] == "placed")]
+    t = (creates["issued_at"] // width) * width
+    grouped = creates.groupby([creates["strategy"], t.rename("t")], sort=False)["latency_ms"]
+    frame = grouped.quantile([0.5, 0.99]).unstack()
+    frame.columns = ["p50", "p99"]
+    return frame.reset_index().sort_values("t", kind="stable", ignore_index=True)
+
+
+def throughput_over_time(requests: pd.DataFrame, width: float) -> pd.DataFrame:
+    """Creates placed, creates failed and kills answered per second, by when they were
+    answered, in bins of `width` seconds, per strategy: the mean over its seeds."""
+    seeds = requests.groupby("strategy", sort=False)["seed"].nunique()
+    what = np.where(requests["kind"] == "kill", "kills", "creates_" + requests["outcome"])
+    t = (requests["done_at"] // width) * width
+    counts = requests.groupby([requests["strategy"], t.rename("t"), what], sort=False).size()
+    frame = counts.unstack(fill_value=0).reindex(
+        columns=["creates_placed", "creates_failed", "kills"], fill_value=0
+    )
+    frame = frame.div(frame.index.get_level_values("strategy").map(seeds) * width, axis=0)
+    return frame.reset_index().sort_values("t", kind="stable", ignore_index=True)
+
+
 def cv_by(summary: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """CV mean with its 95% interval over the seeds (and any other cells) at each combination
     of `keys`, with the mean nodes and live sandboxes that give the uniform-random CV."""

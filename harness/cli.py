@@ -54,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", type=Path, help="output folder (default results/<name>-<time>/)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--no-report", action="store_true", help="do not write report.html")
 
     w = sub.add_parser("sweep", help="run every cell of a sweep file on Ray")
     w.add_argument("sweep", help="sweep TOML file (see configs/sweep-*.toml)")
@@ -77,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         help="override a key of the base config (not a varied one); repeatable",
     )
     w.add_argument("--quiet", action="store_true", help="no progress bar")
+    w.add_argument("--no-report", action="store_true", help="do not write report.html")
 
     r = sub.add_parser(
         "report", help="print the tables of a run or sweep and write its HTML report"
@@ -145,6 +147,8 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     meta, frames = load_run(out)
     print_run(meta, frames, console)
     console.print(f"results: {out}")
+    if not args.no_report:
+        _write_report(out, console)
     return 0
 
 
@@ -165,19 +169,25 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
     meta, summary = load_sweep_results(out)
     print_sweep(meta, summary, console)
     console.print(f"results: {out}")
+    if not args.no_report:
+        _write_report(out, console)
     return 0
 
 
-def _cmd_report(args: argparse.Namespace, console: Console) -> int:
+def _write_report(folder: Path, console: Console) -> None:
     from harness.report_html import write_report  # matplotlib: only loaded when drawing
 
+    console.print(f"report: {write_report(folder)}")
+
+
+def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     if is_sweep(args.dir):
         meta, summary = load_sweep_results(args.dir)
         print_sweep(meta, summary, console)
     else:
         meta, frames = load_run(args.dir)
         print_run(meta, frames, console)
-    console.print(f"report: {write_report(args.dir)}")
+    _write_report(args.dir, console)
     return 0
 
 
