@@ -27,6 +27,13 @@ def test_a_finished_run_has_one_compact_file_per_table_with_its_run_id(tmp_path)
         assert file.metadata.num_row_groups == 1  # 8 seeds, one row group
         assert file.metadata.row_group(0).column(0).compression == "ZSTD"
         assert set(file.read(columns=["run_id"]).column(0).to_pylist()) == {run_id}
+    first = pq.ParquetFile(out / "requests.parquet").metadata.row_group(0)
+    encodings = {
+        first.column(i).path_in_schema: first.column(i).encodings for i in range(first.num_columns)
+    }
+    assert "BYTE_STREAM_SPLIT" in encodings["issued_at"]  # floats: bytes split, then zstd
+    assert "DELTA_BINARY_PACKED" in encodings["sandbox_id"]  # IDs counting up
+    assert "RLE_DICTIONARY" in encodings["outcome"]
     requests = pq.read_table(out / "requests.parquet").to_pandas()
     placed = requests["outcome"] == "placed"
     assert placed.all() and requests["reason"].isna().all()  # null, not ""
