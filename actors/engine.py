@@ -16,21 +16,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.host import ClientPool, NodeGroup, Replica, Restarted
 from actors.spool import Spool
-from harness import scenario
+from harness import scenario, sketch
 from harness.clock import WallClock
 from harness.config import Config
 from harness.engine import EngineError, Progress, Snapshot
+from harness.load import LoadMeter
 from harness.ray_setup import connect
 from harness.recording import TimelineLog, next_sample
 from harness.schemas import NODES, REQUESTS, TIMELINE, table
-from harness.seed_result import SeedResult, percentiles_ms, seed_result
+from harness.seed_result import SeedResult, seed_result
 
 POLL_S = 0.25
 """Wall seconds between two polls of the driver (streamed rows, live view)."""
@@ -203,15 +203,16 @@ class RaySeedRun:
         log.sample(t, truth, self._get(self.replicas, "view"))
         timeline.write(table(TIMELINE, self.config.placement.strategy, self.seed, log.take()))
 
-    def _rows(self, requests: Spool) -> tuple[int, bool]:
-        """Request rows that arrived, into the spool; (creates answered, every pool done)."""
-        answered, finished = 0, True
-        for batches, pool_answered, pool_done in self._get(self.pools, "rows"):
+    def _rows(self, requests: Spool, meter: LoadMeter) -> bool:
+        """Request rows that arrived, into the spool and the live view's meter; True once
+        every pool is done."""
+        finished = True
+        for batches, pool_done in self._get(self.pools, "rows"):
             for batch in batches:
                 requests.write(batch)
-            answered += pool_answered
+                meter.add(batch)
             finished = finished and pool_done
-        return answered, finished
+        return finished
 
     def _salvage(self, requests: Spool) -> None:
         """When the seed stops early: the rows every live pool recorded since the last poll
@@ -220,7 +221,7 @@ class RaySeedRun:
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=SALVAGE_S)
         for ref in ready:
             try:
-                batches, _, _ = ray.get(ref)
+                batches, _ = ray.get(ref)
             except ray.exceptions.RayError:
                 continue
             for batch in batches:
@@ -234,6 +235,7 @@ class RaySeedRun:
         self._start()
         clock = WallClock(self.epoch, config.run.time_scale)
         sample = 0.0 if interval > 0 else None
+        meter = LoadMeter()
         while True:
             now = clock.now()
             # Replicas and pools first: a group that raised may only have talked to a dead one.
@@ -244,16 +246,17 @@ class RaySeedRun:
             while sample is not None and sample <= min(now, duration):
                 self._sample(sample, timeline)
                 sample = next_sample(sample, interval, duration)
-            answered, finished = self._rows(requests)
+            finished = self._rows(requests, meter)
             if progress is not None:
                 counts = self._truth()[1]
-                progress(min(now, duration), Snapshot(time.time() - self.epoch, answered, counts))
+                snapshot = Snapshot(time.time() - self.epoch, counts, meter.load(now))
+                progress(min(now, duration), snapshot)
             if finished and now >= duration and sample is None:
                 return
             wait = POLL_S if sample is None else (sample - clock.now()) * clock.scale
             time.sleep(min(POLL_S, max(0.0, wait)))
 
-    def _collect(self) -> tuple[list[dict[str, Any]], list[list[float]], np.ndarray]:
+    def _collect(self) -> tuple[list[dict[str, Any]], list[list[float]], Any]:
         """After the run: every live node reports once more (the drain), then each replica's
         view and each group's end state; all again if a group died meanwhile, so the views
         and the end state are of the same nodes."""
@@ -264,7 +267,7 @@ class RaySeedRun:
             finals = self._on_groups("final")
             if sum(self.deaths) == deaths:
                 break
-        rpc = np.concatenate([np.asarray(a) for a in self._get(self.replicas, "rpc_times")])
+        rpc = sketch.merged(self._get(self.replicas, "rpc_times"))
         return finals, drained, rpc
 
     def _partial(self, requests: pa.Table, timeline: pa.Table) -> SeedResult:
@@ -309,9 +312,9 @@ class RaySeedRun:
                 columns.setdefault(name, []).extend(values)
             faults.update(part["faults"])
         self.sandbox_ids = [ids for part in finals for ids in part["sandbox_ids"]]
-        lateness = np.concatenate([np.asarray(part["lateness"]) for part in finals])
-        rpc_p50, rpc_p99 = percentiles_ms(rpc, 1000.0 / config.run.time_scale)
-        late_p50, late_p99 = percentiles_ms(lateness, 1000.0)
+        lateness = sketch.merged(part["lateness"] for part in finals)
+        rpc_p50, rpc_p99 = sketch.quantiles(rpc, (0.5, 0.99))
+        late_p50, late_p99 = sketch.quantiles(lateness, (0.5, 0.99))
         return seed_result(
             RayEngine.name,
             config,
@@ -328,6 +331,8 @@ class RaySeedRun:
                 "create_rpc_p99_ms": rpc_p99,
                 "heartbeat_late_p50_ms": late_p50,
                 "heartbeat_late_p99_ms": late_p99,
+                "create_rpc_sketch": sketch.to_bytes(rpc),
+                "heartbeat_late_sketch": sketch.to_bytes(lateness),
             },
             sandbox_ids=self.sandbox_ids,
             lost_ids=[i for part in finals for i in part["lost_ids"]],

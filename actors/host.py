@@ -21,8 +21,7 @@ from typing import Any
 import ray
 
 from actors.outbox import Checked, Outbox
-from actors.reservoir import Reservoir
-from harness import scenario
+from harness import scenario, sketch
 from harness.clock import WallClock
 from harness.config import Config
 from harness.protocol import IS_TIMER, PARTY, Handler, Kind, Party
@@ -225,7 +224,8 @@ class NodeGroup(Host):
         hosted = scenario.nodes(config, seed)[lo:hi]
         self.host = scenario.node_host(config, seed, hosted, self.emit)
         self._set_party(self.host.handlers())
-        self.lateness = Reservoir()
+        self.lateness = sketch.new()
+        """Heartbeat lateness, model ms."""
         context = ray.get_runtime_context()
         self.joined = not context.was_current_actor_reconstructed
         self.deaths = 0
@@ -250,7 +250,7 @@ class NodeGroup(Host):
         return self.process
 
     def beat_late(self, model_s: float) -> None:
-        self.lateness.add(model_s)
+        self.lateness.add(model_s * 1000.0)
 
     async def sync(self) -> None:
         """The pre-run sync, delivered to every replica before this returns."""
@@ -286,7 +286,7 @@ class NodeGroup(Host):
 
     async def final(self) -> dict[str, Any]:
         """End state: the nodes' columns, their sandbox IDs, the IDs lost to crashes, the
-        faults injected and heartbeat lateness."""
+        faults injected and the sketch of heartbeat lateness (model ms)."""
         self.raise_failure()
         self._joined()
         host = self.host
@@ -295,7 +295,7 @@ class NodeGroup(Host):
             "sandbox_ids": host.sandbox_ids(),
             "lost_ids": host.lost_ids(),
             "faults": dict(host.faults.counts),
-            "lateness": self.lateness.values,
+            "lateness": self.lateness,
         }
 
 
@@ -309,20 +309,21 @@ class Replica(Host):
         super().__init__(config)
         self.host = scenario.replica_host(config, seed, index, cpu_counts, self.emit)
         self._set_party(self.host.handlers())
-        self.round_trips = Reservoir()
+        self.round_trips = sketch.new()
+        """Create RPC round trips, model ms."""
+        self.ms_per_wall_s = 1000.0 / config.run.time_scale
 
     def round_trip(self, wall_s: float) -> None:
-        self.round_trips.add(wall_s)
+        self.round_trips.add(wall_s * self.ms_per_wall_s)
 
     async def view(self) -> tuple[list[float], list[int], list[float], list[float]]:
         self.raise_failure()
         return self.host.view(self.now())
 
     async def rpc_times(self) -> Any:
-        """Wall seconds of create and kill RPC round trips as this replica saw them (all, or a
-        uniform sample of 100,000 in a long run)."""
+        """The sketch of create RPC round trips as this replica saw them, in model ms."""
         self.raise_failure()
-        return self.round_trips.values
+        return self.round_trips
 
 
 @ray.remote(num_cpus=0)
@@ -341,10 +342,10 @@ class ClientPool(Host):
     def start_party(self) -> None:
         self.host.start()
 
-    async def rows(self) -> tuple[Any, int, bool]:
-        """Request rows recorded since the last call (Arrow batches), how many creates have
-        been answered in all, and whether every client of the pool is done. Never raises, so
-        the rows of a run that stops on a failure (see `check`) are still collected."""
+    async def rows(self) -> tuple[Any, bool]:
+        """Request rows recorded since the last call (Arrow batches), and whether every client
+        of the pool is done. Never raises, so the rows of a run that stops on a failure (see
+        `check`) are still collected."""
         rows = table(REQUESTS, self.strategy, self.seed, self.host.log.take())
         done = self.started and not self.heap and not self.host.waiting
-        return rows.to_batches(), self.host.done, done
+        return rows.to_batches(), done

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from harness import sketch
+
 
 def cv(counts: np.ndarray | list[float]) -> float:
     """Coefficient of variation: population std / mean (the reference benchmark's measure)."""
@@ -55,9 +57,12 @@ FAILURE_REASONS = ("no_candidate", "attempts_exhausted", "deadline")
 """Why a create failed (`harness.scheduler`); each has a `failed_<reason>` summary column."""
 
 
-def seed_summary(nodes: pa.Table, requests: pa.Table, timeline: pa.Table) -> dict[str, Any]:
-    """Counts, latency and accounting error of one (strategy, seed); sandboxes per node are
-    the final true ones."""
+def seed_summary(
+    nodes: pa.Table, requests: pa.Table, timeline: pa.Table, duration_s: float
+) -> dict[str, Any]:
+    """Counts, load, latency and accounting error of one (strategy, seed); sandboxes per node
+    are the final true ones. Rates are per second of model time covered: the run's
+    `duration_s`, or later if answers kept coming."""
     counts = nodes.column("sandboxes").to_numpy()
     kind = requests.column("kind").to_numpy(zero_copy_only=False)
     outcome = requests.column("outcome").to_numpy(zero_copy_only=False)
@@ -67,24 +72,40 @@ def seed_summary(nodes: pa.Table, requests: pa.Table, timeline: pa.Table) -> dic
     placed = creates & (outcome == "placed")
     failed = creates & (outcome == "failed")
     kills = kind == "kill"
-    placed_latency = latency[placed]
-    p50, p99 = (
-        np.percentile(placed_latency, [50, 99]) if placed_latency.size else (math.nan, math.nan)
-    )
+    sim_duration = max(duration_s, requests.column("done_at").to_numpy().max(initial=0.0))
+    p50, p90, p99 = latency_percentiles(latency[placed])
     return {
         "requests": int(creates.sum()),
         "placed": int(placed.sum()),
         "failed": int(failed.sum()),
+        "failed_frac": float(failed.sum() / creates.sum()) if creates.any() else math.nan,
         **{f"failed_{r}": int((failed & (reason == r)).sum()) for r in FAILURE_REASONS},
         "kills": int(kills.sum()),
         "kills_failed": int((kills & (outcome == "failed")).sum()),
+        "creates_per_s": float(creates.sum() / sim_duration),
+        "kills_per_s": float(kills.sum() / sim_duration),
         "cv": cv(counts),
         "max_count": int(counts.max()) if counts.size else 0,
         "min_count": int(counts.min()) if counts.size else 0,
-        "p50_place_ms": float(p50),
-        "p99_place_ms": float(p99),
+        "p50_place_ms": p50,
+        "p90_place_ms": p90,
+        "p99_place_ms": p99,
+        "sim_duration_s": float(sim_duration),
         **accounting_error(timeline),
     }
+
+
+PERCENTILES = (50, 90, 99)
+"""The latency percentiles every table and summary reports."""
+
+
+def latency_percentiles(latency_ms: np.ndarray | pd.Series) -> tuple[float, float, float]:
+    """p50, p90 and p99 of latencies (exact, linear interpolation); NaN for none."""
+    a = np.asarray(latency_ms, dtype=float)
+    if a.size == 0:
+        return math.nan, math.nan, math.nan
+    p50, p90, p99 = np.percentile(a, PERCENTILES)
+    return float(p50), float(p90), float(p99)
 
 
 def mean_interval(
@@ -104,8 +125,9 @@ def mean_interval(
     return float(a.mean()), float(lo), float(hi)
 
 
-def by_strategy(summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per strategy (in first-seen order): CV mean with 95% interval, and the rest."""
+def by_strategy(summary: pd.DataFrame, requests: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per strategy (in first-seen order): CV mean with 95% interval, and the rest;
+    with `requests`, the load figures pooled over all seeds (`pooled_load`) too."""
     rows = []
     for strategy, group in summary.groupby("strategy", sort=False):
         mean, lo, hi = mean_interval(group["cv"])
@@ -121,13 +143,51 @@ def by_strategy(summary: pd.DataFrame) -> pd.DataFrame:
                 "min_count": float(group["min_count"].mean()),
                 "placed": float(group["placed"].mean()),
                 "failed": float(group["failed"].mean()),
-                "p99_place_ms": float(group["p99_place_ms"].mean()),
                 "err_mean_abs": float(group["err_mean_abs"].mean()),
                 "err_over_max": float(group["err_over_max"].max()),
                 "err_under_max": float(group["err_under_max"].max()),
                 "err_nonzero_frac": float(group["err_nonzero_frac"].mean()),
             }
         )
+    table = pd.DataFrame(rows)
+    if requests is None:
+        return table
+    return table.merge(pooled_load(summary, requests), on="strategy", how="left")
+
+
+def pooled_load(summary: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy, over every finished seed at once: creates and kills per second of model
+    time, failed creates, the placed creates' p50/p90/p99 latency over all their requests
+    (not a mean of per-seed percentiles), and where the engine measured them (Ray) the create
+    RPC and heartbeat lateness p50/p99 of the merged per-seed sketches."""
+    finished = summary[["strategy", "seed"]]
+    requests = requests.merge(finished, on=["strategy", "seed"])  # not a partial seed's rows
+    rows = []
+    for strategy, group in summary.groupby("strategy", sort=False):
+        mine = requests[requests["strategy"] == strategy]
+        creates = mine[mine["kind"] == "create"]
+        placed = creates.loc[creates["outcome"] == "placed", "latency_ms"]
+        duration = float(group["sim_duration_s"].sum())
+        row = {
+            "strategy": strategy,
+            "creates_per_s": len(creates) / duration if duration > 0 else math.nan,
+            "kills_per_s": (len(mine) - len(creates)) / duration if duration > 0 else math.nan,
+            "failed_frac": float((creates["outcome"] == "failed").mean())
+            if len(creates)
+            else math.nan,
+            **dict(
+                zip(
+                    [f"p{p}_place_ms" for p in PERCENTILES],
+                    latency_percentiles(placed),
+                    strict=True,
+                )
+            ),
+        }
+        for figure in ("create_rpc", "heartbeat_late"):
+            found = [sketch.from_bytes(b) for b in group[f"{figure}_sketch"] if b is not None]
+            quantiles = sketch.quantiles(sketch.merged(found), (0.5, 0.99))
+            row[f"{figure}_p50_ms"], row[f"{figure}_p99_ms"] = quantiles
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -207,6 +267,40 @@ def accounting_over_time(timeline: pd.DataFrame) -> pd.DataFrame:
     frame = timeline[["strategy", "seed", "t"]].assign(error=error, abs_error=error.abs())
     per_seed = frame.groupby(["strategy", "seed", "t"], sort=False).mean()
     return per_seed.groupby(["strategy", "t"], sort=False).mean().reset_index()
+
+
+BIN_WIDTHS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
+"""Bin widths (s) a chart over time may use: round numbers a reader can count with."""
+
+
+def bin_width(duration_s: float, bins: int = 50) -> float:
+    """The smallest round bin width that cuts `duration_s` into at most `bins` bins."""
+    return next((w for w in BIN_WIDTHS if w * bins >= duration_s), BIN_WIDTHS[-1])
+
+
+def latency_over_time(requests: pd.DataFrame, width: float) -> pd.DataFrame:
+    """p50 and p99 of the placed creates' latency by when they were issued, in bins of
+    `width` seconds, per strategy, pooled over seeds (every request of a bin at once)."""
+    creates = requests[(requests["kind"] == "create") & (requests["outcome"] == "placed")]
+    t = (creates["issued_at"] // width) * width
+    grouped = creates.groupby([creates["strategy"], t.rename("t")], sort=False)["latency_ms"]
+    frame = grouped.quantile([0.5, 0.99]).unstack()
+    frame.columns = ["p50", "p99"]
+    return frame.reset_index().sort_values("t", kind="stable", ignore_index=True)
+
+
+def throughput_over_time(requests: pd.DataFrame, width: float) -> pd.DataFrame:
+    """Creates placed, creates failed and kills answered per second, by when they were
+    answered, in bins of `width` seconds, per strategy: the mean over its seeds."""
+    seeds = requests.groupby("strategy", sort=False)["seed"].nunique()
+    what = np.where(requests["kind"] == "kill", "kills", "creates_" + requests["outcome"])
+    t = (requests["done_at"] // width) * width
+    counts = requests.groupby([requests["strategy"], t.rename("t"), what], sort=False).size()
+    frame = counts.unstack(fill_value=0).reindex(
+        columns=["creates_placed", "creates_failed", "kills"], fill_value=0
+    )
+    frame = frame.div(frame.index.get_level_values("strategy").map(seeds) * width, axis=0)
+    return frame.reset_index().sort_values("t", kind="stable", ignore_index=True)
 
 
 def cv_by(summary: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

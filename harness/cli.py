@@ -102,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     _threshold_flag(p)
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--no-report", action="store_true", help="do not write report.html")
 
     w = sub.add_parser("sweep", help="run every cell of a sweep file on Ray")
     w.add_argument("sweep", help="sweep TOML file (see configs/sweep-*.toml)")
@@ -127,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     _threshold_flag(w)
     w.add_argument("--force", action="store_true", help=FORCE_HELP)
     w.add_argument("--quiet", action="store_true", help="no progress bar")
+    w.add_argument("--no-report", action="store_true", help="do not write report.html")
 
     r = sub.add_parser(
         "report", help="print the tables of a run or sweep and write its HTML report"
@@ -241,6 +243,8 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     meta, frames = load_run(out)
     print_run(meta, frames, console)
     console.print(f"results: {out}")
+    if not args.no_report:
+        _write_report(out, console)
     return _threshold_code(meta["thresholds"])
 
 
@@ -268,6 +272,8 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
     meta, summary = load_sweep_results(out)
     print_sweep(meta, summary, console)
     console.print(f"results: {out}")
+    if not args.no_report:
+        _write_report(out, console)
     failed = sum(c["status"] == "failed" for c in meta["cells"])
     if failed:
         print(f"harness: {failed} of {len(meta['cells'])} cells failed", file=sys.stderr)
@@ -294,9 +300,13 @@ def _threshold_code(records: list[dict[str, Any]]) -> int:
     return THRESHOLD_FAILED
 
 
-def _cmd_report(args: argparse.Namespace, console: Console) -> int:
+def _write_report(folder: Path, console: Console) -> None:
     from harness.report_html import write_report  # matplotlib: only loaded when drawing
 
+    console.print(f"report: {write_report(folder)}")
+
+
+def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     try:
         if is_sweep(args.dir):
             meta, summary = load_sweep_results(args.dir)
@@ -304,7 +314,7 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
         else:
             meta, frames = load_run(args.dir)
             print_run(meta, frames, console)
-        console.print(f"report: {write_report(args.dir)}")
+        _write_report(args.dir, console)
     except OSError as e:  # a name too long, a folder that cannot be read or written
         raise ResultsError(f"{e.filename or args.dir}: {e.strerror or e}") from None
     return 0

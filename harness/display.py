@@ -127,9 +127,12 @@ def fitted(
     return parts
 
 
-def strategy_tables(summary: pd.DataFrame, title: str, width: int) -> list[RenderableType]:
-    """The table over seeds, one row per strategy, fitted to `width`."""
-    rows = by_strategy(summary)
+def strategy_tables(
+    summary: pd.DataFrame, requests: pd.DataFrame, title: str, width: int
+) -> list[RenderableType]:
+    """The table over seeds, one row per strategy, fitted to `width`; rates and latency
+    percentiles are pooled over every request of every seed (`harness.analysis.pooled_load`)."""
+    rows = by_strategy(summary, requests)
     columns = [
         Column("seeds", [str(n) for n in rows["seeds"]]),
         Column("CV\nmean", [_fmt(x) for x in rows["cv_mean"]]),
@@ -142,6 +145,8 @@ def strategy_tables(summary: pd.DataFrame, title: str, width: int) -> list[Rende
         Column("min", _counts(rows["min_count"])),
         Column("placed", _counts(rows["placed"])),
         Column("failed", _counts(rows["failed"])),
+        Column("creates\n/s", [_fmt(x, 1) for x in rows["creates_per_s"]]),
+        Column("p50\nms", [_fmt(x, 2) for x in rows["p50_place_ms"]]),
         Column("p99\nms", [_fmt(x, 2) for x in rows["p99_place_ms"]]),
         Column("|err|", [_fmt(x, 2) for x in rows["err_mean_abs"]]),
         Column("over", [_fmt(x, 1) for x in rows["err_over_max"]]),
@@ -151,6 +156,13 @@ def strategy_tables(summary: pd.DataFrame, title: str, width: int) -> list[Rende
             ["-" if math.isnan(x) else f"{100 * x:.1f}%" for x in rows["err_nonzero_frac"]],
         ),
     ]
+    # The fidelity of an engine in real time (null for the virtual engine).
+    for label, column in (
+        ("RPC\np99", "create_rpc_p99_ms"),
+        ("late\np99", "heartbeat_late_p99_ms"),
+    ):
+        if rows[column].notna().any():
+            columns.append(Column(label, [_fmt(x, 2) for x in rows[column]]))
     caption = (
         "max, min: the busiest and idlest node's sandboxes, placed and failed: creates, each "
         "a mean over seeds. err: believed minus true allocated vCPU per node and replica; "
@@ -217,7 +229,7 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
         f"{cfg.get('run', {}).get('name', '')}: {meta.get('engine')} engine, "
         f"{summary['nodes'].iloc[0]} nodes, K={summary['k'].iloc[0]}{state}"
     )
-    tables = strategy_tables(summary, title, console.width)
+    tables = strategy_tables(summary, frames["requests"], title, console.width)
     if meta.get("thresholds"):
         tables += threshold_table(meta["thresholds"], console.width)
     for table in tables:
@@ -225,7 +237,8 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
 
 
 def live_detail(snapshot: Snapshot) -> Panel:
-    """Elapsed time, requests done, CV and sandboxes per node (bucketed when there are many)."""
+    """Elapsed time, load (rates, failures, latency percentiles so far), CV and sandboxes per
+    node (bucketed when there are many)."""
     counts = snapshot.counts
     if len(counts) <= 40:
         body = histogram(counts, width=30)
@@ -233,11 +246,15 @@ def live_detail(snapshot: Snapshot) -> Panel:
         nodes, edges = np.histogram(counts, bins=min(10, max(counts) + 1))
         labels = [f"{lo:.0f}-{hi:.0f} sandboxes" for lo, hi in itertools.pairwise(edges)]
         body = bars(labels, nodes.tolist(), width=30) + "\n(nodes per range)"
-    title = (
-        f"{snapshot.elapsed_s:.1f} s elapsed, {snapshot.requests_done} requests done, "
-        f"CV {_fmt(cv(counts))}"
+    load = snapshot.load
+    p50, p90, p99 = (_fmt(ms, 1) for ms in load.latency_ms)
+    figures = (
+        f"{load.creates} creates ({load.rate(load.creates):.1f}/s), {load.failed} failed, "
+        f"{load.kills} kills ({load.rate(load.kills):.1f}/s)\n"
+        f"placement latency p50 {p50} ms, p90 {p90} ms, p99 {p99} ms\n"
     )
-    return Panel(body, title=title, title_align="left", expand=False)
+    title = f"{snapshot.elapsed_s:.1f} s elapsed, CV {_fmt(cv(counts))}"
+    return Panel(figures + body, title=title, title_align="left", expand=False)
 
 
 BAR_WIDTH = 16

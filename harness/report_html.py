@@ -10,7 +10,16 @@ from pathlib import Path
 import pandas as pd
 
 from harness import plots
-from harness.analysis import accounting_over_time, by_strategy, cv_by, cv_over_time, median_seed
+from harness.analysis import (
+    accounting_over_time,
+    bin_width,
+    by_strategy,
+    cv_by,
+    cv_over_time,
+    latency_over_time,
+    median_seed,
+    throughput_over_time,
+)
 from harness.config import Config, from_dict
 from harness.heartbeat import HeartbeatPlan
 from harness.run_store import load_run
@@ -23,10 +32,14 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; }
 figure { margin: 1em 0; } img { max-width: 100%; }
 figcaption, .note { color: #555; font-size: 0.9em; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 1em 0; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.4em; text-align: right; }
+td { white-space: nowrap; }
+.wide { overflow-x: auto; }
 .bad { color: #b00; }
 """
 MAX_BEATS = 60
+PLACE_MS = ("p50_place_ms", "p90_place_ms", "p99_place_ms")
+LATE_MS = ("heartbeat_late_p50_ms", "heartbeat_late_p99_ms")
 
 
 def write_report(folder: str | Path) -> Path:
@@ -52,16 +65,59 @@ def _figure(png: bytes, alt: str, caption: str) -> str:
 
 
 def _table(frame: pd.DataFrame) -> str:
-    """Numbers to 3 decimals, but a column of whole numbers (counts, or their means over equal
+    """A table that scrolls on its own when wider than the window, rather than the page.
+    Numbers to 3 decimals, but a column of whole numbers (counts, or their means over equal
     seeds) as integers: 500, not 500.000."""
     whole = [c for c in frame.select_dtypes("float") if (frame[c].dropna() % 1 == 0).all()]
-    return frame.to_html(
+    table = frame.to_html(
         index=False,
         na_rep="-",
         float_format=lambda x: f"{x:.3f}",
         formatters=dict.fromkeys(whole, lambda x: f"{x:.0f}"),
         border=0,
     )
+    return f'<div class="wide">{table}</div>'
+
+
+COUNT = "{:.1f}"
+"""The form of a count column (a mean over seeds), unless all its values are whole."""
+RUN_COLUMNS = [
+    ("strategy", ("strategy",), "{}"),
+    ("seeds", ("seeds",), "{}"),
+    ("CV mean", ("cv_mean",), "{:.3f}"),
+    ("CV 95% CI", ("cv_lo", "cv_hi"), "{:.3f}-{:.3f}"),
+    ("CV median", ("cv_median",), "{:.3f}"),
+    ("busiest", ("max_count",), COUNT),
+    ("idlest", ("min_count",), COUNT),
+    ("placed", ("placed",), COUNT),
+    ("failed", ("failed_frac",), "{:.1%}"),
+    ("creates/s", ("creates_per_s",), "{:.1f}"),
+    ("kills/s", ("kills_per_s",), "{:.1f}"),
+    ("latency ms p50 / p90 / p99", PLACE_MS, "{:.1f} / {:.1f} / {:.1f}"),
+    ("|err| vCPU", ("err_mean_abs",), "{:.2f}"),
+    ("err %", ("err_nonzero_frac",), "{:.1%}"),
+    ("create RPC ms p50 / p99", ("create_rpc_p50_ms", "create_rpc_p99_ms"), "{:.1f} / {:.1f}"),
+    ("beat late ms p50 / p99", LATE_MS, "{:.1f} / {:.1f}"),
+]
+"""The run table of the report: header, the columns of `by_strategy` it shows, and how.
+Means over seeds are of the per-seed figures; rates and latencies are pooled over every
+request of every seed. A column with nothing in it (the interval of one seed, the Ray figures
+of a virtual run) is left out."""
+
+
+def _run_table(rows: pd.DataFrame) -> str:
+    cells = {}
+    for header, columns, form in RUN_COLUMNS:
+        values = rows[list(columns)]
+        known = values.notna().all(axis=1)
+        if form == COUNT and (values.dropna() % 1 == 0).all(axis=None):
+            form = "{:.0f}"  # counts (or means of equal counts) as integers: 500, not 500.0
+        if known.any():
+            cells[header] = [
+                form.format(*v) if ok else "-"
+                for v, ok in zip(values.itertuples(index=False), known, strict=True)
+            ]
+    return _table(pd.DataFrame(cells))
 
 
 def _beats(config: Config) -> tuple[list[float], str]:
@@ -76,12 +132,33 @@ def _beats(config: Config) -> tuple[list[float], str]:
     return applied, f"all nodes report every {interval:g} s, the first at t = 0"
 
 
+def _over_seeds(seeds: int) -> str:
+    """How a figure sums up its seeds, true for their number: no band from one seed."""
+    if seeds == 1:
+        return "One seed, so no band"
+    return f"Mean over {seeds} seeds with its 95% bootstrap band"
+
+
+SAME = (
+    "Strategies whose lines are identical are drawn once and named together in the legend "
+    '("a = b (identical)"); markers and dashes tell the others apart.'
+)
+
+
 def _scenario(
-    summary: pd.DataFrame, nodes: pd.DataFrame, timeline: pd.DataFrame, config: Config
+    summary: pd.DataFrame,
+    nodes: pd.DataFrame,
+    requests: pd.DataFrame,
+    timeline: pd.DataFrame,
+    config: Config,
 ) -> str:
-    """The pictures of one scenario, every strategy side by side: herd, CV over time, and
-    how wrong each scheduler's view was."""
+    """The pictures of one scenario, every strategy side by side: herd, load (latency and
+    throughput over time), CV over time, and how wrong each scheduler's view was."""
     strategies = list(dict.fromkeys(summary["strategy"]))
+    seeds = int(summary.groupby("strategy")["seed"].nunique().min())
+    seeds_text = "the one seed" if seeds == 1 else f"the {seeds} seeds"
+    per_seed = "in the one seed" if seeds == 1 else f"mean over the {seeds} seeds"
+    requests = requests.merge(summary[["strategy", "seed"]], on=["strategy", "seed"])
     palette = plots.colors(strategies)
     panels = []
     for strategy in strategies:
@@ -108,6 +185,27 @@ def _scenario(
             "of rank i (the herd at its worst); dotted: every node equal.",
         ),
     ]
+    width = bin_width(config.run.duration_s)
+    if not requests.empty:
+        parts += [
+            "<h2>Placement latency over time</h2>",
+            _figure(
+                plots.latency_over_time(latency_over_time(requests, width), palette),
+                "placement latency over time for each strategy",
+                f"p50 and p99 latency of the placed creates issued in each {width:g} s "
+                f"interval, over every request of {seeds_text} at once. The value axis is "
+                "logarithmic (and says so) when a strategy's line would sit in the bottom tenth "
+                "of a linear one. " + SAME,
+            ),
+            "<h2>Throughput over time</h2>",
+            _figure(
+                plots.throughput_over_time(throughput_over_time(requests, width), palette),
+                "throughput over time for each strategy",
+                f"Creates placed, creates failed and kills answered per second in each "
+                f"{width:g} s interval, {per_seed}; a kind that never "
+                "happened has no panel. " + SAME,
+            ),
+        ]
     if timeline.empty:
         parts.append('<p class="note">No timeline was recorded (run.sample_interval_s = 0).</p>')
         return "\n".join(parts)
@@ -117,8 +215,10 @@ def _scenario(
         _figure(
             plots.cv_over_time(cv_over_time(timeline), palette, beats),
             "CV of sandboxes per node over time for each strategy",
-            f"Mean over seeds with its 95% bootstrap band. Heartbeats: {note}. Dashed: the CV "
-            "of throwing the same number of sandboxes uniformly at random, sqrt((n-1)/m).",
+            f"{_over_seeds(seeds)}. Heartbeats: {note}. Dashed: the CV of throwing the same "
+            "number of sandboxes uniformly at random, sqrt((n-1)/m). The value axis is "
+            "logarithmic (and says so) when a strategy's line would sit in the bottom tenth of "
+            "a linear one. " + SAME,
         ),
     ]
     if timeline["view_cpu_allocated"].notna().any():  # an engine may not know the view
@@ -128,8 +228,8 @@ def _scenario(
                 plots.accounting(accounting_over_time(timeline), palette),
                 "accounting error over time for each strategy",
                 "What the scheduler believes a node has allocated minus what it truly has, per "
-                "node, mean over seeds. Below zero: placed sandboxes it cannot see yet; above: "
-                "sandboxes counted twice or already gone.",
+                f"node, {per_seed}. Below zero: placed sandboxes it cannot see "
+                "yet; above: sandboxes counted twice or already gone. " + SAME,
             ),
         ]
     return "\n".join(parts)
@@ -144,8 +244,8 @@ def _run(folder: Path) -> tuple[str, str]:
     head = f"<p>{len(meta.get('seeds', []))} seeds, K = {config.placement.k}{state}</p>"
     if summary.empty:
         return title, head + '<p class="bad">No seed finished: nothing to show.</p>'
-    table = _table(by_strategy(summary))
-    scenario = _scenario(summary, frames["nodes"], frames["timeline"], config)
+    table = _run_table(by_strategy(summary, frames["requests"]))
+    scenario = _scenario(summary, frames["nodes"], frames["requests"], frames["timeline"], config)
     return title, "\n".join([head, table, scenario])
 
 
@@ -177,7 +277,8 @@ def _sweep(folder: Path) -> tuple[str, str]:
             _figure(
                 plots.heatmaps(cv_by(summary, ["strategy", *axes]), *axes),
                 "heat maps of CV mean per strategy",
-                f"CV mean over seeds for each {axes[0]} (rows) and {axes[1]} (columns).",
+                f"CV mean over {len(meta['seeds'])} seeds for each {axes[0]} (rows) and "
+                f"{axes[1]} (columns).",
             ),
         ]
     else:
@@ -185,14 +286,18 @@ def _sweep(folder: Path) -> tuple[str, str]:
             along = [k for k, spec in linked.items() if spec["with"] == key]
             name = key + (f" (with {', '.join(along)})" if along else "")
             others = [k for k in axes if k != key]
-            pooled = f" Pooled over {', '.join(others)}." if others else ""
+            lines = cv_by(summary, ["strategy", key])
+            runs = int(lines["seeds"].min())  # seeds, times the cells pooled over `others`
+            pooled = f" Each point pools the seeds of every {', '.join(others)}." if others else ""
             parts += [
                 f"<h2>CV against {html.escape(key)}</h2>",
                 _figure(
-                    plots.sweep_lines(cv_by(summary, ["strategy", key]), key, name, palette),
+                    plots.sweep_lines(lines, key, name, palette),
                     f"CV against {key} for each strategy",
-                    "CV mean over seeds with its 95% bootstrap band; dashed: uniform random "
-                    f"placement of the same sandboxes, sqrt((n-1)/m).{pooled}",
+                    f"{_over_seeds(runs)}.{pooled} Dashed: uniform random placement of the "
+                    "same sandboxes, sqrt((n-1)/m). The value axis is logarithmic (and says "
+                    "so) when a strategy's line would sit in the bottom tenth of a linear "
+                    "one. " + SAME,
                 ),
             ]
     featured, why = _featured(done, axes, base)
@@ -203,6 +308,7 @@ def _sweep(folder: Path) -> tuple[str, str]:
         _scenario(
             summary[summary["cell"].isin(chosen)],
             read_cells(folder, "nodes", chosen),
+            read_cells(folder, "requests", chosen),
             read_cells(folder, "timeline", chosen),
             config,
         )

@@ -47,4 +47,5 @@ class CreateRequest:
         self.skips = 0
         self.excluded: set[int] | None = None
         self.node = -1
-        self.failure = ""
+        self.failure: str | None = None
+        """Why the create failed (`harness.scheduler`); None while it has not."""

@@ -3,8 +3,11 @@
 A run folder holds `summary.parquet`, `nodes.parquet`, `requests.parquet`,
 `timeline.parquet` and `run.json`. `run.json` is written first with `"completed": false`,
 brought up to date now and then as seeds finish and rewritten at the end, so a run that dies
-still says so and lists what it finished; each (strategy, seed) is appended as its own row
-group as soon as it finishes.
+still says so and lists what it finished. Each (strategy, seed) is written as soon as it
+finishes, as its own small Parquet file under `parts/<table>/`; closing the run gathers each
+table's parts into one compact file (`harness.files.write_parquet`) and removes them. A run
+killed before it could close leaves its parts, each a whole Parquet file, and `load_run`
+reads them.
 
 A run owns its folder: it claims it under a lock (`harness.files.FolderLock`) held until it
 ends, and only if the folder is new or empty, or holds results and `overwrite` was asked;
@@ -16,6 +19,7 @@ from __future__ import annotations
 import errno
 import json
 import platform
+import secrets
 import shutil
 import stat
 import time
@@ -27,8 +31,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import harness
-from harness.files import FolderLock, write_json
-from harness.schemas import TABLES, summary_table
+from harness.files import FolderLock, replace_atomically, write_json, write_parquet
+from harness.schemas import TABLES, stamped, summary_table
 from harness.seed_result import SeedResult
 
 
@@ -154,6 +158,16 @@ def _empty(folder: Path) -> None:
         mark.unlink(missing_ok=True)
 
 
+PARTS = "parts"
+"""The folder of a run's per-seed files until it closes."""
+
+
+def new_run_id(name: str) -> str:
+    """A run's id: its name, when it started (UTC) and 6 random hex digits, so ids from two
+    runs started in the same second still differ."""
+    return f"{name}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
 class RunWriter:
     """Writes a run folder incrementally; use as a context manager so it is always closed."""
 
@@ -168,7 +182,9 @@ class RunWriter:
     ) -> None:
         self.out_dir = Path(out_dir)
         self._lock = claim_out_dir(self.out_dir, overwrite)
+        self.run_id = new_run_id(config["run"]["name"])
         self.meta: dict[str, Any] = {
+            "run_id": self.run_id,
             "harness_version": harness.__version__,
             "python": platform.python_version(),
             "pyarrow": pa.__version__,
@@ -182,7 +198,7 @@ class RunWriter:
             "invariants": [],
             "config": config,
         }
-        self._writers: dict[str, pq.ParquetWriter] = {}
+        self._parts = 0
         self._meta_due = 0.0
         self._write_meta()
 
@@ -203,11 +219,12 @@ class RunWriter:
         if not partial:
             parts |= {"summary": summary_table([result.summary]), "nodes": result.nodes}
         for name, part in parts.items():
-            writer = self._writers.get(name)
-            if writer is None:
-                writer = pq.ParquetWriter(self.out_dir / f"{name}.parquet", TABLES[name])
-                self._writers[name] = writer
-            writer.write_table(part)
+            folder = self.out_dir / PARTS / name
+            folder.mkdir(parents=True, exist_ok=True)
+            table = stamped(part, self.run_id)
+            path = folder / f"{self._parts:05d}.parquet"
+            replace_atomically(path, lambda tmp, table=table: pq.write_table(table, tmp))
+        self._parts += 1
         key = [result.summary["strategy"], result.summary["seed"]]
         self.meta["partial" if partial else "finished"].append(key)
         for check in checks or ():
@@ -222,15 +239,13 @@ class RunWriter:
         self._write_meta()
 
     def close(self, completed: bool, error: str | None = None) -> None:
-        """Close the files, write run.json in full, then let the folder go."""
+        """Each table's parts into one compact file (a run stopped before any seed still has
+        its files, empty), then run.json in full, then let the folder go."""
         try:
-            for writer in self._writers.values():
-                writer.close()
-            self._writers.clear()
-            for name, schema in TABLES.items():  # a run stopped before any seed still has files
-                path = self.out_dir / f"{name}.parquet"
-                if not path.exists():
-                    pq.write_table(schema.empty_table(), path)
+            for name, schema in TABLES.items():
+                tables = (pq.read_table(p) for p in _parts(self.out_dir, name))
+                write_parquet(self.out_dir / f"{name}.parquet", schema, tables)
+            shutil.rmtree(self.out_dir / PARTS, ignore_errors=True)
             self.meta["completed"] = completed
             self.meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
             if error:
@@ -250,6 +265,11 @@ class RunWriter:
             self.close(completed=False, error=reason)
 
 
+def _parts(folder: Path, name: str) -> list[Path]:
+    """The part files of one table, in the order they were written."""
+    return sorted((folder / PARTS / name).glob("*.parquet"))
+
+
 def load_run(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(run.json, {table name: DataFrame}) of a run folder, or ResultsError saying why not."""
     folder = Path(path)
@@ -263,12 +283,17 @@ def load_run(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ResultsError(f"{meta_path} is not valid JSON: {e}") from None
     frames = {}
-    for name in TABLES:
+    for name, schema in TABLES.items():
         file = folder / f"{name}.parquet"
-        if not file.is_file():
+        # A run killed before closing has only its parts (run.json says completed: false).
+        files = [file] if file.is_file() else _parts(folder, name)
+        if not files and meta.get("completed", True):
             raise ResultsError(f"{folder} is missing {file.name}")
-        try:
-            frames[name] = pq.read_table(file).to_pandas()
-        except (pa.ArrowInvalid, OSError) as e:
-            raise ResultsError(f"{file} is not a readable Parquet file: {e}") from None
+        tables = [schema.empty_table()]
+        for f in files:
+            try:
+                tables.append(pq.read_table(f, schema=schema))
+            except (pa.ArrowInvalid, OSError) as e:
+                raise ResultsError(f"{f} is not a readable Parquet file: {e}") from None
+        frames[name] = pa.concat_tables(tables).to_pandas()
     return meta, frames

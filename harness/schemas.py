@@ -1,4 +1,7 @@
-"""The Arrow schemas of a run's four tables, and how column lists become tables of them."""
+"""The Arrow schemas of a run's four tables, and how column lists become tables of them.
+
+Engines build the tables without `run_id`; the run's folder stamps it on as each table is
+written (`stamped`), so `TABLES` holds the schemas as stored."""
 
 from __future__ import annotations
 
@@ -68,15 +71,19 @@ SUMMARY = pa.schema(
         ("requests", pa.int64()),
         ("placed", pa.int64()),
         ("failed", pa.int64()),
+        ("failed_frac", pa.float64()),
         ("failed_no_candidate", pa.int64()),
         ("failed_attempts_exhausted", pa.int64()),
         ("failed_deadline", pa.int64()),
         ("kills", pa.int64()),
         ("kills_failed", pa.int64()),
+        ("creates_per_s", pa.float64()),
+        ("kills_per_s", pa.float64()),
         ("cv", pa.float64()),
         ("max_count", pa.int64()),
         ("min_count", pa.int64()),
         ("p50_place_ms", pa.float64()),
+        ("p90_place_ms", pa.float64()),
         ("p99_place_ms", pa.float64()),
         ("err_mean_abs", pa.float64()),
         ("err_over_max", pa.float64()),
@@ -102,10 +109,29 @@ SUMMARY = pa.schema(
         ("create_rpc_p99_ms", pa.float64()),
         ("heartbeat_late_p50_ms", pa.float64()),
         ("heartbeat_late_p99_ms", pa.float64()),
+        # DDSketch protobuf of every value (harness.sketch.from_bytes): merged over seeds.
+        ("create_rpc_sketch", pa.binary()),
+        ("heartbeat_late_sketch", pa.binary()),
         ("ray_nodes", pa.int32()),
     ]
 )
-TABLES = {"summary": SUMMARY, "nodes": NODES, "requests": REQUESTS, "timeline": TIMELINE}
+RUN_ID = pa.field("run_id", pa.string())
+"""The first column of every stored table: which run (or sweep) wrote the row, to join on."""
+TABLES = {
+    name: schema.insert(0, RUN_ID)
+    for name, schema in (
+        ("summary", SUMMARY),
+        ("nodes", NODES),
+        ("requests", REQUESTS),
+        ("timeline", TIMELINE),
+    )
+}
+"""The tables of a run as stored, by name."""
+
+
+def stamped(part: pa.Table, run_id: str) -> pa.Table:
+    """`part` with the run's id as its first column, as stored."""
+    return part.add_column(0, RUN_ID, pa.repeat(pa.scalar(run_id, pa.string()), part.num_rows))
 
 
 def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, Any]) -> pa.Table:

@@ -3,12 +3,10 @@ row built from it: engines hand over their raw figures and compute no statistics
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from harness.analysis import seed_summary
@@ -33,15 +31,6 @@ class SeedResult:
     drained_views: list[list[float]] | None = None
     """Believed vCPUs per replica and node after the run drained and every live node sent one
     last report; None when the engine could not take it."""
-
-
-def percentiles_ms(values: Sequence[float] | np.ndarray, to_ms: float) -> tuple[float, float]:
-    """p50 and p99 of raw seconds, in ms (`to_ms` converts); NaN for none."""
-    a = np.asarray(values, dtype=float)
-    if a.size == 0:
-        return math.nan, math.nan
-    p50, p99 = np.percentile(a, [50, 99]) * to_ms
-    return float(p50), float(p99)
 
 
 def seed_result(
@@ -78,11 +67,7 @@ def seed_result(
         "nodes": config.cluster.nodes,
         "k": config.placement.k,
         "replicas": config.placement.replicas,
-        **seed_summary(nodes_t, requests_t, timeline_t),
-        # Model time the run covered: its duration, or later if answers kept coming.
-        "sim_duration_s": max(
-            config.run.duration_s, requests_t.column("done_at").to_numpy().max(initial=0.0)
-        ),
+        **seed_summary(nodes_t, requests_t, timeline_t, config.run.duration_s),
         "engine_wall_s": engine_wall_s,
         **{name: int(faults.get(name, 0)) for name in COUNTS},
         **(extra or {}),

@@ -1,13 +1,15 @@
 """A sweep's folder on disk, written cell by cell so that whatever finished stays readable.
 
-    sweep.json              the sweep (base config, grid, seeds) and each cell's status
+    sweep.json              the sweep (base config, grid, seeds, run id), each cell's status
     summary.parquet         one row per (cell, seed) of every complete cell, with the varied keys
-    nodes/cell=<n>/...      hive-partitioned Parquet datasets, one per table schema,
-    requests/cell=<n>/...   written with pyarrow's dataset writer
+    nodes/cell=<n>/...      hive-partitioned Parquet datasets, one per table schema, one file
+    requests/cell=<n>/...   per cell, each row with the cell's values of the varied keys
     timeline/cell=<n>/...
 
 The sweep holds its folder under a lock until it closes (`harness.run_store.lock_folder`), so
 no run or second sweep writes into it meanwhile.
+Every table has the sweep's `run_id` (kept when a sweep is resumed), so results of several
+sweeps and runs can be stacked and told apart.
 
 A cell is complete once sweep.json says so. Its tables are written first (replacing whatever
 an earlier, interrupted attempt left in its partition), then summary.parquet, then sweep.json,
@@ -29,9 +31,9 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import harness
-from harness.files import replace_atomically, write_json
-from harness.run_store import ResultsError, holder, lock_folder
-from harness.schemas import TABLES, summary_table
+from harness.files import write_json, write_parquet
+from harness.run_store import ResultsError, holder, lock_folder, new_run_id
+from harness.schemas import TABLES, stamped, summary_table
 from harness.seed_result import SeedResult
 from harness.sweep_spec import Cell, Sweep
 from harness.thresholds import evaluate
@@ -66,7 +68,13 @@ class SweepStore:
                 "seeds differ); give another --out"
             )
         previous = {c["cell"]: c for c in old["cells"]} if old else {}
+        self.run_id = old["run_id"] if old and "run_id" in old else new_run_id(sweep.name)
+        # One Arrow type per varied key over all cells, so every partition agrees.
+        self.key_types = {
+            key: pa.array([cell.values[key] for cell in sweep.cells]).type for key in sweep.keys
+        }
         self.meta: dict[str, Any] = {
+            "run_id": self.run_id,
             "harness_version": harness.__version__,
             "kind": "sweep",
             "name": sweep.name,
@@ -100,24 +108,17 @@ class SweepStore:
         return [cell for cell in self.sweep.cells if cell.index not in done]
 
     def add_cell(self, cell: Cell, results: list[SeedResult], wall_s: float) -> None:
-        """Write a finished cell; `results` in seed order, so reruns give identical files."""
+        """Write a finished cell; `results` in seed order, so reruns give identical files. Its
+        partition of each table is one file, replaced whole (an earlier, interrupted attempt's
+        file included)."""
         for name in CELL_TABLES:
-            table = pa.concat_tables(getattr(r, name) for r in results)
-            table = table.append_column("cell", pa.array([cell.index] * len(table), pa.int32()))
-            ds.write_dataset(
-                table,
-                self.out_dir / name,
-                format="parquet",
-                partitioning=PARTITIONING,
-                basename_template="part-{i}.parquet",
-                existing_data_behavior="delete_matching",
-                preserve_order=True,
-            )
+            parts = [self._stamped(getattr(r, name), cell) for r in results]
+            folder = self.out_dir / name / f"cell={cell.index}"
+            folder.mkdir(parents=True, exist_ok=True)
+            write_parquet(folder / "part-0.parquet", parts[0].schema, parts)
         rows = summary_table([r.summary for r in results])
         rows = rows.append_column("cell", pa.array([cell.index] * len(rows), pa.int32()))
-        for key in self.sweep.keys:
-            rows = rows.append_column(key, pa.array([cell.values[key]] * len(rows)))
-        self._summaries[cell.index] = rows
+        self._summaries[cell.index] = self._stamped(rows, cell)
         self._write_summary()
         self._judge(cell)
         self._set(cell, status=COMPLETE, error=None, traceback=None, wall_s=round(wall_s, 3))
@@ -141,16 +142,21 @@ class SweepStore:
         finally:
             self._lock.release()
 
+    def _stamped(self, part: pa.Table, cell: Cell) -> pa.Table:
+        """`part` with the sweep's run id first and the cell's value of each varied key last."""
+        part = stamped(part, self.run_id)
+        for key, kind in self.key_types.items():
+            part = part.append_column(key, pa.repeat(pa.scalar(cell.values[key], kind), len(part)))
+        return part
+
     def _set(self, cell: Cell, **fields: Any) -> None:
         self.meta["cells"][cell.index].update(fields)
         self._write_meta()
 
     def _write_summary(self) -> None:
         parts = [self._summaries[c] for c in sorted(self._summaries)]
-        table = pa.concat_tables(parts) if parts else None
-        if table is None:
-            return
-        replace_atomically(self.out_dir / "summary.parquet", lambda tmp: pq.write_table(table, tmp))
+        if parts:
+            write_parquet(self.out_dir / "summary.parquet", parts[0].schema, parts)
 
     def _write_meta(self) -> None:
         write_json(self.out_dir / "sweep.json", self.meta)

@@ -55,7 +55,7 @@ def test_the_run_tables_fit_and_show_every_number(every_strategy, width):
     meta, frames = load_run(every_strategy)
     text = _render(lambda console: print_run(meta, frames, console), width)
     _fits(text, width)
-    rows = by_strategy(frames["summary"])
+    rows = by_strategy(frames["summary"], frames["requests"])
     for _, r in rows.iterrows():
         for number in (
             r["strategy"],

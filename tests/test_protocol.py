@@ -160,7 +160,7 @@ def test_double_count_race(strategy: str) -> None:
     # the last report applied is still the beat's (sync_response drops the answer's older one)
     assert p.replica.scheduler.ledger.views[0].seq == report[3].seq
     assert p.sink.take() == [
-        (20.75, Kind.CREATE_DONE, 0, (7, "placed", 0, 1, 0, 1, "", ("ctx", 7)))
+        (20.75, Kind.CREATE_DONE, 0, (7, "placed", 0, 1, 0, 1, None, ("ctx", 7)))
     ]
     assert p.replica.view(20.75)[1:] == ([0], [0.0], [0.0])
     step(20.75)
@@ -212,7 +212,7 @@ def test_erase_race(strategy: str) -> None:
     step(21.25)
     p.replica.on_create_answer(0, answer, 22.25)
     assert p.sink.take() == [
-        (22.25, Kind.CREATE_DONE, 0, (7, "placed", 0, 1, 0, 1, "", ("ctx", 7)))
+        (22.25, Kind.CREATE_DONE, 0, (7, "placed", 0, 1, 0, 1, None, ("ctx", 7)))
     ]
     assert p.replica.view(22.25)[1:] == ([0], [0.0], [0.0])
     step(22.25)
@@ -308,7 +308,9 @@ def test_resource_exhausted_is_a_skip_and_the_node_is_chosen_again() -> None:
     assert answer_of(p, 0, 7, 2.5) == (3.0, Kind.CREATE_ANSWER, 0, (7, Outcome.OK, None))
     p.replica.on_create_answer(0, (7, Outcome.OK, None), 3.0)
     # (sandbox, step, node, rpcs, skips, attempts, failure, context)
-    assert p.sink.take() == [(3.0, Kind.CREATE_DONE, 0, (7, "placed", 0, 2, 1, 1, "", ("ctx", 7)))]
+    assert p.sink.take() == [
+        (3.0, Kind.CREATE_DONE, 0, (7, "placed", 0, 2, 1, 1, None, ("ctx", 7)))
+    ]
 
 
 def test_a_failure_excludes_the_node_and_counts_an_attempt_up_to_max_attempts() -> None:
@@ -559,7 +561,7 @@ def test_closed_loop_cycle() -> None:
     assert sink.take() == [
         (0.0, Kind.SUBMIT_CREATE, 1, (1, 0, 1.0, 1024.0, 1.0, 0.0, (0.0, 0.0, 1.5)))
     ]
-    host.on_create_done(1, (0, "placed", 2, 1, 0, 1, "", (0.0, 0.0, 1.5)), 0.125)
+    host.on_create_done(1, (0, "placed", 2, 1, 0, 1, None, (0.0, 0.0, 1.5)), 0.125)
     assert sink.take() == [(1.625, Kind.KILL_DUE, 1, (0, 1.625))]
     host.on_kill_due(1, (0, 1.625), 1.625)
     assert sink.take() == [(1.625, Kind.SUBMIT_KILL, 1, (0, (1.625, 1.625)))]
@@ -575,13 +577,13 @@ def test_closed_loop_cycle() -> None:
     # sandbox 2 placed at 2.875: it would die at 4.375, after the run's end: no kill, no cycle
     host.on_client_start(1, 2.75, 2.75)
     sink.take()
-    host.on_create_done(1, (2, "placed", 0, 1, 0, 1, "", (2.75, 2.75, 1.5)), 2.875)
+    host.on_create_done(1, (2, "placed", 0, 1, 0, 1, None, (2.75, 2.75, 1.5)), 2.875)
     assert sink.take() == []
     # client 0 (replica 0): sandbox 3 placed at 1.375, killed at 2.875, answered at 2.9375;
     # its next cycle would start at 3.1875, after the run's end: none
     host.on_client_start(0, 1.25, 1.25)
     sink.take()
-    host.on_create_done(0, (3, "placed", 1, 1, 0, 1, "", (1.25, 1.25, 1.5)), 1.375)
+    host.on_create_done(0, (3, "placed", 1, 1, 0, 1, None, (1.25, 1.25, 1.5)), 1.375)
     assert sink.take() == [(2.875, Kind.KILL_DUE, 0, (3, 2.875))]
     host.on_kill_due(0, (3, 2.875), 2.875)
     assert sink.take() == [(2.875, Kind.SUBMIT_KILL, 0, (3, (2.875, 2.875)))]

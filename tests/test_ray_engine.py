@@ -12,12 +12,13 @@ import ray
 
 from actors.engine import RaySeedRun
 from actors.host import BEAT_TICK_S
+from harness import sketch
 from harness.cli import main
 from harness.config import load
 from harness.engine import get_engine
 from harness.ray_setup import connect, stop_ray
 from harness.run_store import load_run
-from harness.schemas import REQUESTS, SUMMARY
+from harness.schemas import TABLES
 from tests.conftest import CONFIGS, scenario
 
 DASHBOARD_PORT = 8265
@@ -142,8 +143,8 @@ def test_seed_herd_on_ray_gives_the_virtual_engines_picture(tmp_path):
     meta, frames = load_run(out)
     assert meta["completed"] and meta["engine"] == "ray"
     summary = frames["summary"]
-    assert list(summary.columns) == SUMMARY.names
-    assert list(frames["requests"].columns) == REQUESTS.names
+    assert list(summary.columns) == TABLES["summary"].names
+    assert list(frames["requests"].columns) == TABLES["requests"].names
     cv = summary.groupby("strategy")["cv"]
     assert cv.min()["stale"] >= 0.4
     assert cv.max()["optimistic"] <= 0.1
@@ -151,6 +152,13 @@ def test_seed_herd_on_ray_gives_the_virtual_engines_picture(tmp_path):
     # showing in the measured RPC latency.
     assert (summary["placed"] == 500).all() and (summary["time_scale"] == 0.2).all()
     assert (summary["create_rpc_p50_ms"] >= 1.0).all()
+    # Each seed keeps the sketch of every create RPC, merged over replicas; its p50 is in it.
+    creates = frames["requests"][frames["requests"]["kind"] == "create"]
+    sent = creates.groupby(["strategy", "seed"])["rpcs"].sum()
+    for _, row in summary.iterrows():
+        rpcs = sketch.from_bytes(row["create_rpc_sketch"])
+        assert rpcs.count == sent[(row["strategy"], row["seed"])]
+        assert sketch.quantiles(rpcs, (0.5,)) == [pytest.approx(row["create_rpc_p50_ms"])]
     assert (frames["timeline"].groupby(["strategy", "seed"])["t"].max() == 25.0).all()
 
 

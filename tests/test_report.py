@@ -1,5 +1,6 @@
 """`harness report` writes one self-contained HTML file whose pictures decode, for a run and
-for a sweep; the sweep-heartbeat report is opened in a real headless Chromium."""
+for a sweep; the run report and the sweep-heartbeat report are opened in a real headless
+Chromium."""
 
 from __future__ import annotations
 
@@ -11,14 +12,19 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
+from matplotlib.figure import Figure
 from matplotlib.image import imread
 
+from harness import plots
 from harness.cli import main
 from harness.ledgers import LEDGERS
 from harness.ray_setup import start_ray, stop_ray
-from harness.report_html import _beats
+from harness.report_html import _beats, write_report
 from tests.conftest import CONFIGS, scenario
 
 IMAGE = re.compile(r'<img alt="([^"]*)" src="data:image/png;base64,([^"]+)">')
@@ -51,36 +57,76 @@ def heartbeat_report(ray_instance, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sweep-heartbeat")
     sweep = str(CONFIGS / "sweep-heartbeat.toml")
     assert main(["sweep", sweep, "--seeds", "2", "--out", str(out), "--quiet"]) == 0
-    assert main(["report", str(out)]) == 0
+    return out / "report.html"  # written by the sweep itself
+
+
+RUN_IMAGES = {
+    "sandboxes per node for each strategy",
+    "placement latency over time for each strategy",
+    "throughput over time for each strategy",
+    "CV of sandboxes per node over time for each strategy",
+    "accounting error over time for each strategy",
+}
+
+
+@pytest.fixture(scope="module")
+def run_report(tmp_path_factory) -> Path:
+    """The README's first command, shortened: `harness run` writes its report itself."""
+    out = tmp_path_factory.mktemp("seed-herd") / "run"
+    args = ["--seeds", "2", "--set", "run.duration_s=8", "--out", str(out), "--quiet"]
+    compare = ["--compare", "stale,in_progress,optimistic"]
+    assert main(["run", str(CONFIGS / "seed-herd.toml"), *compare, *args]) == 0
     return out / "report.html"
 
 
-def test_run_report_draws_every_strategy(tmp_path, capsys):
-    out = tmp_path / "run"
-    args = ["--seeds", "2", "--set", "run.duration_s=8", "--out", str(out), "--quiet"]
-    compare = ["--compare", "stale,optimistic"]
-    assert main(["run", str(CONFIGS / "seed-herd.toml"), *compare, *args]) == 0
-    capsys.readouterr()
-    assert main(["report", str(out)]) == 0
-    assert f"report: {out / 'report.html'}" in capsys.readouterr().out
-    page = (out / "report.html").read_text()
+def test_run_writes_a_report_that_draws_every_strategy(run_report, capsys, monkeypatch):
+    page = run_report.read_text()
     _self_contained(page)
     images = _images(page)
-    assert set(images) == {
-        "sandboxes per node for each strategy",
-        "CV of sandboxes per node over time for each strategy",
-        "accounting error over time for each strategy",
-    }
+    assert set(images) == RUN_IMAGES
     assert all(h > 100 and w > 100 for h, w in images.values())
     assert "<td>stale</td>" in page and "<td>optimistic</td>" in page  # the table over seeds
+    # stale and in_progress place every create alike here: drawn once, named as identical.
+    legends = _legends(run_report, monkeypatch)
+    assert "stale = in_progress (identical)" in legends  # CV and accounting error
+    assert "stale = in_progress = optimistic (identical)" in legends  # latency, throughput
+    assert "Mean over 2 seeds with its 95% bootstrap band" in page
+    assert main(["report", str(run_report.parent)]) == 0
+    assert f"report: {run_report}" in capsys.readouterr().out
+
+
+def _legends(report: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The labels of every legend the report's figures are drawn with, from drawing the
+    report again and keeping them (the PNGs hold pixels, not text)."""
+    drawn: list[str] = []
+    real = Figure.legend
+
+    def keep(self: Figure, *args: Any, **kwargs: Any) -> Any:
+        legend = real(self, *args, **kwargs)
+        drawn.extend(" ".join(t.get_text().split()) for t in legend.get_texts())  # unwrapped
+        return legend
+
+    monkeypatch.setattr(Figure, "legend", keep)
+    write_report(report.parent)
+    return drawn
+
+
+def test_one_seed_promises_no_band_and_no_report_flag_writes_none(tmp_path, capsys):
+    one, none = tmp_path / "one", tmp_path / "none"
+    args = [str(CONFIGS / "seed-herd.toml"), "--seeds", "1", "--set", "run.duration_s=5"]
+    assert main(["run", *args, "--out", str(one), "--quiet"]) == 0
+    page = (one / "report.html").read_text()
+    assert "One seed, so no band" in page and "95%" not in page
+    assert main(["run", *args, "--out", str(none), "--quiet", "--no-report"]) == 0
+    assert "report:" not in capsys.readouterr().out.split("results:")[-1]
+    assert not (none / "report.html").exists()
 
 
 def test_sweep_report_has_the_curve_against_the_swept_key(heartbeat_report):
     page = heartbeat_report.read_text()
     _self_contained(page)
     images = _images(page)
-    assert "CV against heartbeat.interval_s for each strategy" in images
-    assert "sandboxes per node for each strategy" in images
+    assert images.keys() == RUN_IMAGES | {"CV against heartbeat.interval_s for each strategy"}
     assert "heartbeat.interval_s = 20 (the base config" in page
     meta = json.loads((heartbeat_report.parent / "sweep.json").read_text())
     assert meta["completed"]
@@ -97,7 +143,6 @@ def test_two_swept_keys_give_heat_maps(ray_instance, tmp_path):
     )
     out = tmp_path / "out"
     assert main(["sweep", str(path), "--out", str(out), "--quiet"]) == 0
-    assert main(["report", str(out)]) == 0
     images = _images((out / "report.html").read_text())
     assert "heat maps of CV mean per strategy" in images
 
@@ -116,18 +161,22 @@ window.addEventListener("load", () => {
   const out = document.createElement("pre");
   out.id = "page-check";
   out.textContent = JSON.stringify({errors, images: [...document.images].map(
-    (img) => [img.alt, img.complete, img.naturalWidth, img.naturalHeight])});
+    (img) => [img.alt, img.complete, img.naturalWidth, img.naturalHeight]),
+    width: document.documentElement.scrollWidth, window: window.innerWidth});
   document.body.appendChild(out);
 });
 </script>"""
 
 
 @pytest.mark.skipif(_browser() is None, reason="no Chromium installed (apt-get install chromium)")
-def test_sweep_heartbeat_report_opens_in_chromium(heartbeat_report, tmp_path):
-    """The page loads without errors and the browser decodes every image at its full size.
-    The checker script goes into a copy: the report itself has no script."""
-    page = heartbeat_report.read_text()
-    checked = heartbeat_report.parent / "checked.html"
+@pytest.mark.parametrize("which", ["run_report", "heartbeat_report"])
+def test_reports_open_in_chromium(which, request, tmp_path):
+    """The page loads without errors, the browser decodes every image (the latency and
+    throughput charts among them) at its full size, and nothing sticks out to the right of
+    a 1280 px window. The checker script goes into a copy: the report itself has no script."""
+    report: Path = request.getfixturevalue(which)
+    page = report.read_text()
+    checked = report.parent / "checked.html"
     checked.write_text(page.replace("<body>", "<body>" + CHECK, 1))
     result = subprocess.run(
         [
@@ -141,6 +190,7 @@ def test_sweep_heartbeat_report_opens_in_chromium(heartbeat_report, tmp_path):
             "--disable-component-update",
             "--disable-sync",
             f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1280,1000",
             "--virtual-time-budget=5000",
             "--dump-dom",
             checked.as_uri(),
@@ -154,8 +204,10 @@ def test_sweep_heartbeat_report_opens_in_chromium(heartbeat_report, tmp_path):
     assert found, "the page never finished loading"
     check = json.loads(html.unescape(found.group(1)))
     assert check["errors"] == []
+    assert check["width"] <= check["window"], "the page is wider than the window"
     expected = _images(page)
-    assert len(check["images"]) == len(expected) >= 4
+    assert len(check["images"]) == len(expected) >= 5
+    assert {alt for alt, *_ in check["images"]} >= RUN_IMAGES
     for alt, complete, width, height in check["images"]:
         assert complete
         assert (height, width) == expected[alt]
@@ -166,3 +218,31 @@ def test_beats_drawn_are_the_heartbeat_plan_the_sync_at_0_without_delay() -> Non
     assert _beats(aligned)[0] == [0.0, 10.25, 20.25]
     staggered = scenario(heartbeat={"phase": "staggered"})
     assert _beats(staggered)[0] == []
+
+
+def test_identical_series_are_grouped_and_a_dwarfing_one_turns_the_axis_logarithmic():
+    t = [0.0, 1.0, 2.0]
+    frame = pd.DataFrame(
+        {
+            "strategy": ["stale"] * 3 + ["in_progress"] * 3 + ["optimistic"] * 3,
+            "t": t * 3,
+            "cv_mean": [0.9, 0.95, 0.96, 0.9, 0.95, 0.96, 0.9, 0.05, 0.02],
+        }
+    )
+    groups = plots.identical(frame, ["t", "cv_mean"])
+    assert groups == [["stale", "in_progress"], ["optimistic"]]
+    assert plots.group_label(groups[0]) == "stale = in_progress (identical)"
+    series = [g["cv_mean"].to_numpy() for _, g in frame.groupby("strategy", sort=False)]
+    # sweep-heartbeat's picture: stale climbs to 0.95 at the longest interval, the rest stay
+    # near 0.02 (medians only 3.5x apart, but a linear axis squashes them to its bottom).
+    climbing = np.array([0.02, 0.02, 0.03, 0.07, 0.12, 0.62, 0.95])
+    axes = {name: Figure().subplots() for name in ("over time", "climbing", "even")}
+    plots._log_if_dwarfed(axes["over time"], series, "CV")  # median 0.05 under top 0.96
+    plots._log_if_dwarfed(axes["climbing"], [climbing, np.full(7, 0.02)], "CV")
+    plots._log_if_dwarfed(axes["even"], [series[0], series[0] / 2], "CV")
+    assert (axes["over time"].get_yscale(), axes["over time"].get_ylabel()) == (
+        "log",
+        "CV (log scale)",
+    )
+    assert axes["climbing"].get_yscale() == "log"
+    assert (axes["even"].get_yscale(), axes["even"].get_ylabel()) == ("linear", "CV")

@@ -91,7 +91,7 @@ def test_of_runs_racing_for_one_folder_exactly_one_claims_it(tmp_path):
     def claim(i: int) -> None:
         start.wait()
         try:
-            writer = RunWriter(out, {"i": i}, ["stale"], [0], "virtual")
+            writer = RunWriter(out, {"run": {"name": "race"}, "i": i}, ["stale"], [0], "virtual")
         except ResultsError as e:
             refused.append(str(e))
         else:
@@ -104,12 +104,14 @@ def test_of_runs_racing_for_one_folder_exactly_one_claims_it(tmp_path):
     for t in threads:
         t.join()
     assert len(won) == 1 and len(refused) == 7
-    assert json.loads((out / "run.json").read_text())["config"] == {"i": won[0]}
+    assert json.loads((out / "run.json").read_text())["config"]["i"] == won[0]
 
 
 def test_a_live_run_folder_is_not_replaced_even_with_overwrite(tmp_path, capsys):
     out = tmp_path / "live"
-    writer = RunWriter(out, {}, ["stale"], [0], "virtual")  # a run still writing
+    writer = RunWriter(
+        out, {"run": {"name": "live"}}, ["stale"], [0], "virtual"
+    )  # a run still writing
     try:
         assert main(["run", HERD, *SHORT, "--out", str(out), "--overwrite"]) == 2
         _one_error_line(capsys, str(out), "in use")
@@ -131,7 +133,7 @@ def test_out_of_a_finished_run_is_refused_then_replaced_with_overwrite(tmp_path,
     _one_error_line(capsys, str(out), "holds a run", "--overwrite")
     assert _snapshot(out) == before
 
-    assert main(["run", HERD, *SHORT, "--out", str(out), "--overwrite"]) == 0
+    assert main(["run", HERD, *SHORT, "--out", str(out), "--overwrite", "--no-report"]) == 0
     meta, _ = load_run(out)
     assert meta["finished"] == [["stale", 0]]
     assert not (out / "report.html").exists()  # replaced, not written over

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from harness.cli import main
@@ -146,12 +147,15 @@ def test_a_folder_of_another_sweep_is_refused(tmp_path):
 
 
 def _everything(out: Path) -> dict[str, pd.DataFrame]:
-    """All results of a sweep folder, in a canonical order, without wall-clock columns."""
+    """All results of a sweep folder, in a canonical order, without wall-clock columns and
+    the sweep's run id (checked to be the one of sweep.json on every row)."""
     meta, summary = load_sweep_results(out)
     cells = [c["cell"] for c in meta["cells"]]
     frames = {"summary": summary.drop(columns=["engine_wall_s"])}
     for table in ("nodes", "requests", "timeline"):
         frames[table] = read_cells(out, table, cells)
+    for frame in frames.values():
+        assert (frame.pop("run_id") == meta["run_id"]).all()
     order = {
         "summary": ["cell", "seed"],
         "nodes": ["cell", "seed", "node_id"],
@@ -243,3 +247,27 @@ def test_the_exit_code_says_whether_a_cell_or_a_threshold_failed(ray_instance, t
     path = _sweep_file(tmp_path, f'"cluster.cpu_count" = [64, {FAILING_CPU_COUNT}]')
     assert main(["sweep", str(path), "--out", str(out / "bad"), "--quiet"]) == 1
     assert capsys.readouterr().err == "harness: 1 of 2 cells failed\n"
+
+
+def test_sweep_tables_carry_the_run_id_and_the_swept_keys_in_compact_files(ray_instance, tmp_path):
+    """`pd.read_parquet` on a table's folder gives every swept key as a column, with one type
+    over all cells (the grid mixes 1 and 2.5), and each cell's partition is one compact file."""
+    sweep = load_sweep(_sweep_file(tmp_path, GRID))
+    out = tmp_path / "out"
+    run_sweep(sweep, out)
+    meta = json.loads((out / "sweep.json").read_text())
+    values = {c["cell"]: c["values"] for c in meta["cells"]}
+    for table in ("nodes", "requests", "timeline"):
+        frame = pd.read_parquet(out / table)
+        assert (frame["run_id"] == meta["run_id"]).all()
+        assert frame["heartbeat.interval_s"].dtype == "float64"
+        cells = frame["cell"].astype(int)
+        assert (
+            frame["heartbeat.interval_s"] == cells.map(lambda c: values[c]["heartbeat.interval_s"])
+        ).all()
+        assert (frame["placement.strategy"] == frame["strategy"]).all()
+        assert set(cells) == set(values)
+    for part in (out / "requests").glob("cell=*/*.parquet"):
+        metadata = pq.ParquetFile(part).metadata
+        assert metadata.num_row_groups == 1
+        assert metadata.row_group(0).column(0).compression == "ZSTD"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 
@@ -40,7 +41,12 @@ TIGHT = {
 
 
 def tables_of(out: Path) -> dict[str, pd.DataFrame]:
+    """A run's tables without what differs between two runs of the same seeds: the run's id
+    (checked to be that of run.json on every row) and wall-clock time."""
+    run_id = json.loads((out / "run.json").read_text())["run_id"]
     frames = {name: pq.read_table(out / f"{name}.parquet").to_pandas() for name in TABLES}
+    for frame in frames.values():
+        assert (frame.pop("run_id") == run_id).all()
     frames["summary"] = frames["summary"].drop(columns="engine_wall_s")
     return frames
 
@@ -49,6 +55,8 @@ def test_the_same_seed_gives_identical_parquet_and_other_seeds_differ(tmp_path):
     config = load(CONFIGS / "churn.toml", ["run.seeds=2", "run.duration_s=20"])
     a = tables_of(run(config, ["optimistic", "stale"], tmp_path / "a"))
     b = tables_of(run(config, ["optimistic", "stale"], tmp_path / "b"))
+    ids = {json.loads((tmp_path / x / "run.json").read_text())["run_id"] for x in "ab"}
+    assert len(ids) == 2  # two runs, two ids
     for name in TABLES:
         pd.testing.assert_frame_equal(a[name], b[name])
     reqs = a["requests"][a["requests"]["strategy"] == "optimistic"]

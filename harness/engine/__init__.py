@@ -23,13 +23,31 @@ ENGINES = {
 
 
 @dataclass(frozen=True, slots=True)
+class Load:
+    """The requests answered so far in a running seed: what a load test watches."""
+
+    model_s: float
+    """Model time reached."""
+    creates: int
+    kills: int
+    failed: int
+    """Creates that failed."""
+    latency_ms: tuple[float, float, float]
+    """p50, p90 and p99 of the placed creates' latency (NaN before the first)."""
+
+    def rate(self, count: int) -> float:
+        """`count` per model second so far."""
+        return count / self.model_s if self.model_s > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """What a live view shows of a running seed (engines in real time send one)."""
 
     elapsed_s: float
-    requests_done: int
     counts: list[int]
     """True sandboxes per node, node by node."""
+    load: Load
 
 
 class Progress(Protocol):

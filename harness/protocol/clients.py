@@ -38,8 +38,6 @@ class ClientHost:
         self.emit = emit
         self.arrival = ARRIVALS[spec.arrival]
         self.log = RequestLog()
-        self.done = 0
-        """Creates answered so far (the live view's progress)."""
         self.waiting = 0
         """Creates and kills sent and not answered yet."""
         self.issued = 0
@@ -104,7 +102,6 @@ class ClientHost:
     def on_create_done(self, client: int, answer: tuple, now: float) -> None:
         sandbox_id, step, _, _, _, _, _, (issued_at, sent_at, life) = answer
         self.log.create(answer, client, client % self.replicas, issued_at, sent_at, now)
-        self.done += 1
         self.waiting -= 1
         if step == "placed":
             if life is not None and now + life < self.duration:
