@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 from ray.actor import ActorMethod
@@ -98,27 +98,10 @@ class Outbox:
             self.errors.append(e)
 
 
-_running: set[asyncio.Task] = set()
-
-
-def spawn(coroutine: Coroutine[Any, Any, None], errors: list[BaseException]) -> asyncio.Task:
-    """Run a coroutine as a task kept alive until it ends; a failure goes to `errors` (see
-    `Outbox.errors`) rather than to a log nobody reads."""
-    task = asyncio.ensure_future(coroutine)
-    _running.add(task)
-
-    def done(task: asyncio.Task) -> None:
-        _running.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            errors.append(task.exception())
-
-    task.add_done_callback(done)
-    return task
-
-
 class Checked:
-    """Base of every actor: failures of one-way messages and spawned tasks collect in `errors`,
-    and `check` (called by the driver on every poll) raises the first, so the run stops."""
+    """Base of every actor: failures of one-way messages and of their callbacks collect in
+    `errors`, and `check` (called by the driver on every poll) raises the first, so the run
+    stops."""
 
     def __init__(self) -> None:
         self.errors: list[BaseException] = []
