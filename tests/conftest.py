@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,3 +24,21 @@ def scenario(**sections: dict[str, Any]) -> Config:
 @pytest.fixture
 def make_config():
     return scenario
+
+
+@contextlib.contextmanager
+def two_node_cluster() -> Iterator[Any]:
+    """A local Ray cluster of two nodes (one CPU each) for tests that join one with --address;
+    the driver must join it, not an instance another module started."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    ray.shutdown()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

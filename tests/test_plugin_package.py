@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import ray
-from ray.cluster_utils import Cluster
 
-from tests.conftest import CONFIGS
+from tests.conftest import CONFIGS, two_node_cluster
 
 ROOT = CONFIGS.parent
 PACKAGE = ROOT / "examples" / "idle-first-plugin"
@@ -67,13 +65,8 @@ def test_the_plugins_run_on_both_engines(env, engine, tmp_path) -> None:
 def two_nodes(env, monkeypatch):
     """A two-node Ray cluster whose processes find the installed plugin package."""
     monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])
-    ray.shutdown()
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    cluster.add_node(num_cpus=1)
-    cluster.wait_for_nodes()
-    yield cluster
-    ray.shutdown()
-    cluster.shutdown()
+    with two_node_cluster() as cluster:
+        yield cluster
 
 
 def test_a_sweep_on_a_two_node_cluster_uses_the_plugins(env, two_nodes, tmp_path) -> None:

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import pytest
-import ray
-from ray.cluster_utils import Cluster
 
 from harness.cli import main
 from harness.run_store import load_run
-from tests.conftest import CONFIGS
+from tests.conftest import CONFIGS, two_node_cluster
 
 
 @pytest.fixture(scope="module")
 def two_nodes():
-    ray.shutdown()  # the driver must join the cluster, not an instance of another module
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    cluster.add_node(num_cpus=1)
-    cluster.wait_for_nodes()
-    yield cluster
-    ray.shutdown()
-    cluster.shutdown()
+    with two_node_cluster() as cluster:
+        yield cluster
 
 
 def test_run_with_address_uses_both_ray_nodes_and_every_row_arrives(two_nodes, tmp_path):
