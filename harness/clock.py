@@ -16,6 +16,8 @@ from typing import Any
 
 Deliver = Callable[[int, Any, float], None]
 """deliver(key, payload, now): what a message of one kind is handed to."""
+Emit = Callable[[float, int, int, Any], None]
+"""emit(at, kind, key, payload): where a party sends a message (see `harness.protocol`)."""
 
 
 class VirtualClock:
@@ -36,6 +38,20 @@ class VirtualClock:
     def at(self, t: float, kind: int, key: int, payload: Any) -> None:
         """Schedule a message (`kind`, `key`, `payload`) for time `t`."""
         heapq.heappush(self._queue, (t, next(self._seq), kind, key, payload))
+
+    def sink(self, route: Sequence[Deliver], waits: Sequence[bool]) -> Emit:
+        """`emit(at, kind, key, payload)` for the parties: a message due now is delivered to
+        `route[kind]` at once unless `waits[kind]` (a timer, which always takes its turn on the
+        queue); any other is scheduled. (A closure: it runs for every message.)"""
+        queue, seq, push = self._queue, self._seq, heapq.heappush
+
+        def emit(at: float, kind: int, key: int, payload: Any) -> None:
+            if at <= self.time and not waits[kind]:
+                route[kind](key, payload, at)
+            else:
+                push(queue, (at, next(seq), kind, key, payload))
+
+        return emit
 
     def run(
         self,

@@ -94,13 +94,13 @@ class Scheduler:
 
         return reserved
 
-    def choose(self, vcpu: float, excluded: set[int] | None, now: float) -> int | None:
-        """The node the placement pipeline picks for a sandbox of `vcpu`; None: no candidate."""
-        return self.pipeline.choose(self, vcpu, excluded, now)
+    def choose(self, req: CreateRequest, now: float) -> int | None:
+        """The node the placement pipeline picks for `req`; None: no candidate."""
+        return self.pipeline.choose(self, req, now)
 
     def start_create(self, req: CreateRequest, now: float) -> int | None:
         """Choose a node and StartPlacing on it; None means "failed to place"."""
-        node = self.choose(req.vcpu, req.excluded, now)
+        node = self.pipeline.choose(self, req, now)
         if node is None:
             req.failure = "no_candidate"
             return None

@@ -13,8 +13,9 @@ from harness.engine.virtual import VirtualEngine
 from harness.ledgers import make_ledger
 from harness.ledgers.optimistic import OptimisticLedger
 from harness.placement import Scorer
+from harness.request import CreateRequest
 from harness.scheduler import Scheduler
-from tests.conftest import CONFIGS, scenario
+from tests.conftest import CONFIGS, ask, scenario
 
 CONFIG_HERD = CONFIGS / "seed-herd.toml"
 
@@ -23,7 +24,7 @@ class PreferHighIds(Scorer):
     """A user's scorer, named by import path in the tests below: lower for higher node IDs."""
 
     def scores(
-        self, scheduler: Scheduler, candidates: Sequence[int], vcpu: float, now: float
+        self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
     ) -> list[float]:
         return [-float(node) for node in candidates]
 
@@ -45,13 +46,13 @@ def test_every_node_with_the_reference_score_always_picks_the_least_loaded() -> 
     """Perfect choice: scan every node, lowest score; a tie goes to the first in node order."""
     loads = [5.0, 3.0, 9.0, 3.0, 4.0]
     scheduler = _scheduler(loads, sampler="every_node")
-    assert [scheduler.choose(1.0, None, 0.0) for _ in range(20)] == [1] * 20
-    assert scheduler.choose(1.0, {1}, 0.0) == 3  # the excluded filter still applies
+    assert [scheduler.choose(ask(), 0.0) for _ in range(20)] == [1] * 20
+    assert scheduler.choose(ask(excluded={1}), 0.0) == 3  # the excluded filter still applies
 
 
 def test_a_scorer_named_by_import_path_is_used() -> None:
     scheduler = _scheduler([0.0] * 6, sampler="every_node", scorers=[f"{__name__}:PreferHighIds"])
-    assert scheduler.choose(1.0, None, 0.0) == 5
+    assert scheduler.choose(ask(), 0.0) == 5
 
 
 def test_weighted_scorers_add_up() -> None:
@@ -61,9 +62,9 @@ def test_weighted_scorers_add_up() -> None:
     loads = [0.0, 50.0, 100.0]
     path = f"{__name__}:PreferHighIds"
     small = _scheduler(loads, sampler="every_node", scorers=["reference", f"{path}=0.0001"])
-    assert small.choose(1.0, None, 0.0) == 0  # 0.0013 vs 0.0663 - 0.0001 vs 0.1315 - 0.0002
+    assert small.choose(ask(), 0.0) == 0  # 0.0013 vs 0.0663 - 0.0001 vs 0.1315 - 0.0002
     large = _scheduler(loads, sampler="every_node", scorers=["reference", f"{path}=1"])
-    assert large.choose(1.0, None, 0.0) == 2
+    assert large.choose(ask(), 0.0) == 2
 
 
 @pytest.mark.parametrize(
@@ -124,8 +125,8 @@ def test_the_least_busy_quirk_compares_with_the_leaders_reported_usage_alone():
         scheduler.ledger.views[1].cpu_percent = 400.0
         scheduler.in_progress[0].update({7: 1.0, 8: 1.0, 9: 1.0})
         scheduler.pending_cpu[0] = 3.0
-    assert quirk.choose(1.0, None, 0.0) == 0
-    assert corrected.choose(1.0, None, 0.0) == 1
+    assert quirk.choose(ask(), 0.0) == 0
+    assert corrected.choose(ask(), 0.0) == 1
 
 
 def test_best_of_k_with_k_1_places_exactly_as_random_does():
@@ -158,8 +159,8 @@ def test_bin_pack_fills_nodes_in_order_until_each_is_full():
 
 def test_round_robin_takes_nodes_in_turn_and_skips_excluded_ones():
     scheduler = _scheduler([0.0] * 4, algorithm="round_robin")
-    assert [scheduler.choose(1.0, None, 0.0) for _ in range(6)] == [0, 1, 2, 3, 0, 1]
-    assert scheduler.choose(1.0, {2, 3}, 0.0) == 0
+    assert [scheduler.choose(ask(), 0.0) for _ in range(6)] == [0, 1, 2, 3, 0, 1]
+    assert scheduler.choose(ask(excluded={2, 3}), 0.0) == 0
 
 
 class OwnOptimistic(OptimisticLedger):

@@ -11,9 +11,9 @@ import pytest
 from harness.analysis import rank_shares
 from harness.engine.virtual import VirtualEngine
 from harness.ledgers import make_ledger
-from harness.placement.best_of_k import sample, score
+from harness.placement.best_of_k import Reference, sample
 from harness.scheduler import PlacementSpec, Scheduler
-from tests.conftest import scenario
+from tests.conftest import ask, scenario
 
 
 def original_sample(draw, n, k, eligible):
@@ -73,9 +73,15 @@ def test_sampler_gives_fewer_than_k_when_few_are_eligible():
 
 
 def test_score_formula_and_empty_node():
-    # (cpu_requested + reserved + alpha * cpu_percent / 100) / (R * cpu_count)
-    assert score(1, 10, 400, 192, 4.0, 0.5) == pytest.approx((1 + 10 + 2) / 768)
-    assert score(1, 0, 0, 0, 4.0, 0.5) == math.inf
+    """(vcpu + reserved + alpha * cpu_percent / 100) / (R * cpu_count); a node reporting no
+    CPUs scores infinity."""
+    cpus = [192, 0]
+    ledger = make_ledger("stale", cpus)
+    ledger.views[0].cpu_allocated, ledger.views[0].cpu_percent = 10.0, 400.0
+    spec = PlacementSpec(r=4.0, alpha=0.5)
+    scheduler = Scheduler(cpus, spec, ledger, random.Random(0))
+    scores = Reference(spec).scores(scheduler, [0, 1], ask(1.0), 0.0)
+    assert scores == [pytest.approx((1 + 10 + 2) / 768), math.inf]
 
 
 def test_lowest_score_wins_and_first_sampled_wins_a_tie():
@@ -91,15 +97,15 @@ def test_lowest_score_wins_and_first_sampled_wins_a_tie():
         return Scheduler(cpus, PlacementSpec(k=3), ledger, random.Random(5)), drawn
 
     scheduler, drawn = chooser([0.0] * 10)
-    assert scheduler.choose(1.0, None, 0.0) == drawn[0]  # a three-way tie
+    assert scheduler.choose(ask(), 0.0) == drawn[0]  # a three-way tie
     loads = [0.0] * 10
     loads[drawn[0]] = 2.0
     loads[drawn[1]] = loads[drawn[2]] = 1.0
     scheduler, _ = chooser(loads)
-    assert scheduler.choose(1.0, None, 0.0) == drawn[1]  # drawn[1] ties drawn[2], sampled first
+    assert scheduler.choose(ask(), 0.0) == drawn[1]  # drawn[1] ties drawn[2], sampled first
     loads[drawn[1]] = 1.5
     scheduler, _ = chooser(loads)
-    assert scheduler.choose(1.0, None, 0.0) == drawn[2]
+    assert scheduler.choose(ask(), 0.0) == drawn[2]
 
 
 @pytest.mark.parametrize("n,k", [(10, 3), (5, 3), (8, 2)])

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from harness.placement.plugin import Eligible, Sampler, Scorer, Selector
 
 if TYPE_CHECKING:
+    from harness.request import CreateRequest
     from harness.scheduler import Scheduler
 
 
@@ -22,26 +23,17 @@ def sample(random: Callable[[], float], n: int, k: int, eligible: Eligible | Non
     """
     chosen: list[int] = []
     swapped: dict[int, int] = {}
-    i = 0
-    while i < n and len(chosen) < k:
+    for i in range(n):
         span = n - i
         r = int(random() * span)
         j = i + (r if r < span else span - 1)  # random() * span can round up to span
         node = swapped.get(j, j)
         swapped[j] = swapped.get(i, i)
-        i += 1
         if eligible is None or eligible(node):
             chosen.append(node)
+            if len(chosen) == k:
+                break
     return chosen
-
-
-def score(
-    vcpu: float, reserved: float, cpu_percent: float, cpu_count: int, r: float, alpha: float
-) -> float:
-    """Lower is better: projected allocation plus a share of actual usage, over capacity."""
-    if cpu_count == 0:
-        return math.inf
-    return (vcpu + reserved + alpha * cpu_percent / 100.0) / (r * cpu_count)
 
 
 class BestOfK(Sampler):
@@ -70,14 +62,20 @@ class Reference(Scorer):
     name = "reference"
 
     def scores(
-        self, scheduler: Scheduler, candidates: Sequence[int], vcpu: float, now: float
+        self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
     ) -> list[float]:
         views, reserved = scheduler.ledger.views, scheduler.reserved
-        r, alpha = self.rules.r, self.rules.alpha
+        r, alpha, vcpu = self.rules.r, self.rules.alpha, req.vcpu
         out = []
         for node in candidates:
             view = views[node]
-            out.append(score(vcpu, reserved(node, now), view.cpu_percent, view.cpu_count, r, alpha))
+            count = view.cpu_count
+            if count:
+                out.append(
+                    (vcpu + reserved(node, now) + alpha * view.cpu_percent / 100.0) / (r * count)
+                )
+            else:  # a node that reports no CPUs is never chosen over one that does
+                out.append(math.inf)
         return out
 
 
@@ -89,9 +87,5 @@ class Lowest(Selector):
     def select(
         self, scheduler: Scheduler, candidates: Sequence[int], scores: Sequence[float]
     ) -> int | None:
-        winner = None
-        winner_score = math.inf
-        for node, s in zip(candidates, scores, strict=True):
-            if winner is None or s < winner_score:
-                winner, winner_score = node, s
-        return winner
+        # min() keeps the first of equal scores, and index() finds the first equal to it.
+        return candidates[scores.index(min(scores))] if candidates else None

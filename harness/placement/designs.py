@@ -12,6 +12,7 @@ from harness.placement.best_of_k import sample
 from harness.placement.plugin import Eligible, Filter, Sampler, Scorer, Selector
 
 if TYPE_CHECKING:
+    from harness.request import CreateRequest
     from harness.scheduler import Scheduler
 
 
@@ -58,14 +59,7 @@ class StartingCap(Filter):
 
     name = "starting_cap"
 
-    def passes(
-        self,
-        scheduler: Scheduler,
-        node: int,
-        vcpu: float,
-        excluded: set[int] | None,
-        now: float,
-    ) -> bool:
+    def passes(self, scheduler: Scheduler, node: int, req: CreateRequest, now: float) -> bool:
         return len(scheduler.in_progress[node]) <= self.rules.max_starting
 
 
@@ -75,16 +69,9 @@ class Fits(Filter):
 
     name = "fits"
 
-    def passes(
-        self,
-        scheduler: Scheduler,
-        node: int,
-        vcpu: float,
-        excluded: set[int] | None,
-        now: float,
-    ) -> bool:
+    def passes(self, scheduler: Scheduler, node: int, req: CreateRequest, now: float) -> bool:
         cpu_count = scheduler.ledger.views[node].cpu_count
-        return scheduler.reserved(node, now) + vcpu <= self.rules.r * cpu_count
+        return scheduler.reserved(node, now) + req.vcpu <= self.rules.r * cpu_count
 
 
 class CpuUsage(Scorer):
@@ -93,7 +80,7 @@ class CpuUsage(Scorer):
     name = "cpu_usage"
 
     def scores(
-        self, scheduler: Scheduler, candidates: Sequence[int], vcpu: float, now: float
+        self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
     ) -> list[float]:
         views, pending = scheduler.ledger.views, scheduler.pending_cpu
         return [views[n].cpu_percent / 100.0 + pending[n] for n in candidates]
@@ -106,7 +93,7 @@ class BinPack(Scorer):
     name = "bin_pack"
 
     def scores(
-        self, scheduler: Scheduler, candidates: Sequence[int], vcpu: float, now: float
+        self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
     ) -> list[float]:
         views, reserved, r = scheduler.ledger.views, scheduler.reserved, self.rules.r
         return [
@@ -121,7 +108,7 @@ class Constant(Scorer):
     name = "constant"
 
     def scores(
-        self, scheduler: Scheduler, candidates: Sequence[int], vcpu: float, now: float
+        self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
     ) -> list[float]:
         return [0.0] * len(candidates)
 

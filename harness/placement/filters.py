@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from harness.placement.plugin import Filter
 
 if TYPE_CHECKING:
+    from harness.request import CreateRequest
     from harness.scheduler import Scheduler
 
 
@@ -16,17 +17,11 @@ class Excluded(Filter):
 
     name = "excluded"
 
-    def applies(self, scheduler: Scheduler, vcpu: float, excluded: set[int] | None) -> bool:
-        return excluded is not None
+    def applies(self, scheduler: Scheduler, req: CreateRequest) -> bool:
+        return req.excluded is not None
 
-    def passes(
-        self,
-        scheduler: Scheduler,
-        node: int,
-        vcpu: float,
-        excluded: set[int] | None,
-        now: float,
-    ) -> bool:
+    def passes(self, scheduler: Scheduler, node: int, req: CreateRequest, now: float) -> bool:
+        excluded = req.excluded
         return excluded is None or node not in excluded
 
 
@@ -39,14 +34,7 @@ class TooManyStarting(Filter):
     def needed(self) -> bool:
         return self.rules.too_many_starting
 
-    def passes(
-        self,
-        scheduler: Scheduler,
-        node: int,
-        vcpu: float,
-        excluded: set[int] | None,
-        now: float,
-    ) -> bool:
+    def passes(self, scheduler: Scheduler, node: int, req: CreateRequest, now: float) -> bool:
         return len(scheduler.in_progress[node]) <= self.rules.max_starting
 
 
@@ -55,15 +43,8 @@ class CpuFits(Filter):
 
     name = "cpu_fits"
 
-    def applies(self, scheduler: Scheduler, vcpu: float, excluded: set[int] | None) -> bool:
-        return vcpu > scheduler.min_cpu_count
+    def applies(self, scheduler: Scheduler, req: CreateRequest) -> bool:
+        return req.vcpu > scheduler.min_cpu_count
 
-    def passes(
-        self,
-        scheduler: Scheduler,
-        node: int,
-        vcpu: float,
-        excluded: set[int] | None,
-        now: float,
-    ) -> bool:
-        return scheduler.ledger.views[node].cpu_count >= vcpu
+    def passes(self, scheduler: Scheduler, node: int, req: CreateRequest, now: float) -> bool:
+        return scheduler.ledger.views[node].cpu_count >= req.vcpu

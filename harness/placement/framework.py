@@ -25,6 +25,7 @@ from harness.placement.plugin import Eligible, Filter, Sampler, Scorer, Selector
 from harness.registry import Registry, RegistryError
 
 if TYPE_CHECKING:
+    from harness.request import CreateRequest
     from harness.scheduler import PlacementSpec, Scheduler
 
 SAMPLERS = Registry(
@@ -99,44 +100,47 @@ def parse_weighted(entry: str) -> tuple[str, float]:
 
 
 class Pipeline:
-    """One replica's placement: sample with the filters that apply, score, select."""
+    """One replica's placement: sample with the filters that apply, score, select.
 
-    __slots__ = ("filters", "sampler", "scorers", "selector", "single")
+    Its parts are bound once, at construction: `choose` runs for every create, so it makes no
+    lookups a replica's lifetime cannot change."""
+
+    __slots__ = ("filters", "sample", "score", "scorers", "select")
 
     def __init__(self, rules: PlacementSpec) -> None:
         algorithm = ALGORITHMS[rules.algorithm]
-        self.sampler: Sampler = resolve("samplers", rules.sampler or algorithm.sampler)(rules)
-        filters = rules.filters or algorithm.filters
-        built = [resolve("filters", f)(rules) for f in filters]
+        sampler: Sampler = resolve("samplers", rules.sampler or algorithm.sampler)(rules)
+        built = [resolve("filters", f)(rules) for f in rules.filters or algorithm.filters]
         self.filters: list[Filter] = [f for f in built if f.needed()]
         weighted = [parse_weighted(s) for s in rules.scorers] or algorithm.scorers
         self.scorers = [(resolve("scorers", name)(rules), weight) for name, weight in weighted]
-        self.selector: Selector = resolve("selectors", rules.selector or algorithm.selector)(rules)
+        selector: Selector = resolve("selectors", rules.selector or algorithm.selector)(rules)
+        self.sample = sampler.sample
+        self.select = selector.select
         # One scorer of weight 1: its scores are the scores (no float work added).
-        self.single = self.scorers[0][0] if [w for _, w in self.scorers] == [1.0] else None
+        single = len(self.scorers) == 1 and self.scorers[0][1] == 1.0
+        self.score = self.scorers[0][0].scores if single else self._weighted
 
-    def eligible(
-        self, scheduler: Scheduler, vcpu: float, excluded: set[int] | None, now: float
-    ) -> Eligible | None:
+    def _weighted(
+        self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
+    ) -> list[float]:
+        scores = [0.0] * len(candidates)
+        for scorer, weight in self.scorers:
+            part = scorer.scores(scheduler, candidates, req, now)
+            scores = [s + weight * p for s, p in zip(scores, part, strict=True)]
+        return scores
+
+    def eligible(self, scheduler: Scheduler, req: CreateRequest, now: float) -> Eligible | None:
         """The test a candidate must pass for this request; None when no filter applies."""
-        active = None
-        for f in self.filters:
-            if f.applies(scheduler, vcpu, excluded):
-                active = [f] if active is None else [*active, f]
-        if active is None:
+        active = [f for f in self.filters if f.applies(scheduler, req)]
+        if not active:
             return None
-        return lambda node: all(f.passes(scheduler, node, vcpu, excluded, now) for f in active)
+        if len(active) == 1:
+            passes = active[0].passes
+            return lambda node: passes(scheduler, node, req, now)
+        return lambda node: all(f.passes(scheduler, node, req, now) for f in active)
 
-    def choose(
-        self, scheduler: Scheduler, vcpu: float, excluded: set[int] | None, now: float
-    ) -> int | None:
-        eligible = self.eligible(scheduler, vcpu, excluded, now)
-        candidates = self.sampler.sample(scheduler, eligible)
-        if self.single is not None:
-            scores: Sequence[float] = self.single.scores(scheduler, candidates, vcpu, now)
-        else:
-            scores = [0.0] * len(candidates)
-            for scorer, weight in self.scorers:
-                part = scorer.scores(scheduler, candidates, vcpu, now)
-                scores = [s + weight * p for s, p in zip(scores, part, strict=True)]
-        return self.selector.select(scheduler, candidates, scores)
+    def choose(self, scheduler: Scheduler, req: CreateRequest, now: float) -> int | None:
+        eligible = self.eligible(scheduler, req, now) if self.filters else None
+        candidates = self.sample(scheduler, eligible)
+        return self.select(scheduler, candidates, self.score(scheduler, candidates, req, now))

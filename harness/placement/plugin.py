@@ -1,9 +1,10 @@
 """The extension points of placement: what a sampler, a filter, a scorer and a selector are.
 
 A plugin is constructed once per scheduler replica with the replica's `PlacementSpec` (its
-tunables) and then asked, for each choice, about the replica's state (`scheduler`: its view
-through `scheduler.ledger.views` and `scheduler.reserved`, its in-progress map, its random
-stream). It reads; it never changes the state, and it never reads a clock: `now` is given.
+tunables) and then asked, for each choice, about the request (`req`: its vCPUs, memory,
+excluded nodes) and the replica's state (`scheduler`: its view through
+`scheduler.ledger.views` and `scheduler.reserved`, its in-progress map, its random stream). It
+reads; it never changes the state, and it never reads a clock: `now` is given.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
+    from harness.request import CreateRequest
     from harness.scheduler import PlacementSpec, Scheduler
 
 Eligible = Callable[[int], bool]
@@ -40,18 +42,11 @@ class Filter(Plugin):
         that cannot (say `too_many_starting` with its flag off)."""
         return True
 
-    def applies(self, scheduler: Scheduler, vcpu: float, excluded: set[int] | None) -> bool:
+    def applies(self, scheduler: Scheduler, req: CreateRequest) -> bool:
         """Whether this request can fail the filter at all; False spares it per node."""
         return True
 
-    def passes(
-        self,
-        scheduler: Scheduler,
-        node: int,
-        vcpu: float,
-        excluded: set[int] | None,
-        now: float,
-    ) -> bool:
+    def passes(self, scheduler: Scheduler, node: int, req: CreateRequest, now: float) -> bool:
         raise NotImplementedError
 
 
@@ -59,7 +54,7 @@ class Scorer(Plugin):
     """Lower is better; a pipeline adds the scorers' weighted scores."""
 
     def scores(
-        self, scheduler: Scheduler, candidates: Sequence[int], vcpu: float, now: float
+        self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
     ) -> list[float]:
         raise NotImplementedError
 

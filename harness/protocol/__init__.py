@@ -16,9 +16,11 @@ Timers are messages a party sends itself: they always wait for their time.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from enum import IntEnum
-from typing import Any
+
+from harness.clock import Deliver, Emit
+
+__all__ = ["IS_TIMER", "KINDS", "NAMES", "PARTY", "TIMERS", "Emit", "Handler", "Kind", "Party"]
 
 
 class Kind:
@@ -98,7 +100,5 @@ TIMERS = frozenset({Kind.BEAT, Kind.CRASH, Kind.ARRIVAL, Kind.CLIENT_START, Kind
 IS_TIMER = tuple(kind in TIMERS for kind in KINDS)
 """`TIMERS` as a table indexed by kind (the hot path's form)."""
 
-Emit = Callable[[float, int, int, Any], None]
-"""emit(at, kind, key, payload): hand a message to the transport."""
-Handler = Callable[[int, Any, float], None]
+Handler = Deliver
 """handler(key, payload, now)."""

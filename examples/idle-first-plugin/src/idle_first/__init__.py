@@ -21,7 +21,7 @@ class IdleFirst(Scorer):
 
     name = "idle_first"
 
-    def scores(self, scheduler, candidates: Sequence[int], vcpu: float, now: float) -> list[float]:
+    def scores(self, scheduler, candidates: Sequence[int], req, now: float) -> list[float]:
         views = scheduler.ledger.views
         return [views[n].cpu_percent / 100.0 / max(views[n].cpu_count, 1) for n in candidates]
 
