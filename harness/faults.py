@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from harness.heartbeat import Report
 from harness.node import Node, Outcome
+from harness.request import Shape
 from harness.spec import key
 
 
@@ -213,20 +214,18 @@ class Faults:
                 return f
         return None
 
-    def create(
-        self, node: Node, sandbox_id: int, vcpu: float, memory_mib: float, usage: float, now: float
-    ) -> Outcome:
+    def create(self, node: Node, sandbox_id: int, shape: Shape, now: float) -> Outcome:
         """The create RPC as the node's side answers it, faults included. TIMEOUT means the
         node acted (or not) but its answer never arrives: the scheduler gives up later."""
         if node.down:  # the node refuses (see Node.create); counted here
             self.counts["fault_down_creates"] += 1
-            return node.create(sandbox_id, vcpu, memory_mib, usage)
+            return node.create(sandbox_id, shape)
         fault = self._draw(self.create_faults, node.node_id, now) if self.create_faults else None
         if fault is None:
-            return node.create(sandbox_id, vcpu, memory_mib, usage)
+            return node.create(sandbox_id, shape)
         if fault.kind == "timeout":
             self.counts["fault_timeouts"] += 1
-            node.create(sandbox_id, vcpu, memory_mib, usage)
+            node.create(sandbox_id, shape)
             return Outcome.TIMEOUT
         return self._error(fault)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from harness.heartbeat import Report
+from harness.request import Shape
 
 
 class Outcome(StrEnum):
@@ -54,7 +55,7 @@ class Node:
         self.memory_mib = memory_mib
         self.overcommit = overcommit
         self.base_cpu = base_cpu
-        self.sandboxes: dict[int, tuple[float, float, float]] = {}
+        self.sandboxes: dict[int, Shape] = {}
         self.cpu_allocated = base_cpu
         self.peak_cpu_allocated = base_cpu
         self.cpu_percent = 0.0
@@ -69,18 +70,16 @@ class Node:
     def capacity(self) -> float:
         return self.overcommit * self.cpu_count
 
-    def create(self, sandbox_id: int, vcpu: float, memory_mib: float, usage: float) -> Outcome:
-        """Admit on the true state: the node refuses when it would exceed R * cpu_count.
-
-        `usage` is the fraction of its vCPUs the sandbox keeps busy (1.0 = 100%).
-        """
+    def create(self, sandbox_id: int, shape: Shape) -> Outcome:
+        """Admit on the true state: the node refuses when it would exceed R * cpu_count."""
         if self.down:
             return Outcome.FAILED
         if sandbox_id in self.sandboxes:
             raise ValueError(f"sandbox {sandbox_id} already on node {self.node_id}")
+        vcpu, memory_mib, usage = shape.vcpu, shape.memory_mib, shape.usage
         if self.cpu_allocated + vcpu > self.overcommit * self.cpu_count:
             return Outcome.RESOURCE_EXHAUSTED
-        self.sandboxes[sandbox_id] = (vcpu, memory_mib, usage)
+        self.sandboxes[sandbox_id] = shape
         self.cpu_allocated += vcpu
         if self.cpu_allocated > self.peak_cpu_allocated:
             self.peak_cpu_allocated = self.cpu_allocated
@@ -92,10 +91,10 @@ class Node:
     def kill(self, sandbox_id: int) -> Outcome:
         if self.down:
             return Outcome.FAILED
-        entry = self.sandboxes.pop(sandbox_id, None)
-        if entry is None:
+        shape = self.sandboxes.pop(sandbox_id, None)
+        if shape is None:
             return Outcome.FAILED
-        vcpu, memory_mib, usage = entry
+        vcpu, memory_mib, usage = shape.vcpu, shape.memory_mib, shape.usage
         self.cpu_allocated -= vcpu
         self.cpu_percent -= 100.0 * vcpu * usage
         self.memory_allocated_mib -= memory_mib

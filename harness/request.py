@@ -1,6 +1,26 @@
-"""One logical create as the client sees it, carried through every RPC it takes."""
+"""What a create asks for (`Shape`) and one logical create as the client sees it, carried
+through every RPC it takes (`CreateRequest`)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What a sandbox asks of a node: the part of its template that the scheduler and the node
+    see. One object per template, shared by every create of it (messages carry a reference)."""
+
+    vcpu: float
+    memory_mib: float
+    usage: float
+    """The fraction of its vCPUs the sandbox keeps busy (1.0 = 100%)."""
+    template: str = ""
+    """The template's ID, for caches and affinity; empty when the workload names none."""
+    labels: frozenset[str] = frozenset()
+    """Labels a node must carry to take the sandbox."""
+    cpu_family: str = ""
+    """The CPU family a node must have; empty: any."""
 
 
 class CreateRequest:
@@ -18,25 +38,19 @@ class CreateRequest:
         "node",
         "rpcs",
         "sandbox_id",
+        "shape",
         "skips",
-        "usage",
         "vcpu",
     )
 
     def __init__(
-        self,
-        sandbox_id: int,
-        vcpu: float,
-        memory_mib: float,
-        usage: float,
-        issued_at: float,
-        deadline: float,
-        client: int,
+        self, sandbox_id: int, shape: Shape, issued_at: float, deadline: float, client: int
     ) -> None:
         self.sandbox_id = sandbox_id
-        self.vcpu = vcpu
-        self.memory_mib = memory_mib
-        self.usage = usage
+        self.shape = shape
+        self.vcpu = shape.vcpu
+        """`shape.vcpu`, read by every filter and scorer (one attribute lookup less)."""
+        self.memory_mib = shape.memory_mib
         self.issued_at = issued_at
         self.deadline = deadline
         self.client = client

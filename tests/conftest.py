@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness.config import Config, from_dict
-from harness.request import CreateRequest
+from harness.request import CreateRequest, Shape
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 # Every shipped scenario; the sweep-*.toml files are sweeps over them (tests/test_sweep.py).
@@ -19,7 +19,7 @@ SCENARIOS = sorted(p for p in CONFIGS.glob("*.toml") if not p.name.startswith("s
 
 def ask(vcpu: float = 1.0, excluded: set[int] | None = None) -> CreateRequest:
     """A create of `vcpu` vCPUs (excluding `excluded`), to ask a scheduler where it goes."""
-    req = CreateRequest(0, vcpu, 512.0, 0.0, 0.0, 30.0, 0)
+    req = CreateRequest(0, Shape(vcpu, 512.0, 0.0), 0.0, 30.0, 0)
     req.excluded = excluded
     return req
 

@@ -8,12 +8,12 @@ import pytest
 
 from harness.ledgers import LEDGERS, make_ledger
 from harness.node import Node, Outcome
-from harness.request import CreateRequest
+from harness.request import CreateRequest, Shape
 from harness.scheduler import PlacementSpec, Scheduler, Step
 
 
 def request(sandbox_id=1, vcpu=1.0, deadline=30.0):
-    return CreateRequest(sandbox_id, vcpu, 1024, 1.0, 0.0, deadline, client=0)
+    return CreateRequest(sandbox_id, Shape(vcpu, 1024.0, 1.0), 0.0, deadline, client=0)
 
 
 def scheduler(strategy="optimistic", nodes=4, cpu=8, **rules):
@@ -23,9 +23,9 @@ def scheduler(strategy="optimistic", nodes=4, cpu=8, **rules):
 
 def test_node_admits_on_true_state_up_to_r_times_cpu_count():
     node = Node(0, cpu_count=2, memory_mib=4096, overcommit=2.0, base_cpu=1.0)
-    assert node.create(1, 2.0, 512, 1.0) is Outcome.OK
-    assert node.create(2, 1.0, 512, 0.5) is Outcome.OK  # 4 == R * cpu_count: still admitted
-    assert node.create(3, 0.5, 512, 1.0) is Outcome.RESOURCE_EXHAUSTED
+    assert node.create(1, Shape(2.0, 512, 1.0)) is Outcome.OK
+    assert node.create(2, Shape(1.0, 512, 0.5)) is Outcome.OK  # 4 == R * cpu_count: still admitted
+    assert node.create(3, Shape(0.5, 512, 1.0)) is Outcome.RESOURCE_EXHAUSTED
     assert node.cpu_allocated == 4.0
     assert node.cpu_percent == pytest.approx(250.0)
     report = node.report(now=7.0, with_ids=True)
@@ -37,9 +37,9 @@ def test_node_admits_on_true_state_up_to_r_times_cpu_count():
 
 def test_a_sandbox_id_cannot_be_created_twice_on_a_node():
     node = Node(0, 4, 4096, 4.0)
-    node.create(1, 1.0, 1, 1.0)
+    node.create(1, Shape(1.0, 1, 1.0))
     with pytest.raises(ValueError):
-        node.create(1, 1.0, 1, 1.0)
+        node.create(1, Shape(1.0, 1, 1.0))
 
 
 def test_resource_exhausted_is_a_skip_not_an_attempt():

@@ -17,6 +17,7 @@ import harness.scenario as sc
 from harness.config import Config, ConfigError
 from harness.node import Outcome
 from harness.protocol import Kind
+from harness.request import Shape
 from harness.streams import stream
 from tests.conftest import scenario
 
@@ -58,14 +59,18 @@ class Parties:
         return self.replica.view(now)[0][node]
 
 
+SHAPE = Shape(1.0, 1024.0, 1.0)
+"""The shape of the default workload's creates."""
+
+
 def submit(sandbox_id: int, now: float, vcpu: float = 1.0) -> tuple:
     """Client 0's SUBMIT_CREATE payload, issued now; its context is ("ctx", sandbox_id)."""
-    return (0, sandbox_id, vcpu, 1024.0, 1.0, now, ("ctx", sandbox_id))
+    return (0, sandbox_id, Shape(vcpu, 1024.0, 1.0), now, ("ctx", sandbox_id))
 
 
 def rpc(sandbox_id: int, vcpu: float = 1.0) -> tuple:
     """The CREATE_RPC payload replica 0 sends for `submit(sandbox_id, ...)`."""
-    return (sandbox_id, vcpu, 1024.0, 1.0, 0)
+    return (sandbox_id, Shape(vcpu, 1024.0, 1.0), 0)
 
 
 # --- the races of section 6 ---------------------------------------------------------------
@@ -523,7 +528,7 @@ def test_open_loop_arrivals_in_order_with_lifetimes_from_their_own_stream() -> N
     for i, life in enumerate(lifetimes):
         t = i / 2
         expected.append((t, Kind.ARRIVAL, i, (i, t, life)))
-        expected.append((t, Kind.SUBMIT_CREATE, i % 2, (i, i, 1.0, 1024.0, 1.0, t, (t, t, life))))
+        expected.append((t, Kind.SUBMIT_CREATE, i % 2, (i, i, SHAPE, t, (t, t, life))))
     assert open_loop(host, sink) == expected
 
 
@@ -533,7 +538,7 @@ def test_a_late_arrival_keeps_its_intended_time_and_the_next_is_not_early() -> N
     ((_, _, _, first),) = sink.take()
     host.on_arrival(0, first, 0.75)  # handled 0.75 s late; the next was due at 0.5
     (create, nxt) = sink.take()
-    assert create == (0.75, Kind.SUBMIT_CREATE, 0, (0, 0, 1.0, 1024.0, 1.0, 0.0, (0.0, 0.75, 60.0)))
+    assert create == (0.75, Kind.SUBMIT_CREATE, 0, (0, 0, SHAPE, 0.0, (0.0, 0.75, 60.0)))
     assert nxt == (0.75, Kind.ARRIVAL, 1, (1, 0.5, 60.0))
 
 
@@ -558,9 +563,7 @@ def test_closed_loop_cycle() -> None:
     assert sink.take() == [(0.0, Kind.CLIENT_START, c, 0.0) for c in range(3)]
     # client 1 creates (sandbox 0) through replica 1; placed at 0.125; dies at 1.625
     host.on_client_start(1, 0.0, 0.0)
-    assert sink.take() == [
-        (0.0, Kind.SUBMIT_CREATE, 1, (1, 0, 1.0, 1024.0, 1.0, 0.0, (0.0, 0.0, 1.5)))
-    ]
+    assert sink.take() == [(0.0, Kind.SUBMIT_CREATE, 1, (1, 0, SHAPE, 0.0, (0.0, 0.0, 1.5)))]
     host.on_create_done(1, (0, "placed", 2, 1, 0, 1, None, (0.0, 0.0, 1.5)), 0.125)
     assert sink.take() == [(1.625, Kind.KILL_DUE, 1, (0, 1.625))]
     host.on_kill_due(1, (0, 1.625), 1.625)
@@ -569,9 +572,7 @@ def test_closed_loop_cycle() -> None:
     assert sink.take() == [(2.0, Kind.CLIENT_START, 1, 2.0)]  # 1.75 + think 0.25
     # next cycle (sandbox 1): fails; back-off 0.5 → starts again at 2.75
     host.on_client_start(1, 2.0, 2.0)
-    assert sink.take() == [
-        (2.0, Kind.SUBMIT_CREATE, 1, (1, 1, 1.0, 1024.0, 1.0, 2.0, (2.0, 2.0, 1.5)))
-    ]
+    assert sink.take() == [(2.0, Kind.SUBMIT_CREATE, 1, (1, 1, SHAPE, 2.0, (2.0, 2.0, 1.5)))]
     host.on_create_done(1, (1, "failed", -1, 1, 0, 1, "no_candidate", (2.0, 2.0, 1.5)), 2.25)
     assert sink.take() == [(2.75, Kind.CLIENT_START, 1, 2.75)]
     # sandbox 2 placed at 2.875: it would die at 4.375, after the run's end: no kill, no cycle
@@ -625,7 +626,7 @@ def test_two_client_hosts_issue_exactly_what_one_does(arrival: str) -> None:
             sent = sink.take()
         ids = arrival != "closed"
         return [
-            (at, key, p[0], p[1] if ids else None, p[5], p[6])
+            (at, key, p[0], p[1] if ids else None, p[3], p[4])
             for at, kind, key, p in sent
             if kind == Kind.SUBMIT_CREATE
         ]

@@ -18,14 +18,14 @@ from harness.ledger import LedgerOptions
 from harness.ledgers import LEDGERS, make_ledger
 from harness.node import Node, Outcome
 from harness.recording import TIMELINE_COLUMNS
-from harness.request import CreateRequest
+from harness.request import CreateRequest, Shape
 from harness.runner import run
 from harness.schemas import TIMELINE, table
 from tests.conftest import CONFIGS
 
 
 def _req(sandbox_id: int, node: int = 0, vcpu: float = 2.0) -> CreateRequest:
-    req = CreateRequest(sandbox_id, vcpu, 1024.0, 1.0, 0.0, 30.0, client=0)
+    req = CreateRequest(sandbox_id, Shape(vcpu, 1024.0, 1.0), 0.0, 30.0, client=0)
     req.node = node
     return req
 
@@ -49,7 +49,7 @@ def _answer(ledger, node: Node, t: float):
 def _create(ledger, node: Node, req: CreateRequest, t: float) -> None:
     """The create RPC in full: started at t, done by the node at t+1, answered at t+2."""
     ledger.create_started(req, t)
-    outcome = node.create(req.sandbox_id, req.vcpu, req.memory_mib, req.usage)
+    outcome = node.create(req.sandbox_id, req.shape)
     ledger.create_finished(req, outcome, t + 2, _answer(ledger, node, t + 1))
 
 
@@ -78,7 +78,7 @@ def test_older_report_is_dropped_only_by_strategies_that_order_reports(name: str
     node = _node()
     ledger = _ledger(name, node)
     old = node.report(1.0, ledger.wants_sandbox_ids)
-    node.create(7, 2.0, 1024.0, 1.0)
+    node.create(7, Shape(2.0, 1024.0, 1.0))
     new = node.report(2.0, ledger.wants_sandbox_ids)
     ledger.apply_report(new, 3.0)
     ledger.apply_report(old, 4.0)  # overtaken in transit
@@ -91,7 +91,7 @@ def test_optimistic_double_counts_a_report_taken_during_the_rpc() -> None:
     node, req = _node(), _req(1)
     ledger = _ledger("optimistic", node)
     ledger.create_started(req, 1.0)
-    node.create(1, 2.0, 1024.0, 1.0)
+    node.create(1, Shape(2.0, 1024.0, 1.0))
     ledger.apply_report(node.report(1.5), 1.6)  # taken after the node acted, before the answer
     ledger.create_finished(req, Outcome.OK, 2.0, None)
     assert ledger.believed_cpu(0, 2.0) - node.cpu_allocated == 2.0
@@ -104,7 +104,7 @@ def test_pre_rpc_add_is_erased_by_a_report_taken_before_the_create() -> None:
     ledger.create_started(req, 1.0)
     assert ledger.believed_cpu(0, 1.0) == 6.0  # added before the RPC
     ledger.apply_report(before, 1.2)
-    node.create(1, 2.0, 1024.0, 1.0)
+    node.create(1, Shape(2.0, 1024.0, 1.0))
     ledger.create_finished(req, Outcome.OK, 2.0, None)
     assert ledger.believed_cpu(0, 2.0) - node.cpu_allocated == -2.0
 
@@ -150,7 +150,7 @@ def test_sync_response_applies_the_answer_only_when_newer() -> None:
     _create(ledger, node, req, 1.0)
     assert ledger.believed_cpu(0, 3.0) == node.cpu_allocated == 6.0
     older = node.report(3.5)
-    node.create(2, 2.0, 1024.0, 1.0)
+    node.create(2, Shape(2.0, 1024.0, 1.0))
     ledger.apply_report(node.report(4.0), 4.0)
     ledger.kill_finished(_req(9), Outcome.FAILED, 5.0, older)  # a slow answer, older numbers
     assert ledger.believed_cpu(0, 5.0) == node.cpu_allocated == 8.0
@@ -160,7 +160,7 @@ def test_reconcile_does_not_double_count_a_create_the_report_already_lists() -> 
     node, req = _node(), _req(1)
     ledger = _ledger("reconcile", node)
     ledger.create_started(req, 1.0)
-    node.create(1, 2.0, 1024.0, 1.0)
+    node.create(1, Shape(2.0, 1024.0, 1.0))
     ledger.apply_report(node.report(1.5, with_ids=True), 1.6)
     ledger.create_finished(req, Outcome.OK, 2.0, None)
     assert ledger.believed_cpu(0, 2.0) == node.cpu_allocated
@@ -256,7 +256,7 @@ def test_reconcile_keeps_a_create_a_report_taken_before_its_answer_does_not_list
     ledger = _ledger("reconcile", node)
     ledger.create_started(req, 1.0)
     before_the_node = node.report(1.2, with_ids=True)
-    node.create(1, 2.0, 1024.0, 1.0)  # t=2
+    node.create(1, Shape(2.0, 1024.0, 1.0))  # t=2
     ledger.create_finished(req, Outcome.OK, 3.0, None)
     ledger.apply_report(before_the_node, 3.5)
     assert 1 in ledger.creates[0]

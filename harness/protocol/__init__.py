@@ -29,7 +29,7 @@ class Kind:
 
     # to the node side; key: node ID
     CREATE_RPC = 0
-    """(sandbox_id, vcpu, memory_mib, usage, replica): the first leg of a create has arrived."""
+    """(sandbox_id, shape, replica): the first leg of a create has arrived."""
     KILL_RPC = 1
     """(sandbox_id, replica): the first leg of a kill has arrived."""
     # the node side's own timers
@@ -39,8 +39,8 @@ class Kind:
     """key: node ID; payload: down (True) or back (False)."""
     # to a scheduler replica; key: replica
     SUBMIT_CREATE = 4
-    """(client, sandbox_id, vcpu, memory_mib, usage, issued_at, context): a client asks for a
-    create; `context` is the client's own and comes back with the answer."""
+    """(client, sandbox_id, shape, issued_at, context): a client asks for a create of `shape`
+    (`harness.request.Shape`); `context` is the client's own and comes back with the answer."""
     SUBMIT_KILL = 5
     """(sandbox_id, context): a client asks for the kill of a sandbox this replica placed."""
     CREATE_ANSWER = 6

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from harness.protocol import Emit, Handler, Kind
 from harness.recording import RequestLog
+from harness.request import Shape
 from harness.streams import stream
 from harness.workload import ARRIVALS, WorkloadSpec
 
@@ -37,6 +38,7 @@ class ClientHost:
         self.seed = seed
         self.emit = emit
         self.arrival = ARRIVALS[spec.arrival]
+        self.shape = Shape(spec.vcpu, spec.memory_mib, spec.usage)
         self.log = RequestLog()
         self.waiting = 0
         """Creates and kills sent and not answered yet."""
@@ -93,9 +95,8 @@ class ClientHost:
         """Send a create; the answer brings back (issued_at, sent_at, lifetime)."""
         sandbox_id = self.index + self.hosts * self.issued
         self.issued += 1
-        w = self.spec
         context = (issued_at, now, life)
-        submit = (client, sandbox_id, w.vcpu, w.memory_mib, w.usage, issued_at, context)
+        submit = (client, sandbox_id, self.shape, issued_at, context)
         self.waiting += 1
         self.emit(now, Kind.SUBMIT_CREATE, client % self.replicas, submit)
 

@@ -127,9 +127,9 @@ class NodeHost:
         return None if node.down else node.report(now, self.with_ids)
 
     def on_create(self, node_id: int, payload: tuple, now: float) -> None:
-        sandbox_id, vcpu, memory_mib, usage, replica = payload
+        sandbox_id, shape, replica = payload
         node = self.nodes[node_id - self.first]
-        outcome = self.faults.create(node, sandbox_id, vcpu, memory_mib, usage, now)
+        outcome = self.faults.create(node, sandbox_id, shape, now)
         leg = self.rpc.leg(Rpc.CREATE, node_id, now)
         # A lost answer (TIMEOUT) carries nothing; the caller hears of it at its timeout.
         response = None

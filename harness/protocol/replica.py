@@ -42,10 +42,9 @@ class ReplicaHost:
         }
 
     def on_submit_create(self, key: int, payload: tuple, now: float) -> None:
-        client, sandbox_id, vcpu, memory_mib, usage, issued_at, context = payload
+        client, sandbox_id, shape, issued_at, context = payload
         # The request fails once the placement's deadline has passed since its issue.
-        deadline = issued_at + self.deadline_s
-        req = CreateRequest(sandbox_id, vcpu, memory_mib, usage, issued_at, deadline, client)
+        req = CreateRequest(sandbox_id, shape, issued_at, issued_at + self.deadline_s, client)
         req.context = context
         self._place(req, now)
 
@@ -56,8 +55,7 @@ class ReplicaHost:
             return
         self.creating[req.sandbox_id] = req
         at = now + self.rpc.leg(Rpc.CREATE, req.node, now)
-        rpc = (req.sandbox_id, req.vcpu, req.memory_mib, req.usage, self.index)
-        self.emit(at, Kind.CREATE_RPC, req.node, rpc)
+        self.emit(at, Kind.CREATE_RPC, req.node, (req.sandbox_id, req.shape, self.index))
 
     def on_create_answer(self, key: int, payload: tuple, now: float) -> None:
         sandbox_id, outcome, response = payload
