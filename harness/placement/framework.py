@@ -132,7 +132,10 @@ class Pipeline:
 
     def eligible(self, scheduler: Scheduler, req: CreateRequest, now: float) -> Eligible | None:
         """The test a candidate must pass for this request; None when no filter applies."""
-        active = [f for f in self.filters if f.applies(scheduler, req)]
+        active = []
+        for f in self.filters:  # a loop, not a comprehension: this runs for every create
+            if f.applies(scheduler, req):
+                active.append(f)
         if not active:
             return None
         if len(active) == 1:
