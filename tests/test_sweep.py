@@ -130,6 +130,12 @@ def test_shipped_sweeps_are_valid():
     assert reference.grid == {"placement.k": [3, 5], "placement.strategy": ["stale", "optimistic"]}
     assert len(reference.cells) == 4
     assert reference.seeds == list(range(20))
+    designs = load_sweep(CONFIGS / "compare-algorithms.toml")  # K x algorithm x accounting
+    assert designs.grid["placement.k"] == [2, 3, 5]
+    assert {"best_of_k", "least_busy", "bin_pack", "random"} <= set(
+        designs.grid["placement.algorithm"]
+    )
+    assert designs.grid["placement.strategy"] == ["stale", "optimistic"]
 
 
 def test_a_folder_of_another_sweep_is_refused(tmp_path):
