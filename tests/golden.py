@@ -13,6 +13,7 @@ import hashlib
 import json
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 import pandas as pd
@@ -32,7 +33,12 @@ TABLES = ("summary", "nodes", "requests", "timeline")
 
 
 def scenarios() -> list[Path]:
-    return sorted(p for p in (ROOT / "configs").glob("*.toml") if not p.name.startswith("sweep-"))
+    """Every shipped scenario (the sweep files, which have a [sweep] table, aside)."""
+    return sorted(
+        p
+        for p in (ROOT / "configs").glob("*.toml")
+        if "sweep" not in tomllib.loads(p.read_text(encoding="utf-8"))
+    )
 
 
 def digest(frame: pd.DataFrame) -> str:
@@ -62,11 +68,18 @@ def main() -> None:
         GOLDEN.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
         print(f"recorded {len(found)} scenarios in {GOLDEN}")
         return
+    for name, table, same in compare(found):
+        print(f"{name:28} {table:9} {'same' if same else 'DIFFERS'}")
+
+
+def compare(found: dict[str, dict[str, str]]) -> list[tuple[str, str, bool]]:
+    """(scenario, table, same as recorded) for every table found."""
     golden = json.loads(GOLDEN.read_text())
-    for name, tables in found.items():
-        for table, value in tables.items():
-            want = golden.get(name, {}).get(table)
-            print(f"{name:28} {table:9} {'same' if want == value else 'DIFFERS'}")
+    return [
+        (name, table, golden.get(name, {}).get(table) == value)
+        for name, tables in found.items()
+        for table, value in tables.items()
+    ]
 
 
 if __name__ == "__main__":
