@@ -105,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-report", action="store_true", help="do not write report.html")
 
     w = sub.add_parser("sweep", help="run every cell of a sweep file on Ray")
-    w.add_argument("sweep", help="sweep TOML file (see configs/sweep-*.toml)")
+    w.add_argument("sweep", help="sweep TOML file (a [sweep] table; see configs/)")
     w.add_argument(
         "--out",
         type=Path,

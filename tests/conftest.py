@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,16 @@ from harness.config import Config, from_dict
 from harness.request import CreateRequest, Shape
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
-# Every shipped scenario; the sweep-*.toml files are sweeps over them (tests/test_sweep.py).
-SCENARIOS = sorted(p for p in CONFIGS.glob("*.toml") if not p.name.startswith("sweep-"))
+
+
+def _is_sweep(path: Path) -> bool:
+    return "sweep" in tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+SWEEPS = [p for p in sorted(CONFIGS.glob("*.toml")) if _is_sweep(p)]
+"""Every shipped sweep file (a [sweep] table; tests/test_sweep.py)."""
+SCENARIOS = [p for p in sorted(CONFIGS.glob("*.toml")) if not _is_sweep(p)]
+"""Every shipped scenario."""
 
 
 def ask(vcpu: float = 1.0, excluded: set[int] | None = None) -> CreateRequest:

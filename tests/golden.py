@@ -13,7 +13,6 @@ import hashlib
 import json
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
 
 import pandas as pd
@@ -25,20 +24,12 @@ from harness.config import load  # noqa: E402
 from harness.invariants import InvariantError  # noqa: E402
 from harness.ledgers import LEDGERS  # noqa: E402
 from harness.runner import run  # noqa: E402
+from tests.conftest import SCENARIOS  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "golden.json"
 SEEDS = 2
 MACHINE_COLUMNS = ("engine_wall_s", "run_id")
 TABLES = ("summary", "nodes", "requests", "timeline")
-
-
-def scenarios() -> list[Path]:
-    """Every shipped scenario (the sweep files, which have a [sweep] table, aside)."""
-    return sorted(
-        p
-        for p in (ROOT / "configs").glob("*.toml")
-        if "sweep" not in tomllib.loads(p.read_text(encoding="utf-8"))
-    )
 
 
 def digest(frame: pd.DataFrame) -> str:
@@ -63,7 +54,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--record", action="store_true", help="write tests/golden.json")
     args = parser.parse_args()
-    found = {p.name: digests(p) for p in scenarios()}
+    found = {p.name: digests(p) for p in SCENARIOS}
     if args.record:
         GOLDEN.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
         print(f"recorded {len(found)} scenarios in {GOLDEN}")

@@ -14,7 +14,7 @@ from harness.config import ConfigError, from_dict, load
 from harness.engine.virtual import VirtualEngine
 from harness.ledgers import LEDGERS
 from harness.sweep_spec import load_sweep
-from tests.conftest import CONFIGS, SCENARIOS
+from tests.conftest import CONFIGS, SCENARIOS, SWEEPS
 
 SMALL = Machine(memory_bytes=4e9, cpus=2)
 """A small machine: 4 GB available, 2 cores. Every shipped scenario must fit it."""
@@ -100,7 +100,7 @@ def test_every_shipped_scenario_fits_a_small_machine(path):
             check_run(config.with_value("run.engine", engine), len(LEDGERS), SMALL, remote)
 
 
-@pytest.mark.parametrize("path", sorted(CONFIGS.glob("sweep-*.toml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.name)
 def test_every_shipped_sweep_fits_a_small_machine(path):
     sweep = load_sweep(path)
     for remote in (False, True):

@@ -8,10 +8,11 @@ import json
 
 import pytest
 
-from tests.golden import GOLDEN, digests, scenarios
+from tests.conftest import SCENARIOS
+from tests.golden import GOLDEN, digests
 
 
-@pytest.mark.parametrize("path", scenarios(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
 def test_a_shipped_scenario_gives_the_recorded_parquet_content(path):
     recorded = json.loads(GOLDEN.read_text()).get(path.name)
     assert recorded is not None, f"{path.name} has no digests: run python tests/golden.py --record"
