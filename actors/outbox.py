@@ -3,7 +3,8 @@
 A Ray call costs far more than the work of one logical message, so everything one actor sends
 to the same method of another actor during one turn of its event loop travels as a single list.
 The receiving method handles the list item by item in order, so each logical message sees what
-it would have seen alone; only the Ray overhead is shared.
+it would have seen alone; only the Ray overhead is shared. Each batch goes with the sender's
+generation (the seed run it belongs to), so the receiver can drop what a past seed sent.
 """
 
 from __future__ import annotations
@@ -20,15 +21,29 @@ from ray.exceptions import RayActorError
 class Outbox:
     """Messages to one remote method that takes a tuple (and, for `call`, returns one)."""
 
-    __slots__ = ("_callbacks", "_items", "_method", "_pending", "_replies", "errors", "if_died")
+    __slots__ = (
+        "_callbacks",
+        "_closed",
+        "_gen",
+        "_items",
+        "_method",
+        "_pending",
+        "_replies",
+        "errors",
+        "if_died",
+    )
 
     def __init__(
         self,
         method: ActorMethod,
+        gen: int,
         errors: list[BaseException],
         if_died: Callable[[Any], Any] | None = None,
     ) -> None:
         self._method = method
+        self._gen = gen
+        """Sent with every batch: `method(gen, items)`."""
+        self._closed = False
         self.if_died = if_died
         """For `call`: the answer an item gets (`if_died(item)`) when the receiving actor died
         (or is being restarted) before answering, instead of stopping the run; None: stop it."""
@@ -60,8 +75,12 @@ class Outbox:
             self._pending = True
             asyncio.get_running_loop().call_soon(self._flush)
 
+    def close(self) -> None:
+        """The seed this outbox served is over: nothing more is sent, no answer handled."""
+        self._closed = True
+
     def _flush(self) -> None:
-        if not self._items:  # flushed early by `settled`
+        if not self._items or self._closed:  # flushed early by `settled`, or closed
             self._pending = False
             return
         items, self._items = self._items, []
@@ -69,7 +88,7 @@ class Outbox:
         self._pending = False
         # A tuple, not a list: Ray encodes a list item by item (one pickle per tuple in it), a
         # tuple as one pickle, several times cheaper for a batch of small tuples.
-        reply = self._method.remote(tuple(items)).as_future()
+        reply = self._method.remote(self._gen, tuple(items)).as_future()
         self._replies.add(reply)
         reply.add_done_callback(functools.partial(self._settle, items, callbacks))
 
@@ -91,7 +110,7 @@ class Outbox:
                 if self.if_died is None or not callbacks:
                     raise
                 answers = [self.if_died(item) for item in items]
-            if callbacks:
+            if callbacks and not self._closed:  # a past seed's answers are dropped
                 for on_answer, answer in zip(callbacks, answers, strict=True):
                     on_answer(answer)
         except Exception as e:

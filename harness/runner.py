@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,10 @@ def run(
     total = len(strategies) * len(seeds)
     broken: list[str] = []
     summaries: list[dict[str, Any]] = []
-    with RunWriter(out_dir, config.to_dict(), strategies, seeds, engine.name, overwrite) as writer:
+    with (
+        closing(engine),
+        RunWriter(out_dir, config.to_dict(), strategies, seeds, engine.name, overwrite) as writer,
+    ):
         done = 0
         for strategy in strategies:
             variant = config.with_value("placement.strategy", strategy)

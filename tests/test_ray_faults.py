@@ -53,8 +53,8 @@ def seed_runs(monkeypatch):
     runs: list[RaySeedRun] = []
     init = RaySeedRun.__init__
 
-    def spy(self, config, seed):
-        init(self, config, seed)
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
         runs.append(self)
 
     monkeypatch.setattr(RaySeedRun, "__init__", spy)

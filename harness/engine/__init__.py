@@ -78,6 +78,10 @@ class Engine(Protocol):
         self, config: Config, seed: int, progress: Progress | None = None
     ) -> SeedResult: ...
 
+    def close(self) -> None:
+        """Release what the engine kept between seeds (the Ray engine keeps its actors); the
+        runner calls it when the run ends, however it ends."""
+
 
 def get_engine(name: str) -> Engine:
     try:

@@ -107,6 +107,9 @@ class VirtualEngine:
     def prepare(self, config: Config) -> None:
         """Nothing to set up: the virtual engine needs only the config."""
 
+    def close(self) -> None:
+        """Nothing is kept between seeds."""
+
     def run_seed(self, config: Config, seed: int, progress: Progress | None = None) -> SeedResult:
         wall = time.perf_counter()
         world = _World(config, seed)
