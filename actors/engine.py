@@ -48,12 +48,14 @@ SALVAGE_S = 2.0
 
 
 def _round_robin_over_ray_nodes() -> Iterator[NodeAffinitySchedulingStrategy]:
-    """Each actor on the next live Ray node in turn. Ray's SPREAD is best effort and, on a busy
-    machine, can put every actor on the node that answers first; soft affinity still falls back
-    to any node if the chosen one cannot take the actor."""
+    """Each actor on the next live Ray node in turn, pinned there. Ray's SPREAD is best effort
+    and, on a busy machine, can put every actor on the node that answers first; soft affinity
+    placed them as if at random (Ray 2.60, three local nodes: a third of nine actors where
+    asked). Pinned, a node group whose Ray node is lost cannot come back elsewhere: the seed
+    ends, as when Ray gives up restarting it (actors take no CPU, so any live node takes one)."""
     alive = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
     return (
-        NodeAffinitySchedulingStrategy(node_id, soft=True) for node_id in itertools.cycle(alive)
+        NodeAffinitySchedulingStrategy(node_id, soft=False) for node_id in itertools.cycle(alive)
     )
 
 
