@@ -14,7 +14,7 @@ import tempfile
 import time
 import weakref
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from harness.clock import WallClock
 from harness.config import Config
 from harness.engine import EngineError, Progress, Snapshot
 from harness.load import LoadMeter
-from harness.ray_setup import connect
+from harness.ray_setup import connect, plugin_sources
 from harness.recording import TimelineLog, next_sample
 from harness.schemas import NODES, REQUESTS, TIMELINE, table
 from harness.seed_result import SeedResult, seed_result
@@ -449,12 +449,13 @@ class RayEngine:
     def __init__(self) -> None:
         self._kept: ActorSet | None = None
 
-    def prepare(self, config: Config) -> None:
-        """Join or start Ray before any results folder exists, so a bad address costs nothing."""
-        connect(config.ray.address)
+    def prepare(self, config: Config, strategies: Sequence[str]) -> None:
+        """Join or start Ray before any results folder exists, so a bad address costs nothing;
+        a cluster gets the import-path plugins of every strategy with the job."""
+        connect(config.ray.address, plugin_sources([config], strategies))
 
     def run_seed(self, config: Config, seed: int, progress: Progress | None = None) -> SeedResult:
-        connect(config.ray.address)
+        connect(config.ray.address, plugin_sources([config]))
         shape = layout(config)
         if self._kept is not None and self._kept.layout != shape:
             self.close()

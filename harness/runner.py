@@ -62,7 +62,7 @@ def run(
     """
     check_out_dir(out_dir, overwrite)
     engine = get_engine(config.run.engine)
-    engine.prepare(config)
+    engine.prepare(config, strategies)
     seeds = seeds_of(config)
     total = len(strategies) * len(seeds)
     broken: list[str] = []

@@ -10,6 +10,7 @@ one random stream per purpose, make a seeded run repeatable to the bit.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from harness import scenario
@@ -104,7 +105,7 @@ class _World:
 class VirtualEngine:
     name = "virtual"
 
-    def prepare(self, config: Config) -> None:
+    def prepare(self, config: Config, strategies: Sequence[str]) -> None:
         """Nothing to set up: the virtual engine needs only the config."""
 
     def close(self) -> None:
