@@ -29,6 +29,7 @@ class Outbox:
         "_method",
         "_pending",
         "_replies",
+        "after",
         "errors",
         "if_died",
     )
@@ -39,6 +40,7 @@ class Outbox:
         gen: int,
         errors: list[BaseException],
         if_died: Callable[[Any], Any] | None = None,
+        after: Callable[[], None] | None = None,
     ) -> None:
         self._method = method
         self._gen = gen
@@ -47,6 +49,8 @@ class Outbox:
         self.if_died = if_died
         """For `call`: the answer an item gets (`if_died(item)`) when the receiving actor died
         (or is being restarted) before answering, instead of stopping the run; None: stop it."""
+        self.after = after
+        """For `call`: called once after the callbacks of a whole batch's answers."""
         self._items: list[Any] = []
         self._callbacks: list[Callable[[Any], None]] = []
         self._pending = False
@@ -113,6 +117,8 @@ class Outbox:
             if callbacks and not self._closed:  # a past seed's answers are dropped
                 for on_answer, answer in zip(callbacks, answers, strict=True):
                     on_answer(answer)
+                if self.after is not None:
+                    self.after()
         except Exception as e:
             self.errors.append(e)
 
