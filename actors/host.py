@@ -22,12 +22,13 @@ import functools
 import gc
 import heapq
 import itertools
+import pickle
 import time
 from typing import Any
 
 import ray
 
-from actors.outbox import Checked, Outbox
+from actors.outbox import PROTOCOL, Checked, Outbox
 from harness import scenario, sketch
 from harness.clock import WallClock
 from harness.config import Config
@@ -235,21 +236,23 @@ class Host(Checked):
     def beat_late(self, model_s: float) -> None:
         """How late a heartbeat was handled (node groups keep it)."""
 
-    async def deliver(self, gen: int, batch: tuple[Message, ...]) -> None:
-        """Messages from another actor, sent in seed run `gen`; each is handled when due."""
+    async def deliver(self, gen: int, batch: bytes) -> None:
+        """Messages from another actor (pickled, `actors.outbox`), sent in seed run `gen`;
+        each is handled when due."""
         if gen != self.gen and not await self._current(gen):
             return
-        for at, kind, key, payload in batch:
+        for at, kind, key, payload in pickle.loads(batch):
             self._push(at, kind, key, payload, None)
         self._run()
 
-    async def call(self, gen: int, batch: tuple[Message, ...]) -> tuple[tuple[Message, ...], ...]:
-        """RPCs from another actor, sent in seed run `gen`; the reply holds, per item, what
-        handling it sent back."""
-        replies: list[list[Message]] = [[] for _ in batch]
+    async def call(self, gen: int, batch: bytes) -> bytes:
+        """RPCs from another actor (pickled, `actors.outbox`), sent in seed run `gen`; the
+        reply holds, per item, what handling it sent back."""
+        items: list[Message] = pickle.loads(batch)
+        replies: list[list[Message]] = [[] for _ in items]
         if gen != self.gen and not await self._current(gen):
-            return tuple(tuple(r) for r in replies)
-        left = [len(batch)]
+            return pickle.dumps(replies, PROTOCOL)
+        left = [len(items)]
         done = asyncio.get_running_loop().create_future()
         self.calls.add(done)
 
@@ -258,14 +261,14 @@ class Host(Checked):
             if left[0] == 0:
                 done.set_result(None)
 
-        for (at, kind, key, payload), replied in zip(batch, replies, strict=True):
+        for (at, kind, key, payload), replied in zip(items, replies, strict=True):
             self._push(at, kind, key, payload, (replied, finished))
         self._run()
         try:
             await done
         finally:
             self.calls.discard(done)
-        return tuple(tuple(r) for r in replies)
+        return pickle.dumps(replies, PROTOCOL)
 
     async def start(self, epoch: float) -> None:
         """The run's t = 0 is wall time `epoch` (the driver's choice, the same everywhere)."""
