@@ -3,7 +3,8 @@
 Node groups, scheduler replicas and client pools (see `actors/`) run concurrently, so the races
 are real rather than scheduled. The driver only sets up, polls and collects: request rows and
 timeline samples stream back as Arrow batches while the run goes, onto local spool files, and
-the runner writes the same Parquet files as for the virtual engine.
+the runner writes the same Parquet files as for the virtual engine. The actors are built once
+per run (an `ActorSet`, some seconds: a process each) and reset for every seed.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 import itertools
 import tempfile
 import time
+import weakref
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,7 @@ from harness.clock import WallClock
 from harness.config import Config
 from harness.engine import EngineError, Progress, Snapshot
 from harness.load import LoadMeter
-from harness.ray_setup import connect
+from harness.ray_setup import connect, plugin_sources
 from harness.recording import TimelineLog, next_sample
 from harness.schemas import NODES, REQUESTS, TIMELINE, table
 from harness.seed_result import SeedResult, seed_result
@@ -45,19 +48,94 @@ SALVAGE_S = 2.0
 
 
 def _round_robin_over_ray_nodes() -> Iterator[NodeAffinitySchedulingStrategy]:
-    """Each actor on the next live Ray node in turn. Ray's SPREAD is best effort and, on a busy
-    machine, can put every actor on the node that answers first; soft affinity still falls back
-    to any node if the chosen one cannot take the actor."""
+    """Each actor on the next live Ray node in turn, pinned there. Ray's SPREAD is best effort
+    and, on a busy machine, can put every actor on the node that answers first; soft affinity
+    placed them as if at random (Ray 2.60, three local nodes: a third of nine actors where
+    asked). Pinned, a node group whose Ray node is lost cannot come back elsewhere: the seed
+    ends, as when Ray gives up restarting it (actors take no CPU, so any live node takes one)."""
     alive = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
     return (
-        NodeAffinitySchedulingStrategy(node_id, soft=True) for node_id in itertools.cycle(alive)
+        NodeAffinitySchedulingStrategy(node_id, soft=False) for node_id in itertools.cycle(alive)
     )
 
 
-class RaySeedRun:
-    """One (strategy, seed) on Ray: actors up, run, results in, actors down.
+@dataclass(frozen=True)
+class Layout:
+    """How many actors of each kind a seed needs: seeds with the same layout share actors."""
 
-    Processes die: a node group's is restarted by Ray (`GROUP_RESTARTS` times) and joined
+    bounds: tuple[int, ...]
+    """Node group g hosts nodes bounds[g] to bounds[g + 1] - 1."""
+    replicas: int
+    pools: int
+
+
+def layout(config: Config) -> Layout:
+    """The actors `config` runs on, sized to the Ray cluster joined (`RayConfig.sizes`)."""
+    n = config.cluster.nodes
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    n_groups, n_pools = config.ray.sizes(n, cpus)
+    bounds = tuple(n * g // n_groups for g in range(n_groups + 1))
+    return Layout(bounds, config.placement.replicas, n_pools)
+
+
+def _kill(actors: list[Any]) -> None:
+    if ray.is_initialized():  # else they went with the Ray that ran them
+        for actor in actors:
+            ray.kill(actor)
+
+
+class ActorSet:
+    """The node groups, replicas and client pools of one layout, each a process placed on the
+    next Ray node in turn: built once, then reset for every seed that has the layout (an actor
+    costs some seconds to start, a reset milliseconds).
+
+    The actors go when `kill` is called, or when the set is dropped unkilled (an engine used
+    for one seed and let go), not when the interpreter exits: Ray's shutdown takes them then.
+    """
+
+    def __init__(self, shape: Layout) -> None:
+        self.layout = shape
+        place = _round_robin_over_ray_nodes()
+        restart = {"max_restarts": GROUP_RESTARTS, "max_task_retries": 0}
+        bounds = shape.bounds
+        n_groups = len(bounds) - 1
+        self.groups = [
+            NodeGroup.options(scheduling_strategy=next(place), **restart).remote(g)
+            for g in range(n_groups)
+        ]
+        self.group_of = [g for g in range(n_groups) for _ in range(bounds[g + 1] - bounds[g])]
+        self.replicas = [
+            Replica.options(scheduling_strategy=next(place)).remote(r)
+            for r in range(shape.replicas)
+        ]
+        self.pools = [
+            ClientPool.options(scheduling_strategy=next(place)).remote(p, shape.pools)
+            for p in range(shape.pools)
+        ]
+        self.gens = itertools.count()
+        """Seed runs on this set, numbered: every message carries its run's number."""
+        self.ray_nodes: list[str] = []
+        """The Ray node of every actor, once connected (empty before)."""
+        self.processes: list[str] = []
+        """Each node group's process when connected."""
+        self.worn = False
+        """A node group's process was restarted: Ray restarts an actor at most
+        `GROUP_RESTARTS` times in its life, so a seed gets a set with every restart left."""
+        self._finalizer = weakref.finalize(self, _kill, [*self.groups, *self.replicas, *self.pools])
+        self._finalizer.atexit = False
+
+    def wiring(self) -> tuple[list, list[int], list, list]:
+        return self.groups, self.group_of, self.replicas, self.pools
+
+    def kill(self) -> None:
+        self._finalizer()
+
+
+class RaySeedRun:
+    """One (strategy, seed) on Ray: actors reset, run, results in.
+
+    On the `ActorSet` given (the engine keeps one per run), or on one of its own, killed at the
+    end. Processes die: a node group's is restarted by Ray (`GROUP_RESTARTS` times) and joined
     again by the driver whatever the driver was doing, set-up, run or collection
     (`_on_groups`); a scheduler replica or client pool that dies, or a group Ray gave up on,
     ends the seed with what had arrived (an `EngineError` naming the actor, with `partial`).
@@ -65,65 +143,47 @@ class RaySeedRun:
     for checks) and `ray_nodes` the Ray node of every actor.
     """
 
-    def __init__(self, config: Config, seed: int) -> None:
+    def __init__(self, config: Config, seed: int, actors: ActorSet | None = None) -> None:
         self.config = config
         self.seed = seed
+        self.own = actors is None
+        self.actors = ActorSet(layout(config)) if actors is None else actors
+        self.groups = self.actors.groups
+        self.replicas = self.actors.replicas
+        self.pools = self.actors.pools
         self.sandbox_ids: list[list[int]] = []
-        self.ray_nodes: list[str] = []
-        self.groups: list[Any] = []
-        self.replicas: list[Any] = []
-        self.pools: list[Any] = []
         self.epoch: float | None = None
         """Wall time of the run's t = 0, once chosen; None during set-up."""
-        self.lives: list[str | None] = []
+        self.lives: list[str | None] = [None] * len(self.groups)
         """Per node group, the process (`NodeGroup.life`) the driver started, `SOME` when it
         cannot tell which, None before: a death of that process loses what it did."""
-        self.deaths: list[int] = []
+        self.deaths: list[int] = [0] * len(self.groups)
         """Per node group, how many processes it started died."""
+        self.gen = next(self.actors.gens)
+        self.group_reset = (self.gen, config, seed, list(self.actors.layout.bounds))
+        """What `NodeGroup.reset` takes for this seed."""
+
+    @property
+    def ray_nodes(self) -> list[str]:
+        return self.actors.ray_nodes
 
     def _actors(self) -> None:
-        """Every actor up and connected, the pre-run sync delivered, the pools warmed up."""
-        config, seed = self.config, self.seed
-        n = config.cluster.nodes
-        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        n_groups, n_pools = config.ray.sizes(n, cpus)
-        place = _round_robin_over_ray_nodes()
-        restart = {"max_restarts": GROUP_RESTARTS, "max_task_retries": 0}
-        self.bounds = bounds = [n * g // n_groups for g in range(n_groups + 1)]
-        self.groups = [
-            NodeGroup.options(scheduling_strategy=next(place), **restart).remote(
-                config, seed, lo, hi
-            )
-            for lo, hi in itertools.pairwise(bounds)
-        ]
-        self.deaths = [0] * n_groups
-        self.lives = [None] * n_groups
-        self.group_of = [g for g in range(n_groups) for _ in range(bounds[g + 1] - bounds[g])]
+        """Every actor connected (once per set), reset for this seed, the pre-run sync
+        delivered, the pools warmed up."""
+        config, seed, actors = self.config, self.seed, self.actors
+        if not actors.ray_nodes:
+            replicas = self._get(self.replicas, "connect", *actors.wiring())
+            pools = self._get(self.pools, "connect", *actors.wiring())
+            groups = self._on_groups("connect", *actors.wiring())
+            actors.processes = self._on_groups("life")
+            actors.ray_nodes = [*groups, *replicas, *pools]
         cpu_counts = [node.cpu_count for node in scenario.nodes(config, seed)]
-        self.replicas = [
-            Replica.options(scheduling_strategy=next(place)).remote(config, seed, r, cpu_counts)
-            for r in range(config.placement.replicas)
-        ]
-        self.pools = [
-            ClientPool.options(scheduling_strategy=next(place)).remote(config, seed, p, n_pools)
-            for p in range(n_pools)
-        ]
-        replicas = self._get(self.replicas, "connect", *self._wiring())
-        pools = self._get(self.pools, "connect", *self._wiring())
-        self.ray_nodes = [*self._on_groups("connect", *self._wiring()), *replicas, *pools]
+        self._get(self.replicas, "reset", self.gen, config, seed, cpu_counts)
+        self._get(self.pools, "reset", self.gen, config, seed)
+        self._on_groups("reset", *self.group_reset)
         self._on_groups("sync")
         # A pool's first rows() loads pyarrow's kernels (~0.4 s here): not on the run's clock.
         self._get(self.pools, "rows")
-
-    def _wiring(self) -> tuple[list, list[int], list, list]:
-        return self.groups, self.group_of, self.replicas, self.pools
-
-    def _all(self) -> list[Any]:
-        return [*self.groups, *self.replicas, *self.pools]
-
-    def _kill_actors(self) -> None:
-        for actor in self._all():
-            ray.kill(actor)
 
     def _get(self, actors: list[Any], method: str, *args: Any) -> list[Any]:
         """`method(*args)` on every replica, or every pool, at once: their answers."""
@@ -150,14 +210,16 @@ class RaySeedRun:
 
     def _rejoin(self, g: int) -> None:
         """A call to node group g failed: its process died and Ray restarted it (calls wait
-        for the new one), or the call failed on the way. The process is connected; if the
-        group was not started, nothing had happened, so it is set up as the others were (and
-        started if they were); if the process started died, the new one starts as a restart,
-        told how many died (`NodeHost.restart`)."""
+        for the new one), or the call failed on the way. The process is reset for this seed
+        (a live one keeps its state) and connected; if the group was not started, nothing had
+        happened, so it is set up as the others were (and started if they were); if the
+        process started died, the new one starts as a restart, told how many died
+        (`NodeHost.restart`)."""
         group = self.groups[g]
         while True:
             try:
-                ray.get(group.connect.remote(*self._wiring()))
+                ray.get(group.reset.remote(*self.group_reset))
+                ray.get(group.connect.remote(*self.actors.wiring()))
                 life = ray.get(group.life.remote())
                 if life == self.lives[g]:  # alive all along
                     return
@@ -301,10 +363,13 @@ class RaySeedRun:
                 error.partial = partial
                 raise error from e
             finally:
-                self._kill_actors()
+                if self.own:
+                    self.actors.kill()
             # Mapped files stay readable after the folder is removed (the pages are held).
             requests = requests_spool.table()
             timeline = timeline_spool.table()
+        if self.lives != self.actors.processes:
+            self.actors.worn = True
         columns: dict[str, list] = {}
         faults: Counter[str] = Counter()
         for part in finals:
@@ -375,12 +440,38 @@ def _stopped(role: str, index: int, error: Exception) -> EngineError:
 
 
 class RayEngine:
+    """Runs seeds on one `ActorSet` as long as their layout is the same (a run's seeds and
+    strategies), built anew after a seed that failed or wore it (`ActorSet.worn`); `close`
+    kills it."""
+
     name = "ray"
 
-    def prepare(self, config: Config) -> None:
-        """Join or start Ray before any results folder exists, so a bad address costs nothing."""
-        connect(config.ray.address)
+    def __init__(self) -> None:
+        self._kept: ActorSet | None = None
+
+    def prepare(self, config: Config, strategies: Sequence[str]) -> None:
+        """Join or start Ray before any results folder exists, so a bad address costs nothing;
+        a cluster gets the import-path plugins of every strategy with the job."""
+        connect(config.ray.address, plugin_sources([config], strategies))
 
     def run_seed(self, config: Config, seed: int, progress: Progress | None = None) -> SeedResult:
-        connect(config.ray.address)
-        return RaySeedRun(config, seed).run(progress)
+        connect(config.ray.address, plugin_sources([config]))
+        shape = layout(config)
+        if self._kept is not None and self._kept.layout != shape:
+            self.close()
+        if self._kept is None:
+            self._kept = ActorSet(shape)
+        try:
+            result = RaySeedRun(config, seed, self._kept).run(progress)
+        except BaseException:
+            self.close()
+            raise
+        if self._kept.worn:
+            self.close()
+        return result
+
+    def close(self) -> None:
+        """Kills the actors kept for the next seed."""
+        if self._kept is not None:
+            self._kept.kill()
+            self._kept = None

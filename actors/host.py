@@ -7,20 +7,28 @@ that arrives late is handled at once. A message for another party travels to the
 its key, coalesced with everything else sent to that actor in the same event-loop turn
 (`actors.outbox`). RPCs to the node side travel as calls: what handling them sends back (the
 answers) returns in the call's reply, one Ray call per batch both ways, as a real RPC would.
+
+Actors outlive a seed: the driver builds them once per run and `reset`s them for each seed,
+which rebuilds the party from the new (config, seed) and forgets everything of the last one.
+Every batch carries the generation (the seed run) it was sent in: a host drops a batch of an
+earlier one (a message still in flight when its seed ended never reaches the next) and holds
+one of a later one until the driver has reset it (a node group's process that Ray restarted).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import heapq
 import itertools
+import pickle
 import time
 from typing import Any
 
 import ray
 
-from actors.outbox import Checked, Outbox
+from actors.outbox import PROTOCOL, Checked, Outbox
 from harness import scenario, sketch
 from harness.clock import WallClock
 from harness.config import Config
@@ -33,6 +41,13 @@ Message = tuple[float, int, int, Any]
 
 CALLS = frozenset({Kind.CREATE_RPC, Kind.KILL_RPC})
 """Kinds sent as calls: the messages their handling sends come back in the reply."""
+
+
+GC_THRESHOLDS = (20_000, 20, 100)
+"""The collector's thresholds in an actor's process. Handling a message allocates a few tuples;
+at CPython's default (a young collection every 700 allocations) a busy replica spent some 15%
+of its time collecting (py-spy), far more than anything kept cycles. The structures a seed
+builds are frozen at its start (`gc.freeze`), so the rarer full collections skip them."""
 
 
 class Restarted(Exception):
@@ -49,26 +64,63 @@ lateness is measured)."""
 
 
 class Host(Checked):
-    """The transport around one party; subclasses build the party and add what the driver
-    asks of it."""
+    """The transport around one party; subclasses build the party in `reset` and add what the
+    driver asks of them."""
 
     party: Party
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self) -> None:
         super().__init__()
+        gc.set_threshold(*GC_THRESHOLDS)
+        self.gen: int | None = None
+        """The seed run this actor was last reset for; None until the first `reset`."""
+        self.outboxes: dict[tuple[Party, int], Outbox] = {}
+        self.wake: asyncio.TimerHandle | None = None
+        self.calls: set[asyncio.Future] = set()
+        """Calls from other actors waiting for their items to be handled."""
+        self.was_reset = asyncio.Event()
+        """Set, and replaced by a new one, at every `reset`."""
+
+    def _reset(self, gen: int, config: Config) -> bool:
+        """Forget the last seed and get ready for seed run `gen`: what is in flight is dropped
+        (outboxes closed, waiting calls answered, the wake-up cancelled). The subclass builds
+        its party when this returns True; False when already at `gen` (the driver asks again
+        after a group's process restarted, and a live group must keep its state)."""
+        if gen == self.gen:
+            return False
+        for box in self.outboxes.values():
+            box.close()
+        for done in self.calls:
+            if not done.done():
+                done.set_result(None)
+        if self.wake is not None:
+            self.wake.cancel()
+        gc.unfreeze()  # the last seed's structures may be collected again
+        self.gen = gen
         self.config = config
+        self.errors = []
         self.clock = WallClock(0.0, config.run.time_scale)
         self.heap: list[tuple[float, int, int, int, Any, Any]] = []
         self.seq = itertools.count()
-        self.handlers: list[Handler | None] = []
-        self.outboxes: dict[tuple[Party, int], Outbox] = {}
-        self.routes: dict[Party, Any] = {}
-        self.wake: asyncio.TimerHandle | None = None
+        self.outboxes = {}
+        self.calls = set()
+        self.wake = None
         self.wake_at = float("inf")
         self.reply: list[Message] | None = None
         """Where messages go while a call's message is handled: back in its reply."""
         self.started = False
         self.last_beat = float("-inf")
+        event, self.was_reset = self.was_reset, asyncio.Event()
+        event.set()
+        return True
+
+    async def _current(self, gen: int) -> bool:
+        """Whether a batch sent in seed run `gen` belongs to this actor's; one of a later run
+        waits for the reset that brings this actor there (a node group's restarted process
+        takes RPCs before the driver has reset it, and handles them as the old one would)."""
+        while self.gen is None or gen > self.gen:
+            await self.was_reset.wait()
+        return gen == self.gen
 
     def now(self) -> float:
         """Model time; 0 until the run starts (the pre-run sync happens at t = 0)."""
@@ -94,9 +146,15 @@ class Host(Checked):
             if party is Party.NODES:
                 # A node group whose process died answers every RPC in flight as failed: its
                 # nodes crashed with it (the driver has Ray restart it, empty).
-                box = Outbox(actor.call, self.errors, lambda m: (died(m[1], m[3], m[0]),))
+                box = Outbox(
+                    actor.call,
+                    self.gen,
+                    self.errors,
+                    lambda m: (died(m[1], m[3], m[0]),),
+                    after=self._run,
+                )
             else:
-                box = Outbox(actor.deliver, self.errors)
+                box = Outbox(actor.deliver, self.gen, self.errors)
             self.outboxes[(party, index)] = box
         return box
 
@@ -118,33 +176,41 @@ class Host(Checked):
             self._outbox(party, key % len(self.actors[party])).post((at, kind, key, payload))
 
     def _answered(self, kind: int, sent: float, messages: tuple[Message, ...]) -> None:
-        """The reply of a call: the messages its handling sent, for this party."""
+        """The reply of a call: the messages its handling sent, for this party (handled once
+        the whole batch is in, by the outbox's `after`)."""
         if kind == Kind.CREATE_RPC:
             self.round_trip(time.perf_counter() - sent)
         for at, kind, key, payload in messages:
             self._push(at, kind, key, payload, None)
-        self._run()
 
     def round_trip(self, wall_s: float) -> None:
         """Wall seconds from a create RPC to its reply (replicas keep them)."""
 
     def _push(self, at: float, kind: int, key: int, payload: Any, call: Any) -> None:
+        """Onto the heap. Whoever pushes then handles what is due and sets the wake-up (`_run`,
+        or `start`), once for a whole batch rather than once per message."""
         heapq.heappush(self.heap, (at, next(self.seq), kind, key, payload, call))
-        if self.started and at < self.wake_at:
-            self._arm()
 
     def _arm(self) -> None:
-        if self.wake is not None:
-            self.wake.cancel()
-        at = self.heap[0][0] if self.heap else float("inf")
-        if self.heap and self.heap[0][2] == Kind.BEAT:
+        """The wake-up for the first message on the heap, unless one is set for that time."""
+        heap = self.heap
+        at = heap[0][0] if heap else float("inf")
+        if heap and heap[0][2] == Kind.BEAT:
             at = max(at, self.last_beat + BEAT_TICK_S / self.clock.scale)
+        if self.wake is not None:
+            if at == self.wake_at:
+                return
+            self.wake.cancel()
         self.wake_at = at
         if at < float("inf"):
             delay = max(0.0, (at - self.now()) * self.clock.scale)
-            self.wake = asyncio.get_running_loop().call_later(delay, self._run)
+            self.wake = asyncio.get_running_loop().call_later(delay, self._woken)
         else:
             self.wake = None
+
+    def _woken(self) -> None:
+        self.wake = None
+        self._run()
 
     def _run(self) -> None:
         """Handle every message due by now, in (time, arrival) order."""
@@ -170,32 +236,44 @@ class Host(Checked):
     def beat_late(self, model_s: float) -> None:
         """How late a heartbeat was handled (node groups keep it)."""
 
-    async def deliver(self, batch: tuple[Message, ...]) -> None:
-        """Messages from another actor; each is handled when due."""
-        for at, kind, key, payload in batch:
+    async def deliver(self, gen: int, batch: bytes) -> None:
+        """Messages from another actor (pickled, `actors.outbox`), sent in seed run `gen`;
+        each is handled when due."""
+        if gen != self.gen and not await self._current(gen):
+            return
+        for at, kind, key, payload in pickle.loads(batch):
             self._push(at, kind, key, payload, None)
         self._run()
 
-    async def call(self, batch: tuple[Message, ...]) -> tuple[tuple[Message, ...], ...]:
-        """RPCs from another actor; the reply holds, per item, what handling it sent back."""
-        loop = asyncio.get_running_loop()
-        replies: list[list[Message]] = [[] for _ in batch]
-        left = [len(batch)]
-        done = loop.create_future()
+    async def call(self, gen: int, batch: bytes) -> bytes:
+        """RPCs from another actor (pickled, `actors.outbox`), sent in seed run `gen`; the
+        reply holds, per item, what handling it sent back."""
+        items: list[Message] = pickle.loads(batch)
+        replies: list[list[Message]] = [[] for _ in items]
+        if gen != self.gen and not await self._current(gen):
+            return pickle.dumps(replies, PROTOCOL)
+        left = [len(items)]
+        done = asyncio.get_running_loop().create_future()
+        self.calls.add(done)
 
         def finished() -> None:
             left[0] -= 1
             if left[0] == 0:
                 done.set_result(None)
 
-        for (at, kind, key, payload), replied in zip(batch, replies, strict=True):
+        for (at, kind, key, payload), replied in zip(items, replies, strict=True):
             self._push(at, kind, key, payload, (replied, finished))
         self._run()
-        await done
-        return tuple(tuple(r) for r in replies)
+        try:
+            await done
+        finally:
+            self.calls.discard(done)
+        return pickle.dumps(replies, PROTOCOL)
 
     async def start(self, epoch: float) -> None:
         """The run's t = 0 is wall time `epoch` (the driver's choice, the same everywhere)."""
+        gc.collect()
+        gc.freeze()
         self.clock = WallClock(epoch, self.config.run.time_scale)
         self.started = True
         self.start_party()
@@ -210,26 +288,35 @@ class Host(Checked):
 
 @ray.remote(num_cpus=0)
 class NodeGroup(Host):
-    """Nodes `lo..hi-1` of the cluster, each with its heartbeats, answering RPCs.
+    """Node group `index`: nodes `bounds[index]..bounds[index + 1] - 1` of the cluster, each
+    with its heartbeats, answering RPCs.
 
-    Ray restarts the actor when its process dies; the new process answers the driver only
-    once the driver has connected it again (`Restarted`), and starts as the driver says: as
-    if nothing had happened when the run had not begun, else as a restart (`NodeHost.restart`).
+    Ray restarts the actor when its process dies (with the same constructor arguments, so
+    nothing of a seed is in them); the new process answers the driver only once the driver
+    has reset and connected it again (`Restarted`), and starts as the driver says: as if
+    nothing had happened when the run had not begun, else as a restart (`NodeHost.restart`).
     """
 
     party = Party.NODES
 
-    def __init__(self, config: Config, seed: int, lo: int, hi: int) -> None:
-        super().__init__(config)
+    def __init__(self, index: int) -> None:
+        super().__init__()
+        self.index = index
+        context = ray.get_runtime_context()
+        self.joined = not context.was_current_actor_reconstructed
+        self.process = context.get_worker_id()
+
+    async def reset(self, gen: int, config: Config, seed: int, bounds: list[int]) -> None:
+        """This group's nodes as they are at t = 0 of `seed` (see `Host._reset`)."""
+        if not self._reset(gen, config):
+            return
+        lo, hi = bounds[self.index], bounds[self.index + 1]
         hosted = scenario.nodes(config, seed)[lo:hi]
         self.host = scenario.node_host(config, seed, hosted, self.emit)
         self._set_party(self.host.handlers())
         self.lateness = sketch.new()
         """Heartbeat lateness, model ms."""
-        context = ray.get_runtime_context()
-        self.joined = not context.was_current_actor_reconstructed
         self.deaths = 0
-        self.process = context.get_worker_id()
 
     def _joined(self) -> None:
         if not self.joined:
@@ -277,6 +364,7 @@ class NodeGroup(Host):
         self._joined()
         if self.wake is not None:
             self.wake.cancel()
+            self.wake = None
         self.host.drain(self.now())
         await self.settled()
 
@@ -305,9 +393,15 @@ class Replica(Host):
 
     party = Party.REPLICA
 
-    def __init__(self, config: Config, seed: int, index: int, cpu_counts: list[int]) -> None:
-        super().__init__(config)
-        self.host = scenario.replica_host(config, seed, index, cpu_counts, self.emit)
+    def __init__(self, index: int) -> None:
+        super().__init__()
+        self.index = index
+
+    async def reset(self, gen: int, config: Config, seed: int, cpu_counts: list[int]) -> None:
+        """Replica `index` of `seed`, its view empty until the pre-run sync (`Host._reset`)."""
+        if not self._reset(gen, config):
+            return
+        self.host = scenario.replica_host(config, seed, self.index, cpu_counts, self.emit)
         self._set_party(self.host.handlers())
         self.round_trips = sketch.new()
         """Create RPC round trips, model ms."""
@@ -332,9 +426,16 @@ class ClientPool(Host):
 
     party = Party.CLIENTS
 
-    def __init__(self, config: Config, seed: int, index: int, pools: int) -> None:
-        super().__init__(config)
-        self.host = scenario.client_host(config, seed, index, pools, self.emit)
+    def __init__(self, index: int, pools: int) -> None:
+        super().__init__()
+        self.index = index
+        self.pools = pools
+
+    async def reset(self, gen: int, config: Config, seed: int) -> None:
+        """The clients of this pool in `seed`, none started (`Host._reset`)."""
+        if not self._reset(gen, config):
+            return
+        self.host = scenario.client_host(config, seed, self.index, self.pools, self.emit)
         self._set_party(self.host.handlers())
         self.strategy = config.placement.strategy
         self.seed = seed

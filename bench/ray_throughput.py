@@ -1,66 +1,83 @@
-"""Throughput, heartbeat lateness and memory of the Ray engine on this machine.
+"""How the Ray engine's throughput and heartbeat lateness grow with node groups, client pools
+and nodes on this machine, against the goals of issue 13.
 
-    PYTHONPATH=. python bench/ray_throughput.py [--duration 20] [--part throughput|lateness]
+    PYTHONPATH=. python bench/ray_throughput.py [--duration 10] [--part scaling|lateness]
 
-1. 2,000 closed-loop clients over 1,000 nodes, each creating a sandbox, holding it 1 ms and
-   killing it, back to back: sustained create+kill pairs per second (completed kills in the
-   steady window) and the scheduler latency clients see, p50/p99.
-2. 10,000 nodes reporting every 5 s with staggered phases (2,000 reports/s) while 500
-   closed-loop clients hold sandboxes 1 s: heartbeat lateness (actual minus planned report
-   time) p50/p99.
-Peak memory is the largest total RSS of this process and every process under it (Ray's GCS,
-raylet and actor workers), sampled every 0.2 s. Time scale 1: model time is wall time.
+1. scaling: 2,000 closed-loop clients, each creating a sandbox, holding it 1 ms and killing it,
+   back to back, over nodes reporting every 20 s with staggered phases. One row per layout:
+   client pools 1/2/4 (one node group, 1,000 nodes), node groups 1/2/4 (two pools), nodes
+   1,000/10,000/100,000 (the layout Ray picks). Per row: sustained create+kill pairs/s
+   (completed kills in the steady window), the client-seen create latency, heartbeat lateness
+   (actual minus planned report time), the CPU all processes spent per pair and how many of
+   the machine's cores they got in the window (other jobs take the rest), and the peak memory.
+   The knee of each axis is the last step that still raised pairs/s by 10% or more.
+2. lateness: 500 closed-loop clients holding sandboxes 1 s over 10,000 nodes reporting every
+   5 s (2,000 reports/s) and 100,000 nodes reporting every 20 s (5,000 reports/s).
+
+Memory is the largest total RSS of this process and every process under it (Ray's GCS, raylet
+and actor workers), sampled every 0.2 s; CPU the same processes' user + system time. Time
+scale 1: model time is wall time. A goal not reached is printed as such, with the figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import ray
 
-from actors.engine import RaySeedRun
+from actors.engine import RaySeedRun, layout
 from harness.config import Config, from_dict
 from harness.ray_setup import connect
-from harness.seed_result import SeedResult
+
+PAIRS_GOAL = 40_000
+"""Create+kill pairs/s on 2 cores (issue 13)."""
+LATE_GOAL_MS = 50.0
+"""Heartbeat lateness p99 at 100,000 nodes (issue 13)."""
+KNEE_GAIN = 1.10
+"""A step along an axis is worth it while it raises pairs/s by this factor."""
 
 
 class ProcessWatch:
-    """Samples this process tree: the largest summed RSS, and each process's CPU seconds (the
-    last seen, since actors exit at the end of a run) to show where the time goes."""
+    """Samples this process tree every `every_s`: the largest summed RSS since `reset`, and
+    the CPU seconds of every process seen (the last value of each, since actors exit)."""
 
     def __init__(self, every_s: float = 0.2) -> None:
         self.peak = 0
-        self.cpu: dict[int, tuple[str, float]] = {}
+        self.cpu: dict[int, float] = {}
         self.every_s = every_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def _watch(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.every_s)
+
+    def sample(self) -> float:
+        """Samples now; returns the CPU seconds of every process seen so far."""
         import psutil  # shipped inside Ray: importable only once ray is imported
 
         me = psutil.Process()
-        while not self._stop.is_set():
-            total = 0
-            for p in [me, *me.children(recursive=True)]:
-                try:
-                    with p.oneshot():
-                        total += p.memory_info().rss
-                        times = p.cpu_times()
-                        self.cpu[p.pid] = (p.name(), times.user + times.system)
-                except psutil.NoSuchProcess:
-                    continue
-            self.peak = max(self.peak, total)
-            self._stop.wait(self.every_s)
+        total = 0
+        for p in [me, *me.children(recursive=True)]:
+            try:
+                with p.oneshot():
+                    total += p.memory_info().rss
+                    times = p.cpu_times()
+                    self.cpu[p.pid] = times.user + times.system
+            except psutil.NoSuchProcess:
+                continue
+        self.peak = max(self.peak, total)
+        return sum(self.cpu.values())
 
-    def cpu_by_name(self) -> dict[str, float]:
-        """CPU seconds so far, summed by process name (Ray names actor workers ray::Class)."""
-        by_name: dict[str, float] = {}
-        for name, seconds in self.cpu.values():
-            by_name[name] = by_name.get(name, 0.0) + seconds
-        return by_name
+    def reset(self) -> None:
+        self.peak = 0
 
     def __enter__(self) -> ProcessWatch:
         self._thread.start()
@@ -71,90 +88,174 @@ class ProcessWatch:
         self._thread.join()
 
 
-def throughput_config(duration: float) -> Config:
-    return from_dict(
-        {
-            "run": {"duration_s": duration, "sample_interval_s": 0.0},
-            "cluster": {"nodes": 1000, "cpu_count": 192, "initial_cpu_allocated": [0, 4]},
-            "heartbeat": {"interval_s": 20.0, "phase": "staggered"},
-            "placement": {"strategy": "optimistic"},
-            "workload": {"arrival": "closed", "clients": 2000, "ramp_s": 1.0, "lifetime_s": 0.001},
-        }
-    )
+@dataclass
+class Point:
+    """One layout's figures."""
+
+    nodes: int
+    groups: int
+    pools: int
+    pairs_s: float
+    create_ms: tuple[float, float]
+    late_ms: tuple[float, float]
+    cpu_us_per_pair: float
+    cores: float
+    peak_gib: float
+
+    def row(self) -> str:
+        return (
+            f"{self.nodes:>8,} {self.groups:>6} {self.pools:>5} | {self.pairs_s:>8,.0f} "
+            f"{self.create_ms[0]:>7.1f} {self.create_ms[1]:>7.1f} | {self.late_ms[0]:>6.1f} "
+            f"{self.late_ms[1]:>7.1f} | {self.cpu_us_per_pair:>6.0f} {self.cores:>5.2f} | "
+            f"{self.peak_gib:>5.2f}"
+        )
 
 
-def lateness_config(duration: float) -> Config:
-    return from_dict(
-        {
-            "run": {"duration_s": duration, "sample_interval_s": 0.0},
-            "cluster": {"nodes": 10_000, "cpu_count": 192},
-            "heartbeat": {"interval_s": 5.0, "phase": "staggered"},
-            "placement": {"strategy": "optimistic"},
-            "workload": {"arrival": "closed", "clients": 500, "ramp_s": 1.0, "lifetime_s": 1.0},
-        }
-    )
+HEADER = (
+    "   nodes groups pools |  pairs/s  create ms p50/p99 | late ms p50/p99 | "
+    "CPU us/pair cores | peak GiB"
+)
 
 
-def run_watched(config: Config, watch: ProcessWatch) -> tuple[SeedResult, float, str]:
-    """One seed; its wall time and the CPU seconds each kind of process spent on it."""
-    before = watch.cpu_by_name()
-    start = time.perf_counter()
-    result = RaySeedRun(config, seed=0).run()
-    wall = time.perf_counter() - start
-    time.sleep(2 * watch.every_s)
-    spent = {name: t - before.get(name, 0.0) for name, t in watch.cpu_by_name().items()}
-    lines = [f"  CPU seconds by process over the {wall:.1f} s (set-up included):"]
-    for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1])[:6]:
-        lines.append(f"    {name:<24} {seconds:6.1f}")
-    return result, wall, "\n".join(lines)
+def closed_loop(nodes: int, clients: int, hold_s: float, report_s: float, duration: float):
+    return {
+        "run": {"duration_s": duration, "sample_interval_s": 0.0},
+        "cluster": {"nodes": nodes, "cpu_count": 192, "initial_cpu_allocated": [0, 4]},
+        "heartbeat": {"interval_s": report_s, "phase": "staggered"},
+        "placement": {"strategy": "optimistic"},
+        "workload": {"arrival": "closed", "clients": clients, "ramp_s": 1.0, "lifetime_s": hold_s},
+    }
 
 
-def throughput(duration: float, watch: ProcessWatch) -> None:
-    result, wall, cpu = run_watched(throughput_config(duration), watch)
+def sized(raw: dict, groups: int = 0, pools: int = 0) -> Config:
+    """`raw` with the actors' numbers set (0: as Ray sizes them)."""
+    return from_dict({**raw, "ray": {"node_groups": groups, "client_pools": pools}})
+
+
+def measure(config: Config, watch: ProcessWatch) -> Point:
+    """One seed, its steady window (after the ramp, before the end) and the CPU spent in it."""
+    duration = config.run.duration_s
+    lo, hi = 2.0, duration - 1.0
+    run = RaySeedRun(config, seed=0)
+    cpu: list[tuple[float, float]] = []
+
+    def window() -> None:
+        while run.epoch is None:
+            time.sleep(0.01)
+        for t in (lo, hi):
+            time.sleep(max(0.0, run.epoch + t - time.time()))
+            cpu.append((time.time(), watch.sample()))
+
+    watch.reset()
+    timer = threading.Thread(target=window, daemon=True)
+    timer.start()
+    result = run.run()
+    timer.join()
     rows = result.requests.to_pandas()
-    lo, hi = 2.0, duration - 1.0  # steady window: after the ramp, before the end
-    kills = rows[(rows["kind"] == "kill") & rows["done_at"].between(lo, hi)]
-    creates = rows[(rows["kind"] == "create") & rows["done_at"].between(lo, hi)]
-    c50, c99 = np.percentile(creates["latency_ms"], [50, 99])
-    k50, k99 = np.percentile(kills["latency_ms"], [50, 99])
+    steady = rows[rows["done_at"].between(lo, hi)]
+    pairs_s = float((steady["kind"] == "kill").sum()) / (hi - lo)
+    creates = steady.loc[steady["kind"] == "create", "latency_ms"]
+    (t0, c0), (t1, c1) = cpu
+    cores = (c1 - c0) / (t1 - t0)
     s = result.summary
-    print(f"throughput: 2,000 closed-loop clients, 1,000 nodes, {duration:g} s ({wall:.1f} s wall)")
-    print(f"  create+kill pairs/s  {len(kills) / (hi - lo):10.0f}   (window {lo:g}-{hi:g} s)")
-    print(f"  create latency ms    p50 {c50:8.1f}   p99 {c99:8.1f}   (client-seen, from intent)")
-    print(f"  kill latency ms      p50 {k50:8.1f}   p99 {k99:8.1f}")
-    print(
-        f"  create RPC ms        p50 {s['create_rpc_p50_ms']:8.1f}   "
-        f"p99 {s['create_rpc_p99_ms']:8.1f}   (configured 1 ms)"
+    shape = layout(config)
+    return Point(
+        config.cluster.nodes,
+        len(shape.bounds) - 1,
+        shape.pools,
+        pairs_s,
+        tuple(np.percentile(creates, [50, 99])) if len(creates) else (np.nan, np.nan),
+        (s["heartbeat_late_p50_ms"], s["heartbeat_late_p99_ms"]),
+        1e6 * cores / pairs_s if pairs_s else np.nan,
+        cores,
+        watch.peak / 2**30,
     )
-    print(f"  failed creates       {s['failed']}")
-    print(cpu)
+
+
+def knee(points: list[Point], axis: Callable[[Point], int], name: str) -> str:
+    """The last step along `axis` that still raised pairs/s by KNEE_GAIN or more."""
+    at = 0
+    while at + 1 < len(points) and points[at + 1].pairs_s >= KNEE_GAIN * points[at].pairs_s:
+        at += 1
+    here = points[at]
+    if at + 1 == len(points):
+        return f"{name}: no knee up to {axis(here):,} (pairs/s still rising)"
+    nxt = points[at + 1]
+    change = nxt.pairs_s / here.pairs_s - 1
+    return (
+        f"{name}: knee at {axis(here):,} ({here.pairs_s:,.0f} pairs/s; {axis(nxt):,} gives "
+        f"{change:+.0%}, lateness p99 {here.late_ms[1]:.1f} -> {nxt.late_ms[1]:.1f} ms)"
+    )
+
+
+def scaling(duration: float, watch: ProcessWatch) -> list[Point]:
+    print(
+        "\nscaling: 2,000 closed-loop clients holding a sandbox 1 ms, reports every 20 s "
+        f"(staggered), {duration:g} s per row"
+    )
+    print(HEADER)
+    done: dict[tuple[int, int, int], Point] = {}
+
+    def point(nodes: int, groups: int = 0, pools: int = 0) -> Point:
+        config = sized(closed_loop(nodes, 2000, 0.001, 20.0, duration), groups, pools)
+        shape = layout(config)
+        key = (nodes, len(shape.bounds) - 1, shape.pools)
+        if key not in done:
+            done[key] = measure(config, watch)
+            print(done[key].row(), flush=True)
+        return done[key]
+
+    by_pools = [point(1000, 1, pools) for pools in (1, 2, 4)]
+    by_groups = [point(1000, groups, 2) for groups in (1, 2, 4)]
+    by_nodes = [point(nodes) for nodes in (1000, 10_000, 100_000)]
+    print(knee(by_pools, lambda p: p.pools, "client pools"))
+    print(knee(by_groups, lambda p: p.groups, "node groups"))
+    print(knee(by_nodes, lambda p: p.nodes, "nodes"))
+    best = max(done.values(), key=lambda p: p.pairs_s)
+    verdict = "reached" if best.pairs_s >= PAIRS_GOAL else "NOT reached"
+    print(
+        f"goal >= {PAIRS_GOAL:,} create+kill pairs/s on 2 cores: {verdict}: best "
+        f"{best.pairs_s:,.0f} ({best.nodes:,} nodes, {best.groups} groups, {best.pools} pools, "
+        f"{best.cpu_us_per_pair:.0f} us of CPU per pair over all processes)"
+    )
+    return list(done.values())
 
 
 def lateness(duration: float, watch: ProcessWatch) -> None:
-    result, _, cpu = run_watched(lateness_config(duration), watch)
-    s = result.summary
-    print(f"lateness: 10,000 nodes, staggered 5 s reports, 500 clients, {duration:g} s")
     print(
-        f"  heartbeat lateness ms  p50 {s['heartbeat_late_p50_ms']:6.2f}   "
-        f"p99 {s['heartbeat_late_p99_ms']:6.2f}"
+        f"\nlateness: 500 closed-loop clients holding sandboxes 1 s, staggered reports, "
+        f"{duration:g} s per row"
     )
-    print(f"  create latency ms      p50 {s['p50_place_ms']:6.1f}   p99 {s['p99_place_ms']:6.1f}")
-    print(cpu)
+    print(HEADER)
+    rows = []
+    for nodes, report_s in ((10_000, 5.0), (100_000, 20.0)):
+        config = sized(closed_loop(nodes, 500, 1.0, report_s, duration))
+        rows.append(measure(config, watch))
+        print(f"{rows[-1].row()}   ({nodes / report_s:,.0f} reports/s)", flush=True)
+    big = rows[-1]
+    verdict = "reached" if big.late_ms[1] < LATE_GOAL_MS else "NOT reached"
+    print(
+        f"goal 100,000 nodes with heartbeat lateness p99 < {LATE_GOAL_MS:g} ms: {verdict}: "
+        f"p99 {big.late_ms[1]:.1f} ms, total memory {big.peak_gib:.2f} GiB (peak RSS of every "
+        "process, Ray's included)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, default=20.0, help="model seconds per part")
-    parser.add_argument("--part", choices=("throughput", "lateness"), help="run only this part")
+    parser.add_argument("--duration", type=float, default=10.0, help="model seconds per row")
+    parser.add_argument("--part", choices=("scaling", "lateness"), help="run only this part")
     args = parser.parse_args()
     connect()
-    print(f"Ray {ray.__version__}, {int(ray.cluster_resources()['CPU'])} CPUs")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"Ray {ray.__version__}, {int(ray.cluster_resources()['CPU'])} CPUs, load {load}")
     with ProcessWatch() as watch:
-        if args.part in (None, "throughput"):
-            throughput(args.duration, watch)
+        if args.part in (None, "scaling"):
+            scaling(args.duration, watch)
         if args.part in (None, "lateness"):
             lateness(args.duration, watch)
-    print(f"peak memory (all processes) {watch.peak / 2**30:.2f} GiB")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average at the end {load}")
 
 
 if __name__ == "__main__":

@@ -15,13 +15,16 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.config import ConfigError
+from harness.config import Config, ConfigError
+from harness.ledgers import LEDGERS
+from harness.placement.framework import REGISTRIES, parse_weighted
 from harness.reaper import ENV
+from harness.registry import Registry
 
 PROBE_S = 3.0
 """Seconds an address gets to answer as Ray before it is refused."""
@@ -135,12 +138,46 @@ def _start_local(num_cpus: int | None, quiet: dict[str, Any]) -> None:
     _ours.reaper.stdin.flush()
 
 
-def start_ray(address: str | None = None, num_cpus: int | None = None) -> None:
-    """Join the cluster at `address`, shipping this code (the harness and its actors) with the
-    job, so no shared filesystem is assumed; or start a new local Ray (never one another program
-    started here) listening on loopback only, sized to this machine unless `num_cpus` says
-    otherwise, without dashboard, and keeping workers' logs off the terminal. `stop_ray` (or
-    the end of the process) stops it."""
+def _sources(module: str) -> list[str]:
+    """Where top-level `module` lives, found without importing it: a package's folder (each
+    part of a namespace package), or a module's file."""
+    spec = importlib.util.find_spec(module)
+    if spec is None:
+        return []
+    if spec.submodule_search_locations is not None:
+        return list(spec.submodule_search_locations)
+    return [spec.origin] if spec.origin and spec.origin.endswith(".py") else []
+
+
+def plugin_sources(configs: Iterable[Config], strategies: Iterable[str] = ()) -> list[str]:
+    """The folders (or files) of the top-level modules holding the import-path plugins
+    ("module:Class") that `configs` and `strategies` (another run's --compare) name, for Ray to
+    ship to a cluster's workers with the job. Built-in and installed (entry-point) names are
+    not among them: an installed plugin must be installed on every node of the cluster."""
+    refs: list[tuple[Registry, str]] = [(LEDGERS, s) for s in strategies]
+    for config in configs:
+        p = config.placement
+        refs.append((LEDGERS, p.strategy))
+        refs += [(REGISTRIES["samplers"], p.sampler), (REGISTRIES["selectors"], p.selector)]
+        refs += [(REGISTRIES["filters"], f) for f in p.filters]
+        refs += [(REGISTRIES["scorers"], parse_weighted(s)[0]) for s in p.scorers]
+    tops = set()
+    for registry, ref in refs:
+        module, sep, _ = ref.partition(":")
+        if sep and ref not in registry.builtins and ref not in registry.installed():
+            tops.add(module.split(".")[0])
+    return sorted({source for top in tops for source in _sources(top)})
+
+
+def start_ray(
+    address: str | None = None, num_cpus: int | None = None, modules: Iterable[str] = ()
+) -> None:
+    """Join the cluster at `address`, shipping this code (the harness and its actors) and the
+    import-path plugins' `modules` (`plugin_sources`) with the job, so no shared filesystem is
+    assumed; or start a new local Ray (never one another program started here) listening on
+    loopback only, sized to this machine unless `num_cpus` says otherwise, without dashboard,
+    and keeping workers' logs off the terminal. `stop_ray` (or the end of the process) stops
+    it."""
     global _ours
     stop_ray()  # what is left of one this process started and shut down directly
     quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
@@ -153,9 +190,8 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     import ray
 
     # The packages' folders, found without importing them (actors imports Ray and the engine).
-    packages = [
-        str(Path(importlib.util.find_spec(name).origin).parent) for name in ("harness", "actors")
-    ]
+    packages = [source for name in ("harness", "actors") for source in _sources(name)]
+    packages += [source for source in modules if source not in packages]
     _ours = _Ours()
     try:
         with _keeping_signal_handlers():
@@ -192,11 +228,11 @@ def ray_scope() -> Iterator[None]:
             stop_ray()
 
 
-def connect(address: str | None = None) -> bool:
-    """Join the Ray cluster at `address` (or RAY_ADDRESS), else start an embedded local one.
-    When Ray is already up in this process (tests share one; a sweep task runs inside one) only
-    the address is checked. True when this call started Ray, so the caller stops it
-    (`stop_ray`)."""
+def connect(address: str | None = None, modules: Iterable[str] = ()) -> bool:
+    """Join the Ray cluster at `address` (or RAY_ADDRESS), shipping `modules` too (see
+    `start_ray`), else start an embedded local one. When Ray is already up in this process
+    (tests share one; a sweep task runs inside one) only the address is checked. True when
+    this call started Ray, so the caller stops it (`stop_ray`)."""
     import ray
 
     address = address or os.environ.get("RAY_ADDRESS") or None
@@ -204,5 +240,5 @@ def connect(address: str | None = None) -> bool:
         if address:
             check_reachable(address)
         return False
-    start_ray(address)
+    start_ray(address, modules=modules)
     return True

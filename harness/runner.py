@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -61,12 +62,15 @@ def run(
     """
     check_out_dir(out_dir, overwrite)
     engine = get_engine(config.run.engine)
-    engine.prepare(config)
+    engine.prepare(config, strategies)
     seeds = seeds_of(config)
     total = len(strategies) * len(seeds)
     broken: list[str] = []
     summaries: list[dict[str, Any]] = []
-    with RunWriter(out_dir, config.to_dict(), strategies, seeds, engine.name, overwrite) as writer:
+    with (
+        closing(engine),
+        RunWriter(out_dir, config.to_dict(), strategies, seeds, engine.name, overwrite) as writer,
+    ):
         done = 0
         for strategy in strategies:
             variant = config.with_value("placement.strategy", strategy)

@@ -19,7 +19,7 @@ from typing import Any
 from harness.config import Config
 from harness.engine import get_engine
 from harness.invariants import InvariantError
-from harness.ray_setup import connect, stop_ray
+from harness.ray_setup import connect, plugin_sources, stop_ray
 from harness.runner import run_checked
 from harness.seed_result import SeedResult
 from harness.sweep_spec import Cell, Sweep
@@ -55,7 +55,7 @@ def run_sweep(
         return store
     started = False
     try:
-        started = connect(address)
+        started = connect(address, plugin_sources(cell.config for cell in sweep.cells))
         _drive(store, progress)
     finally:
         store.close()

@@ -44,16 +44,17 @@ def make_config():
 
 
 @contextlib.contextmanager
-def two_node_cluster() -> Iterator[Any]:
-    """A local Ray cluster of two nodes (one CPU each) for tests that join one with --address;
-    the driver must join it, not an instance another module started."""
+def ray_cluster(nodes: int = 2) -> Iterator[Any]:
+    """A local Ray cluster of `nodes` nodes (one CPU each) for tests that join one with
+    --address; the driver must join it, not an instance another module started."""
     import ray
     from ray.cluster_utils import Cluster
 
     ray.shutdown()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     try:
-        cluster.add_node(num_cpus=1)
+        for _ in range(nodes - 1):
+            cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
         yield cluster
     finally:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import CONFIGS, two_node_cluster
+from tests.conftest import CONFIGS, ray_cluster
 
 ROOT = CONFIGS.parent
 PACKAGE = ROOT / "examples" / "idle-first-plugin"
@@ -65,7 +65,7 @@ def test_the_plugins_run_on_both_engines(env, engine, tmp_path) -> None:
 def two_nodes(env, monkeypatch):
     """A two-node Ray cluster whose processes find the installed plugin package."""
     monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])
-    with two_node_cluster() as cluster:
+    with ray_cluster(2) as cluster:
         yield cluster
 
 

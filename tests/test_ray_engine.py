@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 import ray
 
-from actors.engine import RaySeedRun
+from actors.engine import ActorSet, RayEngine, RaySeedRun
 from actors.host import BEAT_TICK_S
 from harness import sketch
 from harness.cli import main
@@ -18,6 +18,7 @@ from harness.config import load
 from harness.engine import get_engine
 from harness.ray_setup import connect, stop_ray
 from harness.run_store import load_run
+from harness.scenario import nodes as nodes_at_start
 from harness.schemas import TABLES
 from tests.conftest import CONFIGS, scenario
 
@@ -162,11 +163,28 @@ def test_seed_herd_on_ray_gives_the_virtual_engines_picture(tmp_path):
     assert (frames["timeline"].groupby(["strategy", "seed"])["t"].max() == 25.0).all()
 
 
-def test_every_acknowledged_create_and_kill_matches_the_nodes_at_the_end():
+def test_seeds_on_one_actor_set_each_match_their_nodes_at_the_end(monkeypatch):
+    """A run builds its actors once and resets them per seed: every acknowledged create and
+    kill of each seed matches the nodes at its end (nothing of the seed before leaks in), and
+    each seed starts from its own initial loads."""
+    built = []
+    build = ActorSet.__init__
+
+    def counted(self, shape):
+        built.append(shape)
+        build(self, shape)
+
+    monkeypatch.setattr(ActorSet, "__init__", counted)
     config = scenario(
         run={"duration_s": 10.0, "seeds": 1, "time_scale": 0.2, "sample_interval_s": 0.0},
         # 12 nodes x 3 vCPU x R=4 hold 144 sandboxes for 150 clients: full nodes, skips, retries.
-        cluster={"nodes": 12, "cpu_count": 3, "create_latency_ms": 5.0, "kill_latency_ms": 2.0},
+        cluster={
+            "nodes": 12,
+            "cpu_count": 3,
+            "initial_cpu_allocated": [0, 2],
+            "create_latency_ms": 5.0,
+            "kill_latency_ms": 2.0,
+        },
         heartbeat={"interval_s": 2.0, "phase": "staggered", "delay_ms": 20.0},
         placement={"strategy": "optimistic", "replicas": 2, "deadline_s": 1.0},
         workload={
@@ -179,28 +197,35 @@ def test_every_acknowledged_create_and_kill_matches_the_nodes_at_the_end():
         },
         ray={"node_groups": 3, "client_pools": 2},
     )
-    run = RaySeedRun(config, seed=4)
-    result = run.run()
-    rows = result.requests.to_pandas()
-    creates = rows[rows["kind"] == "create"]
-    kills = rows[rows["kind"] == "kill"]
-    placed = creates[creates["outcome"] == "placed"].set_index("sandbox_id")["node_id"]
-    assert len(placed) > 500 and len(kills) > 300  # the scenario did churn
-    assert creates["skips"].sum() > 0  # and hit full nodes
-    assert placed.index.is_unique and set(kills["sandbox_id"]) <= set(placed.index)
-    assert (kills["outcome"] == "killed").all()
-    where = {}
-    for node, ids in enumerate(run.sandbox_ids):
-        for sandbox in ids:
-            assert sandbox not in where, f"sandbox {sandbox} on nodes {where[sandbox]}, {node}"
-            where[sandbox] = node
-    alive = placed.drop(kills["sandbox_id"])
-    assert where == alive.to_dict()
-    counts = result.nodes.column("sandboxes").to_pylist()
-    assert counts == [len(ids) for ids in run.sandbox_ids]
-    # Latency counts from the intended send time, which never follows the actual one.
-    assert (rows["sent_at"] >= rows["issued_at"] - 1e-9).all()
-    assert (rows["done_at"] >= rows["sent_at"]).all()
+    engine = RayEngine()
+    try:
+        results = {seed: engine.run_seed(config, seed) for seed in (4, 5)}
+    finally:
+        engine.close()
+    assert len(built) == 1
+    for seed, result in results.items():
+        initial = [node.base_cpu for node in nodes_at_start(config, seed)]
+        assert result.nodes.column("initial_cpu_allocated").to_pylist() == initial
+        rows = result.requests.to_pandas()
+        creates = rows[rows["kind"] == "create"]
+        kills = rows[rows["kind"] == "kill"]
+        placed = creates[creates["outcome"] == "placed"].set_index("sandbox_id")["node_id"]
+        assert len(placed) > 500 and len(kills) > 300  # the scenario did churn
+        assert creates["skips"].sum() > 0  # and hit full nodes
+        assert placed.index.is_unique and set(kills["sandbox_id"]) <= set(placed.index)
+        assert (kills["outcome"] == "killed").all()
+        where = {}
+        for node, ids in enumerate(result.sandbox_ids):
+            for sandbox in ids:
+                assert sandbox not in where, f"sandbox {sandbox} on nodes {where[sandbox]}, {node}"
+                where[sandbox] = node
+        alive = placed.drop(kills["sandbox_id"])
+        assert where == alive.to_dict()
+        counts = result.nodes.column("sandboxes").to_pylist()
+        assert counts == [len(ids) for ids in result.sandbox_ids]
+        # Latency counts from the intended send time, which never follows the actual one.
+        assert (rows["sent_at"] >= rows["issued_at"] - 1e-9).all()
+        assert (rows["done_at"] >= rows["sent_at"]).all()
 
 
 def test_open_loop_burst_sends_every_create_and_reports_heartbeat_lateness():

@@ -39,12 +39,20 @@ def local_ray():
     stop_ray()
 
 
+@pytest.fixture(scope="module")
+def engine(local_ray):
+    """One engine for the fault scenarios: they share a layout, so one set of actors."""
+    shared = RayEngine()
+    yield shared
+    shared.close()
+
+
 @pytest.mark.parametrize("name", FAULT_CONFIGS)
-def test_fault_scenario_on_ray(name):
+def test_fault_scenario_on_ray(name, engine):
     config = load(CONFIGS / f"{name}.toml").with_values(
         {**FAST, "run.time_scale": SCALE.get(name, FAST["run.time_scale"])}
     )
-    EXPECT[name](config, RayEngine().run_seed(config, 0))
+    EXPECT[name](config, engine.run_seed(config, 0))
 
 
 @pytest.fixture
@@ -53,8 +61,8 @@ def seed_runs(monkeypatch):
     runs: list[RaySeedRun] = []
     init = RaySeedRun.__init__
 
-    def spy(self, config, seed):
-        init(self, config, seed)
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
         runs.append(self)
 
     monkeypatch.setattr(RaySeedRun, "__init__", spy)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from harness.config import Config
     from harness.seed_result import SeedResult
 
@@ -70,13 +72,18 @@ class EngineError(Exception):
 class Engine(Protocol):
     name: str
 
-    def prepare(self, config: Config) -> None:
-        """Check and set up what the engine needs before any results folder is created;
-        raises ConfigError for a setting that cannot work (say, an unreachable cluster)."""
+    def prepare(self, config: Config, strategies: Sequence[str]) -> None:
+        """Check and set up what the engine needs to run `config` under each of `strategies`
+        before any results folder is created; raises ConfigError for a setting that cannot
+        work (say, an unreachable cluster)."""
 
     def run_seed(
         self, config: Config, seed: int, progress: Progress | None = None
     ) -> SeedResult: ...
+
+    def close(self) -> None:
+        """Release what the engine kept between seeds (the Ray engine keeps its actors); the
+        runner calls it when the run ends, however it ends."""
 
 
 def get_engine(name: str) -> Engine:

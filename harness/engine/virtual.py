@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -110,8 +110,11 @@ def _no_cycle_collection() -> Iterator[None]:
 class VirtualEngine:
     name = "virtual"
 
-    def prepare(self, config: Config) -> None:
+    def prepare(self, config: Config, strategies: Sequence[str]) -> None:
         """Nothing to set up: the virtual engine needs only the config."""
+
+    def close(self) -> None:
+        """Nothing is kept between seeds."""
 
     def run_seed(self, config: Config, seed: int, progress: Progress | None = None) -> SeedResult:
         with _no_cycle_collection():
