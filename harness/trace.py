@@ -228,6 +228,8 @@ def _stat(path: str) -> tuple[int, int]:
         st = os.stat(path)
     except OSError as e:
         raise TraceError(path, f"cannot be read: {e.strerror}") from None
+    except ValueError as e:  # a NUL in the name
+        raise TraceError(path, f"is not a file name: {e}") from None
     if not os.path.isfile(path):
         raise TraceError(path, "is not a file")
     return st.st_size, st.st_mtime_ns
