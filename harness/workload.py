@@ -91,7 +91,9 @@ class WorkloadSpec(SandboxSpec):
         1.0, "Pause of a closed-loop client after a failed create.", gt=0
     )
     templates: tuple[TemplateSpec, ...] = key(
-        (), "Sandbox templates, picked by weight per create; none: the keys above are the one."
+        (),
+        "Sandbox templates, picked by weight per create; none: the sandbox keys (template to "
+        "lifetime_alpha) are the one.",
     )
 
     @property
