@@ -176,7 +176,7 @@ def _requests(config: Config) -> tuple[float, float, float, dict[str, float]]:
     creates = float(trace.check(config)) if arrival.replay else arrival.expected(w, duration)
     alive = min(creates, slots)
     if w.arrival == "burst":
-        keys = {"workload.burst": _up(w.burst, _D.workload.burst)}
+        keys = {arrival.rate_key: _up(w.burst, _D.workload.burst)}
     else:
         keys = {
             arrival.rate_key: _up(creates / duration, _D.workload.rate_per_s),

@@ -141,7 +141,7 @@ def _floats(path: str, name: str, column: pa.Array, first: int) -> pa.Array:
         raise TraceError(path, f"column {name}: must hold numbers, holds {kind}")
     try:
         return pc.cast(column, pa.float64())
-    except pa.ArrowInvalid:  # text that is not a number: find the first such row
+    except pa.ArrowInvalid as e:  # text that is not a number: find the first such row
         for i, text in enumerate(column.to_pylist()):
             try:
                 pc.cast(pa.array([text], pa.string()), pa.float64())
@@ -149,7 +149,7 @@ def _floats(path: str, name: str, column: pa.Array, first: int) -> pa.Array:
                 raise TraceError(
                     path, f"row {first + i}, column {name}: not a number: {text!r}"
                 ) from None
-        raise
+        raise TraceError(path, f"column {name}: {e}") from None
 
 
 def _text(path: str, name: str, column: pa.Array) -> pa.Array:
