@@ -3,12 +3,13 @@ that refuses what this machine cannot do: `harness run` and `harness sweep` chec
 results folder exists, and `--force` goes on anyway.
 
 The estimate is arithmetic on the config: how many nodes, scheduler views, request rows
-(creates and kills, from the arrival kind), sandboxes alive at once, closed-loop clients,
-reports in flight, timeline rows and heartbeat reports one seed has, each times a cost per
-unit measured on this code. A run is refused when one seed (or, for a sweep, the seeds that run
-at once) needs more memory than is available now, or when the whole run needs more than
-`LIMIT_S` of computing. The estimate leaves out what the config cannot say (create retries,
-failed creates of a closed loop), so it errs low: only what is surely too big is refused.
+(creates and kills, from the arrival kind and the templates; a trace's rows are counted),
+sandboxes alive at once, closed-loop clients, reports in flight, timeline rows and heartbeat
+reports one seed has, each times a cost per unit measured on this code. A run is refused
+when one seed (or, for a sweep, the seeds that run at once) needs more memory than is
+available now, or when the whole run needs more than `LIMIT_S` of computing. The estimate
+leaves out what the config cannot say (create retries, failed creates of a closed loop), so it
+errs low: only what is surely too big is refused.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import trace
+from harness.arrivals import ARRIVALS
 from harness.config import Config, ConfigError, RayConfig
+from harness.workload import SandboxSpec, WorkloadSpec
 
 # Costs per unit, measured with one seed of `harness.runner.run` (the engine, the invariant
 # checks and the Parquet files) per scenario, each in a fresh process: peak RSS above the
@@ -125,18 +129,24 @@ def _down(value: float, default: float) -> float:
     return default / value if value > 0 else math.inf
 
 
-def _killed_share(config: Config) -> float:
-    """The share of creates whose kill falls within the run (lifetimes ending before it)."""
-    w, duration = config.workload, config.run.duration_s
-    if w.lifetime_s is None:
+def _mix(w: WorkloadSpec) -> list[tuple[float, SandboxSpec]]:
+    """(share of creates, kind of sandbox) for each template, or the one."""
+    total = sum(t.weight for t in w.templates)
+    return [(t.weight / total, t) for t in w.templates] or [(1.0, w)]
+
+
+def _killed_share(sandbox: SandboxSpec, w: WorkloadSpec, duration: float) -> float:
+    """The share of creates of `sandbox` whose kill falls within the run (lifetimes ending
+    before it); lifetimes other than fixed are taken as exponential of the same mean."""
+    if sandbox.lifetime_s is None:
         return 0.0
-    life = w.lifetime_s
+    life = sandbox.lifetime_s
     if w.arrival == "burst":
         window = duration - w.burst_at_s
-        if w.lifetime_dist == "fixed":
+        if sandbox.lifetime_dist == "fixed":
             return 1.0 if life < window else 0.0
         return 1.0 - math.exp(-window / life)
-    if w.lifetime_dist == "fixed":  # arrivals spread over the run: those before D - life
+    if sandbox.lifetime_dist == "fixed":  # arrivals spread over the run: those before D - life
         return max(0.0, 1.0 - life / duration)
     return 1.0 - life / duration * (1.0 - math.exp(-duration / life))
 
@@ -144,12 +154,15 @@ def _killed_share(config: Config) -> float:
 def _requests(config: Config) -> tuple[float, float, float, dict[str, float]]:
     """(creates, kills, sandboxes alive at the peak, the keys that drive them)."""
     w, c, run = config.workload, config.cluster, config.run
-    slots = c.nodes * config.placement.r * c.cpu_count / w.vcpu
+    mix = _mix(w)
+    vcpu = sum(share * s.vcpu for share, s in mix)
+    lifetime = sum(share * (s.lifetime_s or math.inf) for share, s in mix)
+    slots = c.nodes * config.placement.r * c.cpu_count / vcpu
     duration = run.duration_s
     if w.arrival == "closed":
         started = w.clients * (min(1.0, duration / w.ramp_s) if w.ramp_s else 1.0)
         rtt = (c.create_latency_ms + c.kill_latency_ms) / 1000.0
-        cycle = w.lifetime_s + w.think_s + rtt  # validation: closed clients have lifetimes
+        cycle = lifetime + w.think_s + rtt  # validation: closed clients have lifetimes
         creates = started * (1.0 + duration / cycle)
         kills = creates - started
         alive = min(started, slots)
@@ -159,19 +172,19 @@ def _requests(config: Config) -> tuple[float, float, float, dict[str, float]]:
             "workload.lifetime_s": _down(cycle, _D.workload.lifetime_s),
         }
         return creates, kills, alive, keys
+    arrival = ARRIVALS[w.arrival]
+    creates = float(trace.check(config)) if arrival.replay else arrival.expected(w, duration)
+    alive = min(creates, slots)
     if w.arrival == "burst":
-        creates = float(w.burst)
-        keys = {"workload.burst": _up(w.burst, _D.workload.burst)}
+        keys = {arrival.rate_key: _up(w.burst, _D.workload.burst)}
     else:
-        creates = w.rate_per_s * duration
         keys = {
-            "workload.rate_per_s": _up(w.rate_per_s, _D.workload.rate_per_s),
+            arrival.rate_key: _up(creates / duration, _D.workload.rate_per_s),
             "run.duration_s": _up(duration, _D.run.duration_s),
         }
-    alive = min(creates, slots)
-    if w.arrival != "burst" and w.lifetime_s is not None:
-        alive = min(alive, w.rate_per_s * w.lifetime_s)
-    return creates, creates * _killed_share(config), alive, keys
+        alive = min(alive, creates / duration * lifetime)
+    kills = creates * sum(share * _killed_share(s, w, duration) for share, s in mix)
+    return creates, kills, alive, keys
 
 
 def seed_terms(config: Config) -> list[Term]:

@@ -15,6 +15,7 @@ from typing import Any, NoReturn, Protocol
 from rich.console import Console
 
 import harness
+from harness import trace
 from harness.budget import check_run, check_sweep, this_machine
 from harness.config import Config, ConfigError, load
 from harness.display import LazyProgress, SweepBar, print_keys, print_run, print_sweep
@@ -210,6 +211,7 @@ def run_config(args: argparse.Namespace) -> tuple[Config, list[str]]:
     if args.seeds is not None:
         overrides.append(f"run.seeds={args.seeds}")
     config = load(args.config, overrides, args.thresholds)
+    trace.check(config)
     strategies = _strategies(args.compare, config.placement.strategy)
     _check_threshold_strategies(config, strategies)
     return config, strategies

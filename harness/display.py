@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.analysis import by_strategy, cv, median_seed
-from harness.config.keys import defaults_table, fault_keys_table
+from harness.config.keys import defaults_table, entry_keys_table, fault_keys_table
 from harness.engine import Snapshot
 from harness.thresholds import AGGREGATE_NAMES, DERIVED, EACH_SEED, FORM, METRICS, number_text
 
@@ -454,7 +454,7 @@ def print_sweep(meta: dict[str, Any], summary: pd.DataFrame, console: Console) -
 def print_keys(console: Console, markdown: bool = False) -> None:
     """Every config key with its default and meaning (`harness.config.keys`, the source of the
     README's tables), then what a threshold may name; `markdown` prints the README's rows."""
-    rows = defaults_table() + fault_keys_table()
+    rows = defaults_table() + entry_keys_table() + fault_keys_table()
     if markdown:
         for key, default, meaning in rows:
             print(f"| `{key}` | `{default}` | {meaning} |")

@@ -7,6 +7,9 @@ model, scheduler replicas, client hosts) and names the random stream each one dr
 
 from __future__ import annotations
 
+from functools import partial
+
+from harness import trace
 from harness.cluster import build_nodes
 from harness.config import Config
 from harness.faults import Faults, SlowNodes
@@ -84,13 +87,17 @@ def replica_host(
 
 
 def client_host(config: Config, seed: int, index: int, hosts: int, emit: Emit) -> ClientHost:
-    """The clients `c % hosts == index`."""
+    """The clients `c % hosts == index`; a trace to replay is read by each host itself,
+    streamed from the file."""
+    w = config.workload
+    rows = partial(trace.rows, w.trace, w.template_ids()) if w.arrival == "trace" else None
     return ClientHost(
         index,
         hosts,
-        config.workload,
+        w,
         config.run.duration_s,
         config.placement.replicas,
         seed,
         emit,
+        rows,
     )

@@ -3,8 +3,9 @@
 Changing one part of a scenario (say the strategy, or the lifetimes) leaves every other draw as
 it was, so strategies compare on the same requests and both engines draw the same numbers.
 Purposes: `cluster` (initial loads), `workload` (arrivals, client starts), `lifetime` (open-loop
-lifetimes, in arrival order) and `lifetime/<client>` (a closed-loop client's), `heartbeat`
-(phases), `placement/<replica>`, and per node host (keyed by its first node)
+lifetimes, in arrival order) and `lifetime/<client>` (a closed-loop client's), `template` and
+`template/<client>` (the same for the pick of a template, drawn only when there are several),
+`heartbeat` (phases), `placement/<replica>`, and per node host (keyed by its first node)
 `faults/<first>` and `report-delivery/<first>`.
 """
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from harness import trace
 from harness.config import (
     Config,
     ConfigError,
@@ -216,6 +217,7 @@ def load_sweep(
             values[key] = linked_values[grid[with_key].index(values[with_key])]
         try:
             config = base.with_values(values)
+            trace.check(config)
         except ConfigError as e:
             raise ConfigError(e.key, f"{e.reason} (in the cell {values})") from None
         cells.append(Cell(index, values, config))

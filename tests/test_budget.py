@@ -127,6 +127,28 @@ def test_on_a_cluster_only_what_comes_back_is_counted():
             "cluster": {"create_latency_ms": 20.0},
             "heartbeat": {"interval_s": 0.5, "phase": "staggered", "delay_ms": 200.0},
         },
+        {
+            "workload": {
+                "arrival": "ramp",
+                "profile_s": [0, 10, 20],
+                "profile_rates": [0, 300, 100],
+                "templates": [
+                    {"template": "a", "lifetime_s": 1.0, "lifetime_dist": "lognormal"},
+                    {"template": "b", "lifetime_s": 4.0, "lifetime_dist": "pareto"},
+                ],
+            }
+        },
+        {"workload": {"arrival": "steps", "profile_s": [0, 5], "profile_rates": [50, 200]}},
+        {
+            "workload": {
+                "arrival": "diurnal",
+                "rate_per_s": 100.0,
+                "diurnal_period_s": 10.0,
+                "lifetime_s": 2.0,
+                "lifetime_dist": "exponential",
+            }
+        },
+        {"workload": load(CONFIGS / "trace-replay.toml").to_dict()["workload"]},
     ],
 )
 def test_the_counts_estimated_are_those_a_run_records(raw):

@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import io
 from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from harness import trace
+from harness.arrivals import ARRIVALS
 from harness.cli import main
 from harness.config import Config, ConfigError, from_dict
-from harness.config.keys import defaults_table, fault_keys_table
+from harness.config.keys import defaults_table, entry_keys_table, fault_keys_table
 from harness.engine.virtual import VirtualEngine
 from harness.faults import FAULT_KINDS
+from harness.spec import choice_names
+from harness.workload import TemplateSpec, WorkloadSpec
+from tests.conftest import CONFIGS
 
 SECTION_KEYS: dict[str, dict[str, str]] = {}
 for dotted, default, _ in defaults_table():
@@ -26,6 +32,9 @@ for dotted, default, _ in defaults_table():
     SECTION_KEYS.setdefault(section, {})[key] = default
 
 FAULT_KEYS = {key.removeprefix("faults[]."): default for key, default, _ in fault_keys_table()}
+TEMPLATE_KEYS = {
+    key.removeprefix("workload.templates[]."): default for key, default, _ in entry_keys_table()
+}
 
 WORDS = [
     "none",
@@ -46,6 +55,13 @@ WORDS = [
     "kill",
     "failed",
     "resource_exhausted",
+    "steps",
+    "ramp",
+    "diurnal",
+    "trace",
+    "lognormal",
+    "pareto",
+    "small",
 ]
 anything = st.one_of(
     st.integers(-3, 12),
@@ -78,10 +94,49 @@ def raw_configs(draw: st.DrawFn) -> dict[str, Any]:
     for section in draw(st.lists(st.sampled_from([*SECTION_KEYS, "extra"]), max_size=5)):
         keys = SECTION_KEYS.get(section, {"x": "1"})
         chosen = draw(st.lists(st.sampled_from([*keys, *keys, "unknown_key"]), max_size=4))
-        raw[section] = {key: draw(near(keys.get(key, "1"))) for key in chosen}
+        raw[section] = {
+            key: draw(value_of(f"{section}.{key}", keys.get(key, "1"))) for key in chosen
+        }
     if draw(st.integers(0, 2)):
         raw["faults"] = draw(st.lists(fault_entries(), min_size=1, max_size=2))
     return raw
+
+
+def value_of(key: str, default: str) -> st.SearchStrategy:
+    """A value for `key`: mostly one of its own kind (`KEY_VALUES`), else around its default."""
+    own = KEY_VALUES.get(key)
+    return near(default) if own is None else st.one_of(own, own, own, near(default))
+
+
+@st.composite
+def template_entries(draw: st.DrawFn) -> Any:
+    """A `[[workload.templates]]` entry: mostly a few of its keys with values around their
+    ranges (an ID from a short list, so that IDs clash now and then), now and then an unknown
+    key or not a table at all."""
+    if draw(st.integers(0, 19)) == 0:
+        return draw(anything)
+    keys = [*TEMPLATE_KEYS, "unknown_key"] if draw(st.integers(0, 5)) == 0 else list(TEMPLATE_KEYS)
+    entry = {}
+    for key in draw(st.lists(st.sampled_from(keys), max_size=4, unique=True)):
+        own = KEY_VALUES.get(f"workload.{key}")
+        entry[key] = draw(own if own is not None else near(TEMPLATE_KEYS.get(key, "1")))
+    return entry
+
+
+SYNTHETIC = CONFIGS / "traces" / "synthetic.csv"
+KEY_VALUES = {
+    "workload.template": st.sampled_from(["", "a", "b", "small", "medium", "large"]),
+    "workload.templates": st.lists(template_entries(), min_size=1, max_size=3),
+    "workload.trace": st.sampled_from(
+        [str(SYNTHETIC), str(SYNTHETIC.parent), str(CONFIGS / "seed-herd.toml"), "no.csv", ""]
+    ),
+    "workload.profile_s": st.lists(st.floats(0.0, 40.0), max_size=4).map(lambda v: [0.0, *v]),
+    "workload.profile_rates": st.lists(st.floats(-1.0, 80.0), max_size=5),
+    "workload.labels": st.lists(st.sampled_from(["gpu", "ssd", ""]), max_size=2),
+    "workload.cpu_family": st.sampled_from(["", "x86", "arm"]),
+    "workload.vcpu": st.floats(0.05, 8.0),  # larger ones fill the nodes: retries until deadline
+}
+"""Values of the workload keys whose default ("", []) says little about what they take."""
 
 
 @st.composite
@@ -109,19 +164,108 @@ FAULT_VALUES = {
 """Values around the valid range of the fault keys whose default ("none", 1.0) says little."""
 
 
+def in_range(cls: type, name: str) -> st.SearchStrategy:
+    """Values of a key of `cls` that its declaration allows (its bounds, its choices), or the
+    key's own kind (`KEY_VALUES`): most of what `workloads` draws passes the key checks, so the
+    cross-checks and the runs of the new keys are reached."""
+    own = KEY_VALUES.get(f"workload.{name}")
+    if own is not None:
+        return own
+    meta = next(f.metadata for f in fields(cls) if f.name == name)
+    names = choice_names(meta)
+    if names:
+        return st.sampled_from(names)
+    tp = get_type_hints(cls)[name]
+    lo = meta["ge"] if meta["ge"] is not None else 0
+    if meta["gt"] is not None:
+        lo = meta["gt"] + 0.05
+    hi = meta["le"] if meta["le"] is not None else lo + 30.0
+    if tp is int:
+        return st.integers(int(lo), int(hi))
+    numbers = st.floats(lo, hi)
+    return numbers if tp is float else st.one_of(numbers, st.just("none"))
+
+
+def some_keys(draw: st.DrawFn, cls: type, defaults: dict[str, str]) -> dict[str, Any]:
+    """Each key of `defaults` with probability 0.4; its value in range 19 times in 20, else
+    around its default."""
+    chosen = {}
+    for name, default in defaults.items():
+        if draw(st.integers(0, 4)) < 2:
+            wild = draw(st.integers(0, 19)) == 19
+            chosen[name] = draw(near(default) if wild else in_range(cls, name))
+    return chosen
+
+
+@st.composite
+def profiles(draw: st.DrawFn) -> dict[str, list[float]]:
+    """The points of a steps or ramp profile: from 0, increasing, a rate each."""
+    gaps = draw(st.lists(st.floats(0.5, 8.0), max_size=3))
+    times = [sum(gaps[:i]) for i in range(len(gaps) + 1)]
+    rates = draw(st.lists(st.floats(0.0, 60.0), min_size=len(times), max_size=len(times)))
+    return {"profile_s": times, "profile_rates": rates}
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> dict[str, Any]:
+    """A small config whose [workload] is aimed at the new keys: every arrival kind with what
+    it needs nine times in ten (a profile's points, the shipped trace and its templates' IDs),
+    some of the other keys (lifetimes of each distribution among them) and mostly templates,
+    nearly all values within their declared ranges, so that the cross-checks and the runs are
+    reached."""
+    arrival = draw(st.sampled_from(list(ARRIVALS)))
+    keys = {k: v for k, v in SECTION_KEYS["workload"].items() if k not in ("arrival", "templates")}
+    workload = {"arrival": arrival, **some_keys(draw, WorkloadSpec, keys)}
+    coherent = draw(st.integers(0, 9)) > 0
+    if coherent and arrival in ("steps", "ramp"):
+        workload |= draw(profiles())
+    if coherent and arrival == "trace":
+        workload["trace"] = str(SYNTHETIC)
+        ids = ["small", "medium", "large"]  # the IDs its rows name
+    else:
+        ids = draw(st.lists(st.sampled_from(["a", "b", "c", ""]), min_size=1, max_size=2))
+    if draw(st.integers(0, 3)) or len(ids) == 3:
+        keys = {k: v for k, v in TEMPLATE_KEYS.items() if k != "template"}
+        workload["templates"] = [
+            {"template": i, **some_keys(draw, TemplateSpec, keys)} for i in ids
+        ]
+    run = {"duration_s": draw(st.floats(1.0, 10.0)), "sample_interval_s": 0}
+    return {"run": run, "cluster": {"nodes": draw(st.integers(3, 8))}, "workload": workload}
+
+
+def creates(config: Config) -> float:
+    """How many creates an open-loop config sends (0 for closed loop: `clients` bounds it)."""
+    w, arrival = config.workload, ARRIVALS[config.workload.arrival]
+    if arrival.closed:
+        return 0.0
+    return trace.check(config) if arrival.replay else arrival.expected(w, config.run.duration_s)
+
+
 def small(config: Config) -> bool:
-    """Cheap enough to run: bounded requests (see `bounded` for the RPCs per request)."""
+    """Cheap enough to run: bounded requests (see `bounded` for the RPCs per request); a
+    closed loop only with lifetimes whose median is near their mean (a heavy tail of mean
+    0.05 s is mostly far shorter, and each client would cycle every few ms)."""
     w = config.workload
+    short = any(s.lifetime_s is not None and s.lifetime_s < 0.05 for s in w.sandboxes)
+    tails = any(s.lifetime_dist not in ("fixed", "exponential") for s in w.sandboxes)
     return (
         config.cluster.nodes <= 12
         and config.run.duration_s <= 30
-        and w.rate_per_s * config.run.duration_s <= 2000
+        and creates(config) <= 2000
         and w.clients <= 200
         and w.burst <= 500
         and config.run.sample_interval_s in (0, *range(1, 31))
-        and (w.lifetime_s is None or w.lifetime_s >= 0.05)
+        and not short
+        and not (w.arrival == "closed" and tails)
         and config.cluster.create_latency_ms >= 1.0
     )
+
+
+def validated(raw: dict[str, Any]) -> Config:
+    """`raw` checked as `harness run` checks a config: the keys, then a trace's rows."""
+    config = from_dict(raw)
+    trace.check(config)
+    return config
 
 
 def bounded(config: Config) -> Config:
@@ -144,8 +288,25 @@ def bounded(config: Config) -> Config:
 )
 @given(raw_configs())
 def test_generated_configs_run_or_name_a_key(raw):
+    run_or_name_a_key(raw)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(workloads())
+def test_generated_workloads_run_or_name_a_key(raw):
+    """The same contract on workloads aimed at the templates, lifetimes, rate profiles and
+    traces."""
+    run_or_name_a_key(raw)
+
+
+def run_or_name_a_key(raw: dict[str, Any]) -> None:
     try:
-        config = from_dict(raw)
+        config = validated(raw)
     except ConfigError as e:
         assert e.key and e.reason and "\n" not in str(e)
         event("refused")
@@ -153,6 +314,9 @@ def test_generated_configs_run_or_name_a_key(raw):
     event("valid")
     if small(config):
         event("ran" if not config.faults else "ran with faults")
+        event(f"ran: arrival {config.workload.arrival}")
+        if config.workload.templates:
+            event("ran with templates")
         s = VirtualEngine().run_seed(bounded(config), seed=0).summary
         assert s["placed"] + s["failed"] == s["requests"]
 
@@ -162,6 +326,8 @@ def toml_value(value: Any) -> str:
         return str(value).lower()
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):  # an inline table: a template entry
+        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, float) and value != value:
         return "nan"
     if value == float("inf"):
@@ -202,7 +368,7 @@ def test_the_cli_exits_0_on_a_valid_config_and_2_with_one_line_on_an_invalid_one
     path = tmp / "c.toml"
     write_config(raw, path)
     try:
-        config = from_dict(seeds_from_the_command_line(raw))
+        config = validated(seeds_from_the_command_line(raw))
     except ConfigError:
         config = None
     caps = []

@@ -27,7 +27,7 @@ What is compared, and the general bands (each scenario's numbers and reasons are
   before it (100 or 160 in the virtual engine, whatever fails earlier). Ray places later than
   the model (its own call time), so a few more kills fall past the end: within [virtual min
   (less 2 sd where random failures near the end move it), virtual max + (1 s + the Ray run's
-  own p99 placement latency) of arrivals].
+  own p99 placement latency) of arrivals at the seed's mean rate].
 - **Placement latency**: the model's latency is a floor Ray only adds to, so Ray's p50 is at
   least the virtual engine's smallest, overall and on each node (a slow node's included).
 
@@ -147,6 +147,13 @@ PLANS = {
     # Ray's call time lengthens. Virtual 0.0028-0.0090; Ray 0.0046-0.0096, and 0.0247 once
     # at load average 14 (placement p50 608 ms, p99 4 s): hence 0.02.
     "race-erase": Plan(0.1, cv_margin=0.02),
+    # 60 s at 0.1: 6 s of run. 3,000 rows of a trace at ~50/s, three templates (1, 2, 8 vCPU)
+    # and heavy-tailed lifetimes: each client pool reads the file itself, so the requests
+    # (the rows before the end) are the virtual engine's exactly. Ray falls behind at 500
+    # creates and kills per wall second (placement p50 410-440 model ms, p99 2.3-3.1 s), so
+    # the balance is looser, as in the fault scenarios. Virtual 0.100-0.218; Ray 0.146-0.172
+    # in 3 runs at load averages 7-15 (9.6-10.2 s of Ray wall).
+    "trace-replay": Plan(0.1, cv_margin=0.05),
 }
 
 VARIANTS = {
@@ -287,7 +294,7 @@ def compare(config: Config, plan: Plan, virtual: list[SeedResult], got: SeedResu
         # Creates the Ray engine answers later than the model does get their kill later too,
         # past the run's end for the last ones: its own p99 placement latency widens the band.
         lag_s = KILL_LAG_S + s["p99_place_ms"] / 1000.0
-        hi = max(unkilled) + lag_s * config.workload.rate_per_s
+        hi = max(unkilled) + lag_s * same["requests"] / config.run.duration_s  # mean rate
         c.within("placed - kills", s["placed"] - s["kills"], lo, hi)
 
     floor = min(r["p50_place_ms"] for r in v)

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.keys import defaults_table, fault_keys_table
+from harness.config.keys import defaults_table, entry_keys_table, fault_keys_table
 from harness.schemas import TABLES
+from harness.trace import COLUMNS
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
 
@@ -28,3 +29,15 @@ def test_every_result_column_is_documented(table, column):
 @pytest.mark.parametrize("key", [row[0] for row in fault_keys_table()])
 def test_every_fault_key_is_documented(key):
     assert f"`{key}`" in README
+
+
+@pytest.mark.parametrize("key", [row[0] for row in entry_keys_table()])
+def test_every_key_of_a_list_of_tables_is_documented(key):
+    assert f"| `{key}` |" in README
+
+
+@pytest.mark.parametrize("column", COLUMNS)
+def test_every_trace_column_is_documented(column):
+    section = README.split("### Trace replay", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert any(f"`{column}`" in row.split("|")[1] for row in rows)

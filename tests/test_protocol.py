@@ -527,7 +527,7 @@ def test_open_loop_arrivals_in_order_with_lifetimes_from_their_own_stream() -> N
     expected = []
     for i, life in enumerate(lifetimes):
         t = i / 2
-        expected.append((t, Kind.ARRIVAL, i, (i, t, life)))
+        expected.append((t, Kind.ARRIVAL, i, (i, (t, SHAPE, life))))
         expected.append((t, Kind.SUBMIT_CREATE, i % 2, (i, i, SHAPE, t, (t, t, life))))
     assert open_loop(host, sink) == expected
 
@@ -539,7 +539,7 @@ def test_a_late_arrival_keeps_its_intended_time_and_the_next_is_not_early() -> N
     host.on_arrival(0, first, 0.75)  # handled 0.75 s late; the next was due at 0.5
     (create, nxt) = sink.take()
     assert create == (0.75, Kind.SUBMIT_CREATE, 0, (0, 0, SHAPE, 0.0, (0.0, 0.75, 60.0)))
-    assert nxt == (0.75, Kind.ARRIVAL, 1, (1, 0.5, 60.0))
+    assert nxt == (0.75, Kind.ARRIVAL, 1, (1, (0.5, SHAPE, 60.0)))
 
 
 def test_poisson_arrival_times_do_not_depend_on_lifetimes() -> None:

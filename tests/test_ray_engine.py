@@ -6,7 +6,9 @@ import ipaddress
 import os
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.csv as pcsv
 import pytest
 import ray
 
@@ -14,8 +16,9 @@ from actors.engine import ActorSet, RayEngine, RaySeedRun
 from actors.host import BEAT_TICK_S
 from harness import sketch
 from harness.cli import main
-from harness.config import load
+from harness.config import Config, load
 from harness.engine import get_engine
+from harness.engine.virtual import VirtualEngine
 from harness.ray_setup import connect, stop_ray
 from harness.run_store import load_run
 from harness.scenario import nodes as nodes_at_start
@@ -244,6 +247,44 @@ def test_open_loop_burst_sends_every_create_and_reports_heartbeat_lateness():
     assert 0.0 <= late["heartbeat_late_p50_ms"] <= tick_ms
     assert late["heartbeat_late_p50_ms"] <= late["heartbeat_late_p99_ms"] <= 5 * tick_ms
     assert isinstance(result.requests, pa.Table)
+
+
+def row_vcpus(config: Config) -> list[float]:
+    """The vCPUs each row of the config's trace asks for: its own, else its template's, else
+    the [workload] key's (an independent reading of what `Templates.replay` does)."""
+    by_id = {t.template: t.vcpu for t in config.workload.templates}
+    table = pcsv.read_csv(config.workload.trace).to_pydict()
+    rows = zip(table["template"], table["vcpu"], strict=True)
+    return [v if v is not None else by_id.get(t, config.workload.vcpu) for t, v in rows]
+
+
+def test_a_trace_of_templates_replays_on_ray_as_in_virtual_time():
+    """configs/trace-replay.toml for 10 s at time scale 0.2 on two client pools, each reading
+    the trace itself: one create per row before the end, at the row's time, as the virtual
+    engine's same seed; every sandbox alive at the end sits on its node with its row's vCPUs
+    (a node's allocation beyond its base is their sum); a row's own lifetime is kept exactly."""
+    overrides = ["run.engine=ray", "run.duration_s=10", "run.time_scale=0.2", "ray.client_pools=2"]
+    config = load(CONFIGS / "trace-replay.toml", [*overrides, "run.sample_interval_s=0"])
+    result = RaySeedRun(config, seed=0).run()
+    virtual = VirtualEngine().run_seed(config.with_value("run.engine", "virtual"), seed=0)
+    reqs = result.requests.to_pandas()
+    creates = reqs[reqs["kind"] == "create"].set_index("sandbox_id")
+    want = virtual.requests.to_pandas()
+    assert sorted(creates["issued_at"]) == sorted(want[want["kind"] == "create"]["issued_at"])
+    assert len(creates) == result.summary["placed"] > 400
+    kills = reqs[reqs["kind"] == "kill"].set_index("sandbox_id")
+    assert (kills["outcome"] == "killed").all()
+    vcpus, lives = row_vcpus(config), pcsv.read_csv(config.workload.trace)["lifetime_s"]
+    alive = creates.drop(kills.index)
+    nodes = result.nodes.to_pandas()
+    held = [vcpus[row] for row in alive["client"]]  # the client of an open-loop create: its row
+    expected = nodes["initial_cpu_allocated"].to_numpy().copy()
+    np.add.at(expected, alive["node_id"].to_numpy(), held)
+    assert np.allclose(nodes["cpu_allocated"], expected)
+    for sandbox, kill in kills.iterrows():
+        life = lives[int(creates.loc[sandbox, "client"])].as_py()
+        if life is not None:
+            assert kill["issued_at"] == pytest.approx(creates.loc[sandbox, "done_at"] + life)
 
 
 def test_unreachable_address_is_a_one_line_error_with_exit_code_2(tmp_path, capsys):

@@ -98,7 +98,7 @@ def test_invariants_hold_under_pressure(strategy, too_many_starting):
     assert np.allclose(nodes["cpu_allocated"], expected)
 
 
-@pytest.mark.parametrize("config_name", ["churn", "faults-crash", "replicas"])
+@pytest.mark.parametrize("config_name", ["churn", "faults-crash", "replicas", "trace-replay"])
 def test_a_seed_leaves_no_reference_cycles(config_name):
     """The engine runs a seed with the cyclic collector off (`_no_cycle_collection`); that is
     only free if the model, every strategy and every fault path included, makes no cycles:

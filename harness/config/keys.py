@@ -4,9 +4,10 @@ reference cannot drift from the schema."""
 from __future__ import annotations
 
 from dataclasses import MISSING, fields
-from typing import Any
+from typing import Any, get_type_hints
 
 from harness.config.schema import SECTIONS
+from harness.config.validate import entry_class
 from harness.faults import FaultSpec
 
 
@@ -18,16 +19,33 @@ def _toml(value: Any) -> str:
         return str(value).lower()
     if isinstance(value, str):
         return f'"{value}"'
+    if isinstance(value, tuple):
+        return str(list(value))
     return str(value)
+
+
+def _rows(prefix: str, cls: type) -> list[tuple[str, str, str]]:
+    rows = []
+    for f in fields(cls):
+        default = f.default if f.default is not MISSING else f.default_factory()
+        rows.append((f"{prefix}{f.name}", _toml(default), f.metadata["help"]))
+    return rows
 
 
 def defaults_table() -> list[tuple[str, str, str]]:
     """(dotted key, default, help) for every key: the README's reference comes from here."""
+    return [row for section, cls in SECTIONS.items() for row in _rows(f"{section}.", cls)]
+
+
+def entry_keys_table() -> list[tuple[str, str, str]]:
+    """(key of an entry of a list of tables such as `workload.templates[].vcpu`, default,
+    help), for the README."""
     rows = []
     for section, cls in SECTIONS.items():
-        for f in fields(cls):
-            default = f.default if f.default is not MISSING else f.default_factory()
-            rows.append((f"{section}.{f.name}", _toml(default), f.metadata["help"]))
+        for name, tp in get_type_hints(cls).items():
+            entry = entry_class(tp)
+            if entry is not None:
+                rows += _rows(f"{section}.{name}[].", entry)
     return rows
 
 

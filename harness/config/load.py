@@ -93,6 +93,17 @@ def load(path: str | Path, overrides: list[str] = (), thresholds: list[str] = ()
     run = raw.setdefault("run", {})
     if isinstance(run, dict):  # anything else is refused, naming the section, by from_dict
         run.setdefault("name", path.stem)
+    _absolute_trace(raw, path.parent)
     for text in overrides:
         set_dotted(raw, *parse_override(text))
+    _absolute_trace(raw, Path.cwd())
     return with_thresholds(from_dict(raw), thresholds)
+
+
+def _absolute_trace(raw: dict[str, Any], folder: Path) -> None:
+    """`workload.trace` as an absolute path, a relative one read from `folder` (the config
+    file's for the file's value, the current one for --set): the file is opened later, and on
+    Ray by actors whose current folder is another."""
+    workload = raw.get("workload")
+    if isinstance(workload, dict) and isinstance(workload.get("trace"), str) and workload["trace"]:
+        workload["trace"] = str(folder / workload["trace"])

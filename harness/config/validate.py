@@ -8,10 +8,12 @@ dotted key and the reason; nothing unknown is silently ignored.
 from __future__ import annotations
 
 import difflib
+import itertools
 import types
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from harness.arrivals import ARRIVALS
 from harness.config.schema import SECTIONS, Config
 from harness.faults import FAULT_KINDS, FaultSpec, SlowNodes
 from harness.placement import PluginError, resolve
@@ -20,6 +22,7 @@ from harness.registry import RegistryError
 from harness.scheduler import PlacementSpec
 from harness.spec import choice_names
 from harness.thresholds import Threshold, ThresholdError, parse
+from harness.workload import WorkloadSpec
 
 
 class ConfigError(ValueError):
@@ -105,6 +108,15 @@ def not_a_table(name: str, raw: Any, header: str) -> ConfigError:
     return ConfigError(name, f"must be a table ({header}), got {got}")
 
 
+def entry_class(tp: Any) -> type | None:
+    """The class of the entries of a key declared `tuple[Entry, ...]` (a list of tables in
+    the file, such as `[[workload.templates]]`); None for any other key."""
+    args = get_args(tp)
+    if get_origin(tp) is tuple and args and is_dataclass(args[0]):
+        return args[0]
+    return None
+
+
 def _section(name: str, cls: type, raw: Any, header: str) -> Any:
     if not isinstance(raw, dict):
         raise not_a_table(name, raw, header)
@@ -115,25 +127,33 @@ def _section(name: str, cls: type, raw: Any, header: str) -> Any:
         dotted = f"{name}.{key}"
         if key not in known:
             raise _unknown(dotted, list(known))
+        entry = entry_class(hints[key])
+        if entry is not None:
+            values[key] = _entries(dotted, entry, value, f"[[{dotted}]]")
+            continue
         coerced = _coerce(dotted, value, hints[key])
         _check_range(dotted, coerced, known[key].metadata)
         values[key] = coerced
     return cls(**values)
 
 
+def _entries(name: str, cls: type, raw: Any, header: str) -> tuple[Any, ...]:
+    """A list of tables (`header`), each entry checked like a section."""
+    if not isinstance(raw, list | tuple):
+        raise ConfigError(name, f"must be a list of tables ({header}), got {raw!r}")
+    return tuple(
+        _section(f"{name}[{i}]", cls, entry, f"one {header} entry") for i, entry in enumerate(raw)
+    )
+
+
 def _faults(raw: Any) -> tuple[FaultSpec, ...]:
     """`[[faults]]` entries, each checked like a section and against its kind's keys."""
-    if not isinstance(raw, list):
-        raise ConfigError("faults", f"must be a list of tables ([[faults]]), got {raw!r}")
-    entries = []
-    for i, entry in enumerate(raw):
-        name = f"faults[{i}]"
-        fault = _section(name, FaultSpec, entry, "one [[faults]] entry")
+    entries = _entries("faults", FaultSpec, raw, "[[faults]]")
+    for i, (fault, entry) in enumerate(zip(entries, raw, strict=True)):
         for key in entry:
             if key != "kind" and key not in FAULT_KINDS[fault.kind].keys:
-                raise ConfigError(f"{name}.{key}", f"does not apply to kind {fault.kind}")
-        entries.append(fault)
-    return tuple(entries)
+                raise ConfigError(f"faults[{i}].{key}", f"does not apply to kind {fault.kind}")
+    return entries
 
 
 def flatten(table: dict[str, Any], prefix: str = "", leaf: str | None = None) -> dict[str, Any]:
@@ -237,23 +257,7 @@ def _cross_check(c: Config) -> None:
         )
     if c.placement.k > c.cluster.nodes:
         raise ConfigError("placement.k", f"{c.placement.k} exceeds cluster.nodes {c.cluster.nodes}")
-    if c.workload.arrival == "closed" and c.workload.lifetime_s is None:
-        raise ConfigError(
-            "workload.lifetime_s",
-            "must be a number for closed-loop clients (they kill, then create)",
-        )
-    if c.workload.vcpu > c.cluster.cpu_count:
-        raise ConfigError(
-            "workload.vcpu",
-            f"{c.workload.vcpu:g} exceeds cluster.cpu_count "
-            f"{c.cluster.cpu_count}: no node could ever take a sandbox",
-        )
-    if c.workload.arrival == "burst" and c.workload.burst_at_s >= c.run.duration_s:
-        raise ConfigError(
-            "workload.burst_at_s",
-            f"{c.workload.burst_at_s:g} is not before run.duration_s {c.run.duration_s:g}: "
-            "the run would send nothing",
-        )
+    _check_workload(c)
     for i, fault in enumerate(c.faults):
         _check_fault(f"faults[{i}]", fault, c)
     _check_placement(c.placement)
@@ -264,6 +268,68 @@ def _cross_check(c: Config) -> None:
             f"{c.placement.rpc_timeout_ms:g} is not above the slowest create round trip "
             f"({slowest:g} ms with slow nodes, overlapping entries of a node added up): "
             "the timeout models lost answers, not slow ones",
+        )
+
+
+def _check_workload(c: Config) -> None:
+    w = c.workload
+    prefixes = [f"workload.templates[{i}]" for i in range(len(w.templates))] or ["workload"]
+    ids: dict[str, str] = {}
+    for prefix, sandbox in zip(prefixes, w.sandboxes, strict=True):
+        if w.arrival == "closed" and sandbox.lifetime_s is None:
+            raise ConfigError(
+                f"{prefix}.lifetime_s",
+                "must be a number for closed-loop clients (they kill, then create)",
+            )
+        if sandbox.vcpu > c.cluster.cpu_count:
+            raise ConfigError(
+                f"{prefix}.vcpu",
+                f"{sandbox.vcpu:g} exceeds cluster.cpu_count "
+                f"{c.cluster.cpu_count}: no node could ever take a sandbox",
+            )
+        if w.templates and sandbox.template in ids:
+            raise ConfigError(
+                f"{prefix}.template",
+                f"{sandbox.template!r} is already the ID of {ids[sandbox.template]}: "
+                "each template needs an ID of its own",
+            )
+        ids[sandbox.template] = prefix
+    if w.arrival == "burst" and w.burst_at_s >= c.run.duration_s:
+        raise ConfigError(
+            "workload.burst_at_s",
+            f"{w.burst_at_s:g} is not before run.duration_s {c.run.duration_s:g}: "
+            "the run would send nothing",
+        )
+    if w.arrival in ("steps", "ramp"):
+        _check_profile(w, c.run.duration_s)
+    if w.arrival == "trace" and not w.trace:
+        raise ConfigError("workload.trace", "arrival trace needs a file: a .csv or .parquet path")
+
+
+def _check_profile(w: WorkloadSpec, duration: float) -> None:
+    """The points of a steps or ramp profile: times from 0 on, increasing, a rate each, and
+    some creates before the end."""
+    times, rates = w.profile_s, w.profile_rates
+    if not times:
+        raise ConfigError(
+            "workload.profile_s", f"arrival {w.arrival} needs the times of its points, e.g. [0, 10]"
+        )
+    if len(rates) != len(times):
+        raise ConfigError(
+            "workload.profile_rates",
+            f"has {len(rates)} rates for the {len(times)} points of workload.profile_s",
+        )
+    if times[0] != 0:
+        raise ConfigError("workload.profile_s", f"must start at 0, got {times[0]:g}")
+    for before, after in itertools.pairwise(times):
+        if after <= before:
+            raise ConfigError(
+                "workload.profile_s", f"must increase, got {after:g} after {before:g}"
+            )
+    if ARRIVALS[w.arrival].expected(w, duration) <= 0:
+        raise ConfigError(
+            "workload.profile_rates",
+            f"are 0 until run.duration_s {duration:g}: the run would send nothing",
         )
 
 

@@ -57,8 +57,8 @@ class Kind:
     """(sandbox_id, outcome, node, context): a kill is answered."""
     # the client side's own timers
     ARRIVAL = 11
-    """(arrival index, intended time, lifetime): the next open-loop arrival is due (key:
-    arrival index)."""
+    """(arrival index, (intended time, shape, lifetime)): the next open-loop arrival is due
+    (key: arrival index)."""
     CLIENT_START = 12
     """payload: the intended time; a closed-loop client starts its next cycle."""
     KILL_DUE = 13

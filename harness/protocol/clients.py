@@ -1,21 +1,24 @@
 """The client side: who sends what when. Open-loop arrivals or closed-loop clients, each
-sandbox's lifetime and its kill, think and back-off pauses, and one request row per call.
+sandbox's template and lifetime and its kill, think and back-off pauses, and one request row
+per call.
 
 One `ClientHost` runs the clients `c` with `c % hosts == index`: all of them in the virtual
 engine, one client pool's share on Ray. Every host walks the whole arrival sequence (drawing
-every lifetime), so the same client gets the same arrival time and lifetime wherever it runs.
+every template and lifetime, or reading every row of a trace), so the same client gets the same
+arrival time, template and lifetime wherever it runs.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
+from harness.arrivals import ARRIVALS
 from harness.protocol import Emit, Handler, Kind
 from harness.recording import RequestLog
 from harness.request import Shape
 from harness.streams import stream
-from harness.workload import ARRIVALS, WorkloadSpec
+from harness.workload import Create, Templates, TraceRow, WorkloadSpec
 
 
 class ClientHost:
@@ -28,6 +31,7 @@ class ClientHost:
         replicas: int,
         seed: int,
         emit: Emit,
+        trace: Callable[[], Iterable[TraceRow]] | None = None,
     ) -> None:
         self.index = index
         self.hosts = hosts
@@ -38,13 +42,16 @@ class ClientHost:
         self.seed = seed
         self.emit = emit
         self.arrival = ARRIVALS[spec.arrival]
-        self.shape = Shape(spec.vcpu, spec.memory_mib, spec.usage)
+        self.templates = Templates(spec)
+        self.trace = trace
+        """The rows of the trace to replay, read afresh by each call (arrival `trace`)."""
         self.log = RequestLog()
         self.waiting = 0
         """Creates and kills sent and not answered yet."""
         self.issued = 0
-        self._arrivals: Iterator[tuple[int, float, float | None]] | None = None
-        self._lifetimes: dict[int, random.Random] = {}
+        self._arrivals: Iterator[tuple[int, Create]] | None = None
+        self._streams: dict[int, tuple[random.Random, random.Random | None]] = {}
+        """A closed-loop client's lifetime stream, and its template stream if it picks."""
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -62,41 +69,51 @@ class ClientHost:
                 if client % self.hosts == self.index and t < self.duration:
                     self.emit(t, Kind.CLIENT_START, client, t)
         else:
-            self._arrivals = self._own_arrivals(workload)
+            self._arrivals = self._own_arrivals(self._creates(workload))
             self._next_arrival(0.0)
 
-    def _own_arrivals(self, workload: random.Random) -> Iterator[tuple[int, float, float | None]]:
-        """(arrival index, time, lifetime) of this host's open-loop arrivals. Lifetimes come
-        from a stream of their own, drawn for every arrival in order."""
+    def _creates(self, workload: random.Random) -> Iterator[Create]:
+        """Every open-loop create in order. Lifetimes come from a stream of their own, drawn
+        for every create in order (none for a trace row that gives its own), and so do the
+        picks of a template."""
         lifetimes = stream(self.seed, "lifetime")
+        if self.arrival.replay:
+            return self.templates.replay(self.trace(), self.duration, lifetimes)
         times = self.arrival.times(self.spec, self.duration, workload)
-        for client, t in enumerate(times):
-            life = self.spec.lifetime(lifetimes)
+        return self.templates.draw(times, stream(self.seed, "template"), lifetimes)
+
+    def _own_arrivals(self, creates: Iterator[Create]) -> Iterator[tuple[int, Create]]:
+        """(arrival index, create) of this host's share of the open-loop arrivals."""
+        for client, create in enumerate(creates):
             if client % self.hosts == self.index:
-                yield client, t, life
+                yield client, create
 
     def _next_arrival(self, now: float) -> None:
         nxt = next(self._arrivals, None)
         if nxt is not None:
-            self.emit(max(nxt[1], now), Kind.ARRIVAL, nxt[0], nxt)
+            self.emit(max(nxt[1][0], now), Kind.ARRIVAL, nxt[0], nxt)
 
-    def on_arrival(self, client: int, payload: tuple[int, float, float | None], now: float) -> None:
-        _, t, life = payload
-        self._create(client, t, now, life)
+    def on_arrival(self, client: int, payload: tuple[int, Create], now: float) -> None:
+        t, shape, life = payload[1]
+        self._create(client, t, now, shape, life)
         self._next_arrival(now)
 
     def on_client_start(self, client: int, intended: float, now: float) -> None:
-        rng = self._lifetimes.get(client)
-        if rng is None:
-            rng = self._lifetimes[client] = stream(self.seed, f"lifetime/{client}")
-        self._create(client, intended, now, self.spec.lifetime(rng))
+        streams = self._streams.get(client)
+        if streams is None:
+            picks = stream(self.seed, f"template/{client}") if self.templates.several else None
+            streams = self._streams[client] = (stream(self.seed, f"lifetime/{client}"), picks)
+        template = self.templates.pick(streams[1])
+        self._create(client, intended, now, template.shape, template.life(streams[0]))
 
-    def _create(self, client: int, issued_at: float, now: float, life: float | None) -> None:
+    def _create(
+        self, client: int, issued_at: float, now: float, shape: Shape, life: float | None
+    ) -> None:
         """Send a create; the answer brings back (issued_at, sent_at, lifetime)."""
         sandbox_id = self.index + self.hosts * self.issued
         self.issued += 1
         context = (issued_at, now, life)
-        submit = (client, sandbox_id, self.shape, issued_at, context)
+        submit = (client, sandbox_id, shape, issued_at, context)
         self.waiting += 1
         self.emit(now, Kind.SUBMIT_CREATE, client % self.replicas, submit)
 
