@@ -14,7 +14,7 @@ from rich.console import Console
 import harness
 from harness.analysis import by_strategy
 from harness.cli import main
-from harness.config.keys import defaults_table, fault_keys_table
+from harness.config.keys import defaults_table, entry_keys_table, fault_keys_table
 from harness.display import SweepBar, clock, print_keys, print_run, print_sweep
 from harness.ledgers import LEDGERS
 from harness.report_html import _table
@@ -139,14 +139,14 @@ def test_the_progress_line_names_elapsed_and_eta_and_fits():
 def test_harness_keys_lists_every_key_and_fits(width):
     text = _render(print_keys, width)
     _fits(text, width)
-    for key, default, _ in defaults_table() + fault_keys_table():
+    for key, default, _ in defaults_table() + entry_keys_table() + fault_keys_table():
         assert key in text and default in text
 
 
 def test_keys_markdown_is_the_readme_table(capsys):
     assert main(["keys", "--markdown"]) == 0
     rows = capsys.readouterr().out.splitlines()
-    assert len(rows) == len(defaults_table()) + len(fault_keys_table())
+    assert len(rows) == len(defaults_table()) + len(entry_keys_table()) + len(fault_keys_table())
     assert all(row in README for row in rows)
 
 
