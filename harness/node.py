@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import NamedTuple
 
 from harness.heartbeat import Report
 from harness.request import Shape
@@ -16,6 +17,19 @@ class Outcome(StrEnum):
     FAILED = "failed"
     TIMEOUT = "timeout"
     """No answer in time: the scheduler gave up; the node may have acted all the same."""
+
+
+class NodeInfo(NamedTuple):
+    """A node's static facts. A scheduler replica learns them once, when the nodes register at
+    start-up (as upstream's node manager reads a node's machine info from its first
+    ServiceInfo), and they never change during a run."""
+
+    cpu_count: int
+    memory_mib: float
+    labels: frozenset[str] = frozenset()
+    """What a sandbox may require of the node (`Shape.labels`)."""
+    cpu_family: str = ""
+    """What a sandbox built on a given CPU family requires (`Shape.cpu_family`); empty: none."""
 
 
 class Node:
@@ -71,7 +85,9 @@ class Node:
         return self.overcommit * self.cpu_count
 
     def create(self, sandbox_id: int, shape: Shape) -> Outcome:
-        """Admit on the true state: the node refuses when it would exceed R * cpu_count."""
+        """Admit on the true state: the node refuses when it would exceed R * cpu_count. Not on
+        memory: upstream's nodes (and its benchmark's) never refuse for it, so only the
+        scheduler's `memory_overcommit` filter, on reported memory, keeps it in bounds."""
         if self.down:
             return Outcome.FAILED
         if sandbox_id in self.sandboxes:

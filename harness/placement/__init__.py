@@ -5,7 +5,8 @@ Extension points, in the order a choice runs them:
   the reference's; `every_node`: all of them, in order). Filters apply while sampling, so a
   node that fails one is skipped, not counted.
 - **filters**: predicates a candidate must pass (`excluded` after a failed RPC, `too_many_
-  starting`, `cpu_fits`).
+  starting`, `cpu_fits`, and upstream's eligibility: `memory_overcommit`, `labels`,
+  `cpu_family`).
 - **scorers**, each with a weight: the candidate's score is the weighted sum (`reference`:
   the reference's formula).
 - **selector**: which scored candidate wins (`lowest`, strict `<`: the first sampled wins a

@@ -1,10 +1,11 @@
 """The extension points of placement: what a sampler, a filter, a scorer and a selector are.
 
 A plugin is constructed once per scheduler replica with the replica's `PlacementSpec` (its
-tunables) and then asked, for each choice, about the request (`req`: its vCPUs, memory,
-excluded nodes) and the replica's state (`scheduler`: its view through
-`scheduler.ledger.views` and `scheduler.reserved`, its in-progress map, its random stream). It
-reads; it never changes the state, and it never reads a clock: `now` is given.
+tunables) and then asked, for each choice, about the request (`req`: its vCPUs, memory, shape,
+excluded nodes) and the replica's state (`scheduler`: the nodes' static facts in
+`scheduler.nodes`, its view through `scheduler.ledger.views` and `scheduler.reserved`, its
+in-progress map, its random stream). It reads; it never changes the state, and it never reads a
+clock: `now` is given.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ class Sampler(Plugin):
 
 class Filter(Plugin):
     """A predicate every candidate must pass."""
+
+    per_shape: ClassVar[bool] = False
+    """Whether `applies` depends on the request's shape alone: a pipeline then asks once per
+    shape (a workload shares one `Shape` per template), not for every create."""
 
     def needed(self) -> bool:
         """Whether the filter can ever reject a node under these rules; a pipeline drops one
