@@ -64,6 +64,20 @@ class ClusterSpec:
         1.0, "Round trip of the create RPC; the node acts at its midpoint.", gt=0
     )
     kill_latency_ms: float = key(1.0, "Round trip of the kill RPC.", gt=0)
+    create_cold_ms: float = key(
+        0.0,
+        "Node-side time of a create whose template the node has not cached, between acting "
+        "and answering (added to the round trip).",
+        ge=0,
+    )
+    create_warm_ms: float = key(
+        0.0, "Node-side time of a create whose template the node has cached.", ge=0
+    )
+    template_cache: int = key(
+        16,
+        "Templates a node keeps cached: those of its most recent creates (an LRU); 0: none.",
+        ge=0,
+    )
 
     def node_pools(self) -> list[PoolSpec]:
         """The pools, or the one pool the single-pool keys describe."""
@@ -110,6 +124,7 @@ def build_nodes(spec: ClusterSpec, overcommit: float, rng: random.Random) -> lis
                 pool.memory_mib,
                 overcommit,
                 load,
+                cache_size=spec.template_cache,
             )
             for i, load in enumerate(loads)
         ]

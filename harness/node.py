@@ -36,11 +36,13 @@ class Node:
     """True state of one node: the sandboxes it runs, by ID.
 
     `base_cpu` is load that was there before the run (the reference's 0-4 random vCPUs); it is
-    allocated but belongs to no sandbox this harness created.
+    allocated but belongs to no sandbox this harness created. `cache_size` bounds the templates
+    the node keeps cached (`cache`).
     """
 
     __slots__ = (
         "base_cpu",
+        "cache_size",
         "cpu_allocated",
         "cpu_count",
         "cpu_percent",
@@ -54,6 +56,7 @@ class Node:
         "peak_cpu_allocated",
         "sandboxes",
         "seq",
+        "templates",
     )
 
     def __init__(
@@ -63,6 +66,7 @@ class Node:
         memory_mib: float,
         overcommit: float,
         base_cpu: float = 0.0,
+        cache_size: int = 0,
     ) -> None:
         self.node_id = node_id
         self.cpu_count = cpu_count
@@ -79,6 +83,9 @@ class Node:
         self.down = False
         self.lost: list[int] = []
         """IDs of the sandboxes that were on this node when it crashed."""
+        self.cache_size = cache_size
+        self.templates: dict[str, None] = {}
+        """The templates cached, least recently used first."""
 
     @property
     def capacity(self) -> float:
@@ -117,17 +124,31 @@ class Node:
         self.memory_used_mib -= memory_mib * usage
         return Outcome.OK
 
+    def cache(self, template: str) -> bool:
+        """Whether `template` is cached (a warm create). Either way it becomes the most
+        recently used, and the least recently used template beyond `cache_size` is dropped."""
+        templates = self.templates
+        warm = template in templates
+        if warm:
+            del templates[template]
+        if self.cache_size:
+            templates[template] = None
+            if len(templates) > self.cache_size:
+                del templates[next(iter(templates))]
+        return warm
+
     def crash(self) -> None:
-        """The node dies: its sandboxes are gone (kept in `lost`), RPCs to it fail, and it
-        sends no report until `restart`."""
+        """The node dies: its sandboxes are gone (kept in `lost`) and so is its template
+        cache, RPCs to it fail, and it sends no report until `restart`."""
         self.down = True
         self.lost.extend(self.sandboxes)
         self.sandboxes.clear()
         self.cpu_allocated = self.cpu_percent = 0.0
         self.memory_allocated_mib = self.memory_used_mib = 0.0
+        self.templates.clear()
 
     def restart(self) -> None:
-        """Back after a crash, empty."""
+        """Back after a crash, empty: no sandbox, no template cached."""
         self.down = False
 
     def report(self, now: float, with_ids: bool = False) -> Report:

@@ -38,6 +38,15 @@ def rpc_model(config: Config) -> RpcModel:
     )
 
 
+def create_times(config: Config) -> tuple[float, float] | None:
+    """(cold, warm): seconds a create takes on the node, without or with its template cached;
+    None when both are 0 (the node answers at once)."""
+    c = config.cluster
+    if not (c.create_cold_ms or c.create_warm_ms):
+        return None
+    return c.create_cold_ms / 1000.0, c.create_warm_ms / 1000.0
+
+
 def heartbeat_plan(config: Config) -> HeartbeatPlan:
     return HeartbeatPlan(config.heartbeat, config.run.duration_s)
 
@@ -67,6 +76,7 @@ def node_host(config: Config, seed: int, hosted: list[Node], emit: Emit) -> Node
         beat_groups(config, seed, ids),
         Faults(config.faults, stream(seed, f"faults/{first}"), ids),
         rpc_model(config),
+        create_times(config),
         config.placement.replicas,
         ledger.wants_sandbox_ids,
         ledger.wants_response_report,

@@ -57,6 +57,20 @@ class PlacementSpec:
         "allocated memory + the request exceeds M x its reported total; 0: off.",
         ge=0,
     )
+    affinity_max_hits: int = key(
+        10,
+        "cache_affinity: placements of a template on a node that add to its bonus; more add "
+        "nothing.",
+        ge=1,
+    )
+    affinity_top_nodes: int = key(
+        20, "cache_affinity: nodes remembered per template, those with the most placements.", ge=1
+    )
+    affinity_ttl_s: float = key(
+        28800.0,
+        "cache_affinity: a template's record is forgotten this long after its last placement.",
+        gt=0,
+    )
 
 
 class Step(StrEnum):
@@ -88,6 +102,7 @@ class Scheduler:
         self.min_cpu_count = min((info.cpu_count for info in nodes), default=0)
         self.reserved = self._reserved_of(ledger)
         self.pipeline = Pipeline(rules)
+        self.placed_hooks = self.pipeline.placed_hooks
 
     def _reserved_of(self, ledger: Ledger) -> Callable[[int, float], float]:
         """`reserved(node, now)`, the score's `reserved`: the believed allocation, plus the
@@ -130,6 +145,9 @@ class Scheduler:
         self.ledger.create_finished(req, outcome, now, response)
         if outcome is Outcome.OK:
             req.attempts += 1
+            if self.placed_hooks:
+                for placed in self.placed_hooks:
+                    placed(self, req, now)
             return Step.PLACED
         if outcome is Outcome.RESOURCE_EXHAUSTED:
             req.skips += 1

@@ -91,6 +91,7 @@ def test_harness_plugins_lists_every_plugin_one_line_each(capsys) -> None:
     assert main(["plugins"]) == 0
     lines = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert ["scorer", "reference", "harness"] in lines
+    assert ["scorer", "cache_affinity", "harness"] in lines
     for name in ("memory_overcommit", "labels", "cpu_family"):
         assert ["filter", name, "harness"] in lines
     assert ["sampler", "every_node", "harness"] in lines

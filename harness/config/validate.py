@@ -287,16 +287,23 @@ def _cross_check(c: Config) -> None:
             "placement.k", f"{c.placement.k} exceeds {_nodes_named(c.cluster)} {nodes}"
         )
     _check_workload(c)
+    if c.cluster.create_warm_ms > c.cluster.create_cold_ms:
+        raise ConfigError(
+            "cluster.create_warm_ms",
+            f"{c.cluster.create_warm_ms:g} exceeds cluster.create_cold_ms "
+            f"{c.cluster.create_cold_ms:g}: a cached template cannot make a create slower",
+        )
     for i, fault in enumerate(c.faults):
         _check_fault(f"faults[{i}]", fault, c)
     _check_placement(c.placement)
-    slowest = c.cluster.create_latency_ms + SlowNodes(c.faults).slowest_ms()
+    slow = SlowNodes(c.faults).slowest_ms()
+    slowest = c.cluster.create_latency_ms + c.cluster.create_cold_ms + slow
     if c.placement.rpc_timeout_ms <= slowest:
         raise ConfigError(
             "placement.rpc_timeout_ms",
             f"{c.placement.rpc_timeout_ms:g} is not above the slowest create round trip "
-            f"({slowest:g} ms with slow nodes, overlapping entries of a node added up): "
-            "the timeout models lost answers, not slow ones",
+            f"({slowest:g} ms with a cold create and slow nodes, overlapping entries of a node "
+            "added up): the timeout models lost answers, not slow ones",
         )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.ledgers import LEDGERS
+from harness.placement.affinity import CacheAffinity
 from harness.placement.best_of_k import BestOfK, EveryNode, Lowest, Reference
 from harness.placement.designs import (
     BinPack,
@@ -28,7 +29,7 @@ from harness.placement.filters import (
     RequiredLabels,
     TooManyStarting,
 )
-from harness.placement.plugin import Eligible, Filter, Sampler, Scorer, Selector
+from harness.placement.plugin import Eligible, Filter, Plugin, Sampler, Scorer, Selector
 from harness.registry import Registry, RegistryError
 
 if TYPE_CHECKING:
@@ -53,7 +54,9 @@ FILTERS = Registry(
         Fits,
     ),
 )
-SCORERS = Registry("scorers", "scorer", Scorer, (Reference, CpuUsage, BinPack, Constant))
+SCORERS = Registry(
+    "scorers", "scorer", Scorer, (Reference, CpuUsage, BinPack, Constant, CacheAffinity)
+)
 SELECTORS = Registry("selectors", "selector", Selector, (Lowest, LeastBusyQuirk))
 REGISTRIES = {r.axis: r for r in (SAMPLERS, FILTERS, SCORERS, SELECTORS)}
 """The placement extension points by axis (the name of their config key)."""
@@ -128,6 +131,7 @@ class Pipeline:
         "by_request",
         "by_shape",
         "filters",
+        "placed_hooks",
         "sample",
         "score",
         "scorers",
@@ -151,6 +155,9 @@ class Pipeline:
         selector: Selector = resolve("selectors", rules.selector or algorithm.selector)(rules)
         self.sample = sampler.sample
         self.select = selector.select
+        parts: list[Plugin] = [sampler, *self.filters, *(s for s, _ in self.scorers), selector]
+        self.placed_hooks = [p.placed for p in parts if type(p).placed is not Plugin.placed]
+        """The parts that learn from their placements (`Plugin.placed`)."""
         # One scorer of weight 1: its scores are the scores (no float work added).
         single = len(self.scorers) == 1 and self.scorers[0][1] == 1.0
         self.score = self.scorers[0][0].scores if single else self._weighted

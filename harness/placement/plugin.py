@@ -5,7 +5,8 @@ tunables) and then asked, for each choice, about the request (`req`: its vCPUs, 
 excluded nodes) and the replica's state (`scheduler`: the nodes' static facts in
 `scheduler.nodes`, its view through `scheduler.ledger.views` and `scheduler.reserved`, its
 in-progress map, its random stream). It reads; it never changes the state, and it never reads a
-clock: `now` is given.
+clock: `now` is given. A plugin that learns from its own placements keeps its own record and
+overrides `placed` (kube-scheduler's PostBind), as `cache_affinity` does.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ class Plugin:
 
     def __init__(self, rules: PlacementSpec) -> None:
         self.rules = rules
+
+    def placed(self, scheduler: Scheduler, req: CreateRequest, now: float) -> None:
+        """After a create this replica placed on `req.node` succeeded. A pipeline calls only
+        the plugins that override it, so the others cost nothing."""
 
 
 class Sampler(Plugin):
