@@ -25,7 +25,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.host import ClientPool, NodeGroup, Replica, Restarted
 from actors.spool import Spool
-from harness import scenario, sketch
+from harness import sketch
 from harness.clock import WallClock
 from harness.config import Config
 from harness.engine import EngineError, Progress, Snapshot
@@ -71,7 +71,7 @@ class Layout:
 
 def layout(config: Config) -> Layout:
     """The actors `config` runs on, sized to the Ray cluster joined (`RayConfig.sizes`)."""
-    n = config.cluster.nodes
+    n = config.cluster.node_count
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     n_groups, n_pools = config.ray.sizes(n, cpus)
     bounds = tuple(n * g // n_groups for g in range(n_groups + 1))
@@ -177,8 +177,7 @@ class RaySeedRun:
             groups = self._on_groups("connect", *actors.wiring())
             actors.processes = self._on_groups("life")
             actors.ray_nodes = [*groups, *replicas, *pools]
-        cpu_counts = [node.cpu_count for node in scenario.nodes(config, seed)]
-        self._get(self.replicas, "reset", self.gen, config, seed, cpu_counts)
+        self._get(self.replicas, "reset", self.gen, config, seed)
         self._get(self.pools, "reset", self.gen, config, seed)
         self._on_groups("reset", *self.group_reset)
         self._on_groups("sync")

@@ -397,11 +397,12 @@ class Replica(Host):
         super().__init__()
         self.index = index
 
-    async def reset(self, gen: int, config: Config, seed: int, cpu_counts: list[int]) -> None:
-        """Replica `index` of `seed`, its view empty until the pre-run sync (`Host._reset`)."""
+    async def reset(self, gen: int, config: Config, seed: int) -> None:
+        """Replica `index` of `seed`: the nodes as they register, its view empty until the
+        pre-run sync (`Host._reset`)."""
         if not self._reset(gen, config):
             return
-        self.host = scenario.replica_host(config, seed, self.index, cpu_counts, self.emit)
+        self.host = scenario.replica_host(config, seed, self.index, self.emit)
         self._set_party(self.host.handlers())
         self.round_trips = sketch.new()
         """Create RPC round trips, model ms."""

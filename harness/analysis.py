@@ -284,7 +284,8 @@ def latency_over_time(requests: pd.DataFrame, width: float) -> pd.DataFrame:
     creates = requests[(requests["kind"] == "create") & (requests["outcome"] == "placed")]
     t = (creates["issued_at"] // width) * width
     grouped = creates.groupby([creates["strategy"], t.rename("t")], sort=False)["latency_ms"]
-    frame = grouped.quantile([0.5, 0.99]).unstack()
+    # Both columns even when nothing was placed (no quantile to unstack).
+    frame = grouped.quantile([0.5, 0.99]).unstack().reindex(columns=[0.5, 0.99])
     frame.columns = ["p50", "p99"]
     return frame.reset_index().sort_values("t", kind="stable", ignore_index=True)
 

@@ -157,7 +157,8 @@ def _requests(config: Config) -> tuple[float, float, float, dict[str, float]]:
     mix = _mix(w)
     vcpu = sum(share * s.vcpu for share, s in mix)
     lifetime = sum(share * (s.lifetime_s or math.inf) for share, s in mix)
-    slots = c.nodes * config.placement.r * c.cpu_count / vcpu
+    cpus = sum(p.count * p.cpu_count for p in c.node_pools())
+    slots = config.placement.r * cpus / vcpu
     duration = run.duration_s
     if w.arrival == "closed":
         started = w.clients * (min(1.0, duration / w.ramp_s) if w.ramp_s else 1.0)
@@ -190,7 +191,8 @@ def _requests(config: Config) -> tuple[float, float, float, dict[str, float]]:
 def seed_terms(config: Config) -> list[Term]:
     """The cost of one seed of `config` on the virtual engine, part by part."""
     c, h, run = config.cluster, config.heartbeat, config.run
-    nodes, replicas, duration = c.nodes, config.placement.replicas, run.duration_s
+    nodes, replicas, duration = c.node_count, config.placement.replicas, run.duration_s
+    nodes_key = "cluster.pools" if c.pools else "cluster.nodes"
     views = nodes * (replicas - 1)
     creates, kills, alive, request_keys = _requests(config)
     rows = creates + kills
@@ -201,7 +203,7 @@ def seed_terms(config: Config) -> list[Term]:
     samples = math.floor(duration / run.sample_interval_s) + 1 if run.sample_interval_s else 0
     timeline = nodes * replicas * samples
     spread = {
-        "cluster.nodes": _up(nodes, _D.cluster.nodes),
+        nodes_key: _up(nodes, _D.cluster.nodes),
         "placement.replicas": _up(replicas, _D.placement.replicas),
         "run.duration_s": _up(duration, _D.run.duration_s),
     }
@@ -211,14 +213,14 @@ def seed_terms(config: Config) -> list[Term]:
             nodes,
             nodes * NODE_BYTES,
             nodes * NODE_S,
-            {"cluster.nodes": spread["cluster.nodes"]},
+            {nodes_key: spread[nodes_key]},
         ),
         Term(
             "views of the extra replicas",
             views,
             views * VIEW_BYTES,
             views * VIEW_S,
-            {k: spread[k] for k in ("placement.replicas", "cluster.nodes")},
+            {k: spread[k] for k in ("placement.replicas", nodes_key)},
         ),
         Term(
             "request rows",
@@ -261,10 +263,10 @@ def seed_terms(config: Config) -> list[Term]:
 
 def ray_actors(config: Config, cpus: int) -> Term:
     """The actor processes a seed on the Ray engine starts (see `RayConfig.sizes`)."""
-    groups, pools = config.ray.sizes(config.cluster.nodes, cpus)
+    groups, pools = config.ray.sizes(config.cluster.node_count, cpus)
     replicas = config.placement.replicas
     actors = groups + replicas + pools
-    auto = RayConfig().sizes(config.cluster.nodes, cpus)
+    auto = RayConfig().sizes(config.cluster.node_count, cpus)
     keys = {
         "ray.node_groups": _up(groups, auto[0]),
         "placement.replicas": _up(replicas, _D.placement.replicas),

@@ -19,7 +19,8 @@ class Report(NamedTuple):
     """Aggregates only, as in the real ServiceInfo: applying one overwrites the scheduler's view.
 
     Immutable, and a tuple because ten thousand nodes send one every interval: it is the
-    cheapest immutable record Python builds.
+    cheapest immutable record Python builds (and `NodeView.overwrite` unpacks it in field order:
+    a new field goes last).
 
     `seq` grows by one per report of a node, so a strategy can drop reports that arrive out of
     order; `sandbox_ids` is filled only for strategies that reconcile by ID.

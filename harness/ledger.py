@@ -26,6 +26,7 @@ class LedgerOptions:
 
 
 DEFAULT_OPTIONS = LedgerOptions()
+NO_IDS: frozenset[int] = frozenset()
 
 
 class NodeView:
@@ -36,6 +37,7 @@ class NodeView:
         "cpu_count",
         "cpu_percent",
         "memory_allocated_mib",
+        "memory_total_mib",
         "sandbox_ids",
         "seq",
         "taken_at",
@@ -46,18 +48,30 @@ class NodeView:
         self.cpu_allocated = 0.0
         self.cpu_percent = 0.0
         self.memory_allocated_mib = 0.0
+        self.memory_total_mib = 0.0
+        """0 until a report says: upstream's memory filter is off for a node that has not
+        reported its total."""
         self.seq = 0
         self.taken_at = float("-inf")
-        self.sandbox_ids: frozenset[int] = frozenset()
+        self.sandbox_ids = NO_IDS
 
     def overwrite(self, report: Report) -> None:
-        self.cpu_count = report.cpu_count
-        self.cpu_allocated = report.cpu_allocated
-        self.cpu_percent = report.cpu_percent
-        self.memory_allocated_mib = report.memory_allocated_mib
-        self.seq = report.seq
-        self.taken_at = report.taken_at
-        self.sandbox_ids = report.sandbox_ids or frozenset()
+        # One unpacking in `Report`'s field order rather than a read per field: every replica
+        # applies every report, so this runs more often than a create.
+        (
+            _,
+            self.seq,
+            self.taken_at,
+            self.cpu_count,
+            self.cpu_allocated,
+            self.cpu_percent,
+            self.memory_total_mib,
+            self.memory_allocated_mib,
+            _,
+            _,
+            ids,
+        ) = report
+        self.sandbox_ids = ids or NO_IDS
 
 
 class Ledger:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import NamedTuple
 
 from harness.heartbeat import Report
 from harness.request import Shape
@@ -18,15 +19,30 @@ class Outcome(StrEnum):
     """No answer in time: the scheduler gave up; the node may have acted all the same."""
 
 
+class NodeInfo(NamedTuple):
+    """A node's static facts. A scheduler replica learns them once, when the nodes register at
+    start-up (as upstream's node manager reads a node's machine info from its first
+    ServiceInfo), and they never change during a run."""
+
+    cpu_count: int
+    memory_mib: float
+    labels: frozenset[str] = frozenset()
+    """What a sandbox may require of the node (`Shape.labels`)."""
+    cpu_family: str = ""
+    """What a sandbox built on a given CPU family requires (`Shape.cpu_family`); empty: none."""
+
+
 class Node:
     """True state of one node: the sandboxes it runs, by ID.
 
     `base_cpu` is load that was there before the run (the reference's 0-4 random vCPUs); it is
-    allocated but belongs to no sandbox this harness created.
+    allocated but belongs to no sandbox this harness created. `cache_size` bounds the templates
+    the node keeps cached (`cache`).
     """
 
     __slots__ = (
         "base_cpu",
+        "cache_size",
         "cpu_allocated",
         "cpu_count",
         "cpu_percent",
@@ -40,6 +56,7 @@ class Node:
         "peak_cpu_allocated",
         "sandboxes",
         "seq",
+        "templates",
     )
 
     def __init__(
@@ -49,6 +66,7 @@ class Node:
         memory_mib: float,
         overcommit: float,
         base_cpu: float = 0.0,
+        cache_size: int = 0,
     ) -> None:
         self.node_id = node_id
         self.cpu_count = cpu_count
@@ -65,13 +83,18 @@ class Node:
         self.down = False
         self.lost: list[int] = []
         """IDs of the sandboxes that were on this node when it crashed."""
+        self.cache_size = cache_size
+        self.templates: dict[str, None] = {}
+        """The templates cached, least recently used first."""
 
     @property
     def capacity(self) -> float:
         return self.overcommit * self.cpu_count
 
     def create(self, sandbox_id: int, shape: Shape) -> Outcome:
-        """Admit on the true state: the node refuses when it would exceed R * cpu_count."""
+        """Admit on the true state: the node refuses when it would exceed R * cpu_count. Not on
+        memory: upstream's nodes (and its benchmark's) never refuse for it, so only the
+        scheduler's `memory_overcommit` filter, on reported memory, keeps it in bounds."""
         if self.down:
             return Outcome.FAILED
         if sandbox_id in self.sandboxes:
@@ -101,17 +124,31 @@ class Node:
         self.memory_used_mib -= memory_mib * usage
         return Outcome.OK
 
+    def cache(self, template: str) -> bool:
+        """Whether `template` is cached (a warm create). Either way it becomes the most
+        recently used, and the least recently used template beyond `cache_size` is dropped."""
+        templates = self.templates
+        warm = template in templates
+        if warm:
+            del templates[template]
+        if self.cache_size:
+            templates[template] = None
+            if len(templates) > self.cache_size:
+                del templates[next(iter(templates))]
+        return warm
+
     def crash(self) -> None:
-        """The node dies: its sandboxes are gone (kept in `lost`), RPCs to it fail, and it
-        sends no report until `restart`."""
+        """The node dies: its sandboxes are gone (kept in `lost`) and so is its template
+        cache, RPCs to it fail, and it sends no report until `restart`."""
         self.down = True
         self.lost.extend(self.sandboxes)
         self.sandboxes.clear()
         self.cpu_allocated = self.cpu_percent = 0.0
         self.memory_allocated_mib = self.memory_used_mib = 0.0
+        self.templates.clear()
 
     def restart(self) -> None:
-        """Back after a crash, empty."""
+        """Back after a crash, empty: no sandbox, no template cached."""
         self.down = False
 
     def report(self, now: float, with_ids: bool = False) -> Report:

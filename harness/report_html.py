@@ -239,7 +239,7 @@ def _run(folder: Path) -> tuple[str, str]:
     meta, frames = load_run(folder)
     config = from_dict(meta["config"])
     summary = frames["summary"]
-    title = f"{config.run.name}: {meta.get('engine')} engine, {config.cluster.nodes} nodes"
+    title = f"{config.run.name}: {meta.get('engine')} engine, {config.cluster.node_count} nodes"
     state = "" if meta.get("completed") else ' <span class="bad">(incomplete run)</span>'
     head = f"<p>{len(meta.get('seeds', []))} seeds, K = {config.placement.k}{state}</p>"
     if summary.empty:

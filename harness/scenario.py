@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import partial
 
 from harness import trace
-from harness.cluster import build_nodes
+from harness.cluster import build_nodes, registrations
 from harness.config import Config
 from harness.faults import Faults, SlowNodes
 from harness.heartbeat import BeatGroup, HeartbeatPlan
@@ -38,6 +38,15 @@ def rpc_model(config: Config) -> RpcModel:
     )
 
 
+def create_times(config: Config) -> tuple[float, float] | None:
+    """(cold, warm): seconds a create takes on the node, without or with its template cached;
+    None when both are 0 (the node answers at once)."""
+    c = config.cluster
+    if not (c.create_cold_ms or c.create_warm_ms):
+        return None
+    return c.create_cold_ms / 1000.0, c.create_warm_ms / 1000.0
+
+
 def heartbeat_plan(config: Config) -> HeartbeatPlan:
     return HeartbeatPlan(config.heartbeat, config.run.duration_s)
 
@@ -46,10 +55,10 @@ def beat_groups(config: Config, seed: int, node_ids: range) -> list[BeatGroup]:
     """The beat groups of the nodes `node_ids`: every node's phase is drawn (in node order, so
     a node's phase does not depend on how nodes are split among hosts), then kept for these."""
     every = heartbeat_plan(config).groups(
-        list(range(config.cluster.nodes)), stream(seed, "heartbeat")
+        list(range(config.cluster.node_count)), stream(seed, "heartbeat")
     )
     lo, hi = node_ids.start, node_ids.stop
-    if lo == 0 and hi >= config.cluster.nodes:
+    if lo == 0 and hi >= config.cluster.node_count:
         return every
     groups = [(t, [i for i in ids if lo <= i < hi]) for t, ids in every]
     return [(t, ids) for t, ids in groups if ids]
@@ -67,6 +76,7 @@ def node_host(config: Config, seed: int, hosted: list[Node], emit: Emit) -> Node
         beat_groups(config, seed, ids),
         Faults(config.faults, stream(seed, f"faults/{first}"), ids),
         rpc_model(config),
+        create_times(config),
         config.placement.replicas,
         ledger.wants_sandbox_ids,
         ledger.wants_response_report,
@@ -75,14 +85,14 @@ def node_host(config: Config, seed: int, hosted: list[Node], emit: Emit) -> Node
     )
 
 
-def replica_host(
-    config: Config, seed: int, index: int, cpu_counts: list[int], emit: Emit
-) -> ReplicaHost:
-    """Scheduler replica `index`: the config's placement rules and strategy, and a random stream
-    of its own."""
+def replica_host(config: Config, seed: int, index: int, emit: Emit) -> ReplicaHost:
+    """Scheduler replica `index`: the nodes as they register at start-up (their static facts),
+    the config's placement rules and strategy, and a random stream of its own."""
     p = config.placement
+    nodes = registrations(config.cluster)
+    cpu_counts = [info.cpu_count for info in nodes]
     ledger = make_ledger(p.strategy, cpu_counts, LedgerOptions(ttl_s=p.ttl_s))
-    scheduler = Scheduler(cpu_counts, p, ledger, stream(seed, f"placement/{index}"))
+    scheduler = Scheduler(nodes, p, ledger, stream(seed, f"placement/{index}"))
     return ReplicaHost(index, scheduler, rpc_model(config), emit)
 
 

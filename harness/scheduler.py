@@ -8,14 +8,14 @@ Between a start and its finish the engine delivers the RPC; that gap is where th
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from harness.heartbeat import Report
 from harness.ledger import Ledger
 from harness.ledgers import LEDGERS
-from harness.node import Outcome
+from harness.node import NodeInfo, Outcome
 from harness.placement import ALGORITHMS, Pipeline
 from harness.request import CreateRequest
 from harness.spec import key
@@ -51,6 +51,26 @@ class PlacementSpec:
     )
     replicas: int = key(1, "Scheduler replicas, each with its own view and in-progress map.", ge=1)
     ttl_s: float = key(20.0, "How long an optimistic entry of the ttl strategy counts.", gt=0)
+    memory_overcommit: float = key(
+        0.0,
+        "Memory over-commit ratio M: the memory_overcommit filter skips a node whose reported "
+        "allocated memory + the request exceeds M x its reported total; 0: off.",
+        ge=0,
+    )
+    affinity_max_hits: int = key(
+        10,
+        "cache_affinity: placements of a template on a node that add to its bonus; more add "
+        "nothing.",
+        ge=1,
+    )
+    affinity_top_nodes: int = key(
+        20, "cache_affinity: nodes remembered per template, those with the most placements.", ge=1
+    )
+    affinity_ttl_s: float = key(
+        28800.0,
+        "cache_affinity: a template's record is forgotten this long after its last placement.",
+        gt=0,
+    )
 
 
 class Step(StrEnum):
@@ -62,24 +82,27 @@ class Step(StrEnum):
 
 
 class Scheduler:
-    """One scheduler replica: its ledger (view), in-progress map and random stream."""
+    """One scheduler replica: the nodes' static facts it learned when they registered
+    (`nodes`), its ledger (view), in-progress map and random stream."""
 
     def __init__(
-        self, cpu_counts: list[int], rules: PlacementSpec, ledger: Ledger, rng: random.Random
+        self, nodes: Sequence[NodeInfo], rules: PlacementSpec, ledger: Ledger, rng: random.Random
     ) -> None:
         self.rules = rules
+        self.nodes = nodes
         self.ledger = ledger
         self.random = rng.random
-        self.n = len(cpu_counts)
-        self.in_progress: list[dict[int, float]] = [{} for _ in cpu_counts]
+        self.n = len(nodes)
+        self.in_progress: list[dict[int, float]] = [{} for _ in nodes]
         self.pending_cpu = [0.0] * self.n
         # Kills sent and not answered yet, per node: the accounting error's other bound.
-        self.killing: list[dict[int, float]] = [{} for _ in cpu_counts]
+        self.killing: list[dict[int, float]] = [{} for _ in nodes]
         self.killing_cpu = [0.0] * self.n
         # While every node has at least this many vCPUs, no request needs a CPU filter.
-        self.min_cpu_count = min(cpu_counts, default=0)
+        self.min_cpu_count = min((info.cpu_count for info in nodes), default=0)
         self.reserved = self._reserved_of(ledger)
         self.pipeline = Pipeline(rules)
+        self.placed_hooks = self.pipeline.placed_hooks
 
     def _reserved_of(self, ledger: Ledger) -> Callable[[int, float], float]:
         """`reserved(node, now)`, the score's `reserved`: the believed allocation, plus the
@@ -122,6 +145,9 @@ class Scheduler:
         self.ledger.create_finished(req, outcome, now, response)
         if outcome is Outcome.OK:
             req.attempts += 1
+            if self.placed_hooks:
+                for placed in self.placed_hooks:
+                    placed(self, req, now)
             return Step.PLACED
         if outcome is Outcome.RESOURCE_EXHAUSTED:
             req.skips += 1

@@ -64,7 +64,7 @@ def seed_result(
         "engine": engine,
         "strategy": strategy,
         "seed": seed,
-        "nodes": config.cluster.nodes,
+        "nodes": config.cluster.node_count,
         "k": config.placement.k,
         "replicas": config.placement.replicas,
         **seed_summary(nodes_t, requests_t, timeline_t, config.run.duration_s),

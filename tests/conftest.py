@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from harness.config import Config, from_dict
+from harness.node import NodeInfo
 from harness.request import CreateRequest, Shape
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -31,6 +32,11 @@ def ask(vcpu: float = 1.0, excluded: set[int] | None = None) -> CreateRequest:
     req = CreateRequest(0, Shape(vcpu, 512.0, 0.0), 0.0, 30.0, 0)
     req.excluded = excluded
     return req
+
+
+def registered(cpu_counts: list[int], memory_mib: float = 524288.0) -> list[NodeInfo]:
+    """Nodes of these vCPUs (and `memory_mib` each), as a scheduler learns them at start-up."""
+    return [NodeInfo(cpus, memory_mib) for cpus in cpu_counts]
 
 
 def scenario(**sections: dict[str, Any]) -> Config:

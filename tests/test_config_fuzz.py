@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from harness import trace
 from harness.arrivals import ARRIVALS
 from harness.cli import main
+from harness.cluster import SINGLE_POOL_KEYS
 from harness.config import Config, ConfigError, from_dict
 from harness.config.keys import defaults_table, entry_keys_table, fault_keys_table
 from harness.engine.virtual import VirtualEngine
@@ -32,9 +33,13 @@ for dotted, default, _ in defaults_table():
     SECTION_KEYS.setdefault(section, {})[key] = default
 
 FAULT_KEYS = {key.removeprefix("faults[]."): default for key, default, _ in fault_keys_table()}
-TEMPLATE_KEYS = {
-    key.removeprefix("workload.templates[]."): default for key, default, _ in entry_keys_table()
-}
+
+ENTRY_KEYS: dict[str, dict[str, str]] = {}
+"""The keys of each list of tables (`workload.templates`, `cluster.pools`) and their defaults."""
+for dotted, default, _ in entry_keys_table():
+    table, _, key = dotted.partition("[].")
+    ENTRY_KEYS.setdefault(table, {})[key] = default
+TEMPLATE_KEYS = ENTRY_KEYS["workload.templates"]
 
 WORDS = [
     "none",
@@ -99,6 +104,10 @@ def raw_configs(draw: st.DrawFn) -> dict[str, Any]:
         }
     if draw(st.integers(0, 2)):
         raw["faults"] = draw(st.lists(fault_entries(), min_size=1, max_size=2))
+    cluster = raw.get("cluster")
+    if isinstance(cluster, dict) and "pools" in cluster and draw(st.integers(0, 3)):
+        for key in SINGLE_POOL_KEYS:  # mostly without the keys pools replace: a valid mix
+            cluster.pop(key, None)
     return raw
 
 
@@ -109,24 +118,28 @@ def value_of(key: str, default: str) -> st.SearchStrategy:
 
 
 @st.composite
-def template_entries(draw: st.DrawFn) -> Any:
-    """A `[[workload.templates]]` entry: mostly a few of its keys with values around their
-    ranges (an ID from a short list, so that IDs clash now and then), now and then an unknown
+def entries(draw: st.DrawFn, table: str, values: str) -> Any:
+    """An entry of the list of tables `table` (`[[workload.templates]]`, `[[cluster.pools]]`):
+    mostly a few of its keys with values around their ranges (`KEY_VALUES` under `values`; a
+    template's ID from a short list, so that IDs clash now and then), now and then an unknown
     key or not a table at all."""
     if draw(st.integers(0, 19)) == 0:
         return draw(anything)
-    keys = [*TEMPLATE_KEYS, "unknown_key"] if draw(st.integers(0, 5)) == 0 else list(TEMPLATE_KEYS)
+    known = ENTRY_KEYS[table]
+    keys = [*known, "unknown_key"] if draw(st.integers(0, 5)) == 0 else list(known)
     entry = {}
     for key in draw(st.lists(st.sampled_from(keys), max_size=4, unique=True)):
-        own = KEY_VALUES.get(f"workload.{key}")
-        entry[key] = draw(own if own is not None else near(TEMPLATE_KEYS.get(key, "1")))
+        own = KEY_VALUES.get(f"{values}.{key}")
+        entry[key] = draw(own if own is not None else near(known.get(key, "1")))
     return entry
 
 
 SYNTHETIC = CONFIGS / "traces" / "synthetic.csv"
 KEY_VALUES = {
     "workload.template": st.sampled_from(["", "a", "b", "small", "medium", "large"]),
-    "workload.templates": st.lists(template_entries(), min_size=1, max_size=3),
+    "workload.templates": st.lists(
+        entries("workload.templates", "workload"), min_size=1, max_size=3
+    ),
     "workload.trace": st.sampled_from(
         [str(SYNTHETIC), str(SYNTHETIC.parent), str(CONFIGS / "seed-herd.toml"), "no.csv", ""]
     ),
@@ -135,8 +148,16 @@ KEY_VALUES = {
     "workload.labels": st.lists(st.sampled_from(["gpu", "ssd", ""]), max_size=2),
     "workload.cpu_family": st.sampled_from(["", "x86", "arm"]),
     "workload.vcpu": st.floats(0.05, 8.0),  # larger ones fill the nodes: retries until deadline
+    "cluster.pools": st.lists(entries("cluster.pools", "pool"), min_size=1, max_size=3),
+    "pool.count": st.integers(-1, 5),
+    "pool.initial_cpu_allocated": st.one_of(
+        st.just([0, 2]), st.lists(st.integers(-1, 6), max_size=3)
+    ),
+    "pool.labels": st.lists(st.sampled_from(["gpu", "ssd", ""]), max_size=2),
+    "pool.cpu_family": st.sampled_from(["", "x86", "arm"]),
 }
-"""Values of the workload keys whose default ("", []) says little about what they take."""
+"""Values of the keys whose default ("", []) says little about what they take: the workload's
+(and its templates'), the cluster's pools and their keys (`pool.`)."""
 
 
 @st.composite
@@ -249,7 +270,7 @@ def small(config: Config) -> bool:
     short = any(s.lifetime_s is not None and s.lifetime_s < 0.05 for s in w.sandboxes)
     tails = any(s.lifetime_dist not in ("fixed", "exponential") for s in w.sandboxes)
     return (
-        config.cluster.nodes <= 12
+        config.cluster.node_count <= 12
         and config.run.duration_s <= 30
         and creates(config) <= 2000
         and w.clients <= 200
@@ -312,6 +333,8 @@ def run_or_name_a_key(raw: dict[str, Any]) -> None:
         event("refused")
         return
     event("valid")
+    if config.cluster.pools:
+        event("valid, with pools")
     if small(config):
         event("ran" if not config.faults else "ran with faults")
         event(f"ran: arrival {config.workload.arrival}")
@@ -326,7 +349,7 @@ def toml_value(value: Any) -> str:
         return str(value).lower()
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):  # an inline table: a template entry
+    if isinstance(value, dict):  # an inline table: a template or pool entry
         return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, float) and value != value:
         return "nan"

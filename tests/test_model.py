@@ -10,6 +10,7 @@ from harness.ledgers import LEDGERS, make_ledger
 from harness.node import Node, Outcome
 from harness.request import CreateRequest, Shape
 from harness.scheduler import PlacementSpec, Scheduler, Step
+from tests.conftest import registered
 
 
 def request(sandbox_id=1, vcpu=1.0, deadline=30.0):
@@ -18,7 +19,9 @@ def request(sandbox_id=1, vcpu=1.0, deadline=30.0):
 
 def scheduler(strategy="optimistic", nodes=4, cpu=8, **rules):
     cpus = [cpu] * nodes
-    return Scheduler(cpus, PlacementSpec(**rules), make_ledger(strategy, cpus), random.Random(0))
+    return Scheduler(
+        registered(cpus), PlacementSpec(**rules), make_ledger(strategy, cpus), random.Random(0)
+    )
 
 
 def test_node_admits_on_true_state_up_to_r_times_cpu_count():

@@ -15,7 +15,7 @@ from harness.ledgers.optimistic import OptimisticLedger
 from harness.placement import Scorer
 from harness.request import CreateRequest
 from harness.scheduler import Scheduler
-from tests.conftest import CONFIGS, ask, scenario
+from tests.conftest import CONFIGS, ask, registered, scenario
 
 CONFIG_HERD = CONFIGS / "seed-herd.toml"
 
@@ -39,7 +39,7 @@ def _scheduler(loads: list[float], **placement) -> Scheduler:
     ledger = make_ledger("stale", cpus)
     for node, allocated in enumerate(loads):
         ledger.views[node].cpu_allocated = allocated
-    return Scheduler(cpus, config.placement, ledger, random.Random(0))
+    return Scheduler(registered(cpus), config.placement, ledger, random.Random(0))
 
 
 def test_every_node_with_the_reference_score_always_picks_the_least_loaded() -> None:
@@ -91,6 +91,9 @@ def test_harness_plugins_lists_every_plugin_one_line_each(capsys) -> None:
     assert main(["plugins"]) == 0
     lines = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert ["scorer", "reference", "harness"] in lines
+    assert ["scorer", "cache_affinity", "harness"] in lines
+    for name in ("memory_overcommit", "labels", "cpu_family"):
+        assert ["filter", name, "harness"] in lines
     assert ["sampler", "every_node", "harness"] in lines
     assert ["strategy", "reconcile", "harness"] in lines
     assert all(len(line) == 3 for line in lines)

@@ -13,7 +13,7 @@ from harness.engine.virtual import VirtualEngine
 from harness.ledgers import make_ledger
 from harness.placement.best_of_k import Reference, sample
 from harness.scheduler import PlacementSpec, Scheduler
-from tests.conftest import ask, scenario
+from tests.conftest import ask, registered, scenario
 
 
 def original_sample(draw, n, k, eligible):
@@ -79,7 +79,7 @@ def test_score_formula_and_empty_node():
     ledger = make_ledger("stale", cpus)
     ledger.views[0].cpu_allocated, ledger.views[0].cpu_percent = 10.0, 400.0
     spec = PlacementSpec(r=4.0, alpha=0.5)
-    scheduler = Scheduler(cpus, spec, ledger, random.Random(0))
+    scheduler = Scheduler(registered(cpus), spec, ledger, random.Random(0))
     scores = Reference(spec).scores(scheduler, [0, 1], ask(1.0), 0.0)
     assert scores == [pytest.approx((1 + 10 + 2) / 768), math.inf]
 
@@ -94,7 +94,7 @@ def test_lowest_score_wins_and_first_sampled_wins_a_tie():
         for node, load in enumerate(loads):
             ledger.views[node].cpu_allocated = load
         drawn = sample(random.Random(5).random, 10, 3, None)
-        return Scheduler(cpus, PlacementSpec(k=3), ledger, random.Random(5)), drawn
+        return Scheduler(registered(cpus), PlacementSpec(k=3), ledger, random.Random(5)), drawn
 
     scheduler, drawn = chooser([0.0] * 10)
     assert scheduler.choose(ask(), 0.0) == drawn[0]  # a three-way tie

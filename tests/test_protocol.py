@@ -45,8 +45,7 @@ class Parties:
         self.sink = Sink()
         self.node = sc.nodes(config, seed)
         self.nodes = sc.node_host(config, seed, self.node, self.sink)
-        cpus = [n.cpu_count for n in self.node]
-        self.replica = sc.replica_host(config, seed, 0, cpus, self.sink)
+        self.replica = sc.replica_host(config, seed, 0, self.sink)
 
     def sync(self) -> None:
         """The pre-run sync, applied at t = 0."""

@@ -16,6 +16,7 @@ from actors.engine import ActorSet, RayEngine, RaySeedRun
 from actors.host import BEAT_TICK_S
 from harness import sketch
 from harness.cli import main
+from harness.cluster import registrations
 from harness.config import Config, load
 from harness.engine import get_engine
 from harness.engine.virtual import VirtualEngine
@@ -24,6 +25,7 @@ from harness.run_store import load_run
 from harness.scenario import nodes as nodes_at_start
 from harness.schemas import TABLES
 from tests.conftest import CONFIGS, scenario
+from tests.test_pools import GIB, memory_in_use, memory_run
 
 DASHBOARD_PORT = 8265
 
@@ -327,3 +329,24 @@ def test_the_erase_race_has_the_same_sign_on_ray_as_in_virtual_time():
     for engine, (under, over) in shares.items():
         assert under > 0.2, (engine, shares)
         assert over < under / 4, (engine, shares)
+
+
+def test_two_pools_and_the_memory_filter_run_on_ray_as_in_virtual_time():
+    """tests/test_pools.py's cluster (a pool of 3 x 16 GiB and one of 2 x 64 GiB, room for 44
+    sandboxes of 4 GiB at M = 1, optimistic accounting), 100 creates at 5/s for 20 s, at time
+    scale 0.2 (4 s). The replica learns the pools at start-up on Ray as in virtual time: every
+    node fills to its memory, and once the view shows it full the filter turns creates away.
+    In virtual time exactly the 44 that fit are placed. On Ray a sandbox counts once its
+    create's answer is in, so creates in flight together each pass the filter, and a node may
+    end above its memory by those (a Ray that starts late sends its first creates at once)."""
+    slower = {"run.duration_s": 20.0, "workload.rate_per_s": 5.0}
+    config = memory_run("optimistic").with_values(slower)
+    assert memory_in_use(config)[2] == 44
+    on_ray = config.with_values({"run.engine": "ray", "run.time_scale": 0.2})
+    result = RaySeedRun(on_ray, seed=0).run()
+    held = [4 * GIB * n for n in result.nodes.column("sandboxes").to_pylist()]
+    totals = [info.memory_mib for info in registrations(config.cluster)]
+    assert all(memory >= total for memory, total in zip(held, totals, strict=True)), held
+    summary = result.summary
+    assert summary["placed"] + summary["failed"] == summary["requests"] == 100
+    assert summary["failed_no_candidate"] > 0, summary

@@ -122,6 +122,16 @@ def test_one_seed_promises_no_band_and_no_report_flag_writes_none(tmp_path, caps
     assert not (none / "report.html").exists()
 
 
+def test_a_run_that_places_nothing_still_gets_its_report(tmp_path):
+    """Every create fails (an rpc_error on all of them): the latency chart has no point, and
+    the report is written all the same (it raised before)."""
+    config = tmp_path / "c.toml"
+    config.write_text('[run]\nduration_s = 2\n[[faults]]\nkind = "rpc_error"\n')
+    out = tmp_path / "out"
+    assert main(["run", str(config), "--seeds", "1", "--out", str(out), "--quiet"]) == 0
+    assert "placement latency" in (out / "report.html").read_text()
+
+
 def test_sweep_report_has_the_curve_against_the_swept_key(heartbeat_report):
     page = heartbeat_report.read_text()
     _self_contained(page)

@@ -381,10 +381,13 @@ def test_a_bad_workload_is_one_line_naming_the_key(workload, key, reason):
 
 
 def test_templates_survive_a_round_trip_through_the_results_metadata():
-    """A config is written to run.json as a dict and read back (reports, sweeps' cells)."""
+    """A config is written to run.json as a dict and read back (reports, sweeps' cells); a
+    template that requires a label needs a pool of nodes that carry it."""
     config = scenario(
-        workload={"templates": [{"template": "a", "labels": ["gpu"]}, {"template": "b"}]}
+        cluster={"pools": [{"count": 4, "labels": ["gpu"]}, {"count": 6}]},
+        workload={"templates": [{"template": "a", "labels": ["gpu"]}, {"template": "b"}]},
     )
     again = config.with_value("workload.rate_per_s", 3.0)
     assert again.workload.templates == config.workload.templates
     assert again.workload.templates[0].labels == ["gpu"]
+    assert again.cluster.pools == config.cluster.pools

@@ -14,15 +14,16 @@ from dataclasses import fields, is_dataclass
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from harness.arrivals import ARRIVALS
+from harness.cluster import SINGLE_POOL_KEYS, ClusterSpec, PoolSpec
 from harness.config.schema import SECTIONS, Config
 from harness.faults import FAULT_KINDS, FaultSpec, SlowNodes
 from harness.placement import PluginError, resolve
-from harness.placement.framework import parse_weighted
+from harness.placement.framework import ALGORITHMS, parse_weighted
 from harness.registry import RegistryError
 from harness.scheduler import PlacementSpec
 from harness.spec import choice_names
 from harness.thresholds import Threshold, ThresholdError, parse
-from harness.workload import WorkloadSpec
+from harness.workload import SandboxSpec, WorkloadSpec
 
 
 class ConfigError(ValueError):
@@ -234,40 +235,111 @@ def check_folder_name(key: str, name: str) -> None:
         raise ConfigError(key, f"must be at most {NAME_MAX_BYTES} bytes, got {size}")
 
 
-def _cross_check(c: Config) -> None:
-    check_folder_name("run.name", c.run.name)
-    lo_hi = c.cluster.initial_cpu_allocated
+def _nodes_named(c: ClusterSpec) -> str:
+    """How messages name the cluster's size: its key, or the pools' sum."""
+    return "the pools' count" if c.pools else "cluster.nodes"
+
+
+def _check_pools(c: Config) -> None:
+    """The pools, or the single-pool keys, each with its own initial load; never both."""
+    cluster = c.cluster
+    if cluster.pools:
+        default = ClusterSpec()
+        for name in SINGLE_POOL_KEYS:
+            if getattr(cluster, name) != getattr(default, name):
+                raise ConfigError(
+                    "cluster.pools",
+                    f"cannot be used with cluster.{name}: each pool has its own count, "
+                    "cpu_count, memory_mib and initial_cpu_*",
+                )
+    prefixes = [f"cluster.pools[{i}]" for i in range(len(cluster.pools))] or ["cluster"]
+    for prefix, pool in zip(prefixes, cluster.node_pools(), strict=True):
+        _check_pool(prefix, pool, c.placement.r)
+
+
+def _check_pool(prefix: str, pool: PoolSpec, r: float) -> None:
+    lo_hi = pool.initial_cpu_allocated
     if len(lo_hi) != 2 or lo_hi[0] < 0 or lo_hi[0] > lo_hi[1]:
         raise ConfigError(
-            "cluster.initial_cpu_allocated", f"must be [lo, hi] with 0 <= lo <= hi, got {lo_hi}"
+            f"{prefix}.initial_cpu_allocated", f"must be [lo, hi] with 0 <= lo <= hi, got {lo_hi}"
         )
-    per_node = c.cluster.initial_cpu_per_node
-    if per_node and len(per_node) != c.cluster.nodes:
+    per_node = pool.initial_cpu_per_node
+    if per_node and len(per_node) != pool.count:
         raise ConfigError(
-            "cluster.initial_cpu_per_node",
-            f"has {len(per_node)} values for {c.cluster.nodes} nodes",
+            f"{prefix}.initial_cpu_per_node", f"has {len(per_node)} values for {pool.count} nodes"
         )
     if any(v < 0 for v in per_node):
-        raise ConfigError("cluster.initial_cpu_per_node", "values must be >= 0")
-    capacity = c.placement.r * c.cluster.cpu_count
+        raise ConfigError(f"{prefix}.initial_cpu_per_node", "values must be >= 0")
+    capacity = r * pool.cpu_count
     if max([lo_hi[1], *per_node]) > capacity:
         raise ConfigError(
-            "cluster.initial_cpu_allocated",
+            f"{prefix}.initial_cpu_allocated",
             f"exceeds a node's capacity R * cpu_count = {capacity:g}",
         )
-    if c.placement.k > c.cluster.nodes:
-        raise ConfigError("placement.k", f"{c.placement.k} exceeds cluster.nodes {c.cluster.nodes}")
+
+
+def _cross_check(c: Config) -> None:
+    check_folder_name("run.name", c.run.name)
+    _check_pools(c)
+    nodes = c.cluster.node_count
+    if c.placement.k > nodes:
+        raise ConfigError(
+            "placement.k", f"{c.placement.k} exceeds {_nodes_named(c.cluster)} {nodes}"
+        )
     _check_workload(c)
+    if c.cluster.create_warm_ms > c.cluster.create_cold_ms:
+        raise ConfigError(
+            "cluster.create_warm_ms",
+            f"{c.cluster.create_warm_ms:g} exceeds cluster.create_cold_ms "
+            f"{c.cluster.create_cold_ms:g}: a cached template cannot make a create slower",
+        )
     for i, fault in enumerate(c.faults):
         _check_fault(f"faults[{i}]", fault, c)
     _check_placement(c.placement)
-    slowest = c.cluster.create_latency_ms + SlowNodes(c.faults).slowest_ms()
+    slow = SlowNodes(c.faults).slowest_ms()
+    slowest = c.cluster.create_latency_ms + c.cluster.create_cold_ms + slow
     if c.placement.rpc_timeout_ms <= slowest:
         raise ConfigError(
             "placement.rpc_timeout_ms",
             f"{c.placement.rpc_timeout_ms:g} is not above the slowest create round trip "
-            f"({slowest:g} ms with slow nodes, overlapping entries of a node added up): "
-            "the timeout models lost answers, not slow ones",
+            f"({slowest:g} ms with a cold create and slow nodes, overlapping entries of a node "
+            "added up): the timeout models lost answers, not slow ones",
+        )
+
+
+NEVER = "no node could ever take a sandbox"
+
+
+def _check_placeable(prefix: str, sandbox: SandboxSpec, c: Config) -> None:
+    """Some node could take the sandbox, else every create of it fails: a pool with the
+    labels and CPU family it requires (when those filters are on), its vCPUs, and with the
+    memory filter on, its memory within M x the pool's."""
+    pools = c.cluster.node_pools()
+    p = c.placement
+    filters = p.filters or ALGORITHMS[p.algorithm].filters
+    if "labels" in filters:
+        pools = [pool for pool in pools if set(sandbox.labels) <= set(pool.labels)]
+        if not pools:
+            raise ConfigError(
+                f"{prefix}.labels", f"{sandbox.labels}: no pool has them all: {NEVER}"
+            )
+    if "cpu_family" in filters and sandbox.cpu_family:
+        pools = [pool for pool in pools if pool.cpu_family == sandbox.cpu_family]
+        if not pools:
+            raise ConfigError(
+                f"{prefix}.cpu_family", f"{sandbox.cpu_family!r}: no pool of it takes it: {NEVER}"
+            )
+    cpus = max(pool.cpu_count for pool in pools)
+    if sandbox.vcpu > cpus:
+        where = "the largest pool's cpu_count" if c.cluster.pools else "cluster.cpu_count"
+        raise ConfigError(f"{prefix}.vcpu", f"{sandbox.vcpu:g} exceeds {where} {cpus}: {NEVER}")
+    m = p.memory_overcommit
+    limit = m * max(pool.memory_mib for pool in pools if pool.cpu_count >= sandbox.vcpu)
+    if m and sandbox.memory_mib > limit:
+        raise ConfigError(
+            f"{prefix}.memory_mib",
+            f"{sandbox.memory_mib:g} exceeds placement.memory_overcommit x the memory_mib of "
+            f"every pool that could take it (at most {limit:g}): {NEVER}",
         )
 
 
@@ -281,12 +353,7 @@ def _check_workload(c: Config) -> None:
                 f"{prefix}.lifetime_s",
                 "must be a number for closed-loop clients (they kill, then create)",
             )
-        if sandbox.vcpu > c.cluster.cpu_count:
-            raise ConfigError(
-                f"{prefix}.vcpu",
-                f"{sandbox.vcpu:g} exceeds cluster.cpu_count "
-                f"{c.cluster.cpu_count}: no node could ever take a sandbox",
-            )
+        _check_placeable(prefix, sandbox, c)
         if w.templates and sandbox.template in ids:
             raise ConfigError(
                 f"{prefix}.template",
@@ -353,9 +420,10 @@ def _check_placement(p: PlacementSpec) -> None:
 def _check_fault(name: str, fault: FaultSpec, c: Config) -> None:
     if fault.node is None and FAULT_KINDS[fault.kind].needs_node:
         raise ConfigError(f"{name}.node", f"a {fault.kind} needs a target node")
-    if fault.node is not None and fault.node >= c.cluster.nodes:
+    nodes = c.cluster.node_count
+    if fault.node is not None and fault.node >= nodes:
         raise ConfigError(
-            f"{name}.node", f"{fault.node} is not a node (cluster.nodes = {c.cluster.nodes})"
+            f"{name}.node", f"{fault.node} is not a node ({_nodes_named(c.cluster)} = {nodes})"
         )
     if fault.until_s is not None and fault.until_s <= fault.at_s:
         raise ConfigError(f"{name}.until_s", f"must be after at_s ({fault.at_s:g})")

@@ -39,10 +39,9 @@ class _World:
         self.route: list[Handler] = [self._sample] * (SAMPLE + 1)
         self.emit = self.clock.sink(self.route, IS_TIMER)
         self.nodes = scenario.nodes(config, seed)
-        cpu_counts = [n.cpu_count for n in self.nodes]
         self.node_host = scenario.node_host(config, seed, self.nodes, self.emit)
         self.replicas = [
-            scenario.replica_host(config, seed, r, cpu_counts, self.emit)
+            scenario.replica_host(config, seed, r, self.emit)
             for r in range(config.placement.replicas)
         ]
         self.clients = scenario.client_host(config, seed, 0, 1, self.emit)

@@ -1,5 +1,6 @@
 """The filters upstream applies while sampling: a node the request already failed on, a node
-with too many creates starting, a node too small for the sandbox."""
+with too many creates starting, a node too small for the sandbox, a node whose memory the
+sandbox would over-commit, a node without the labels or the CPU family the sandbox needs."""
 
 from __future__ import annotations
 
@@ -48,3 +49,49 @@ class CpuFits(Filter):
 
     def passes(self, scheduler: Scheduler, node: int, req: CreateRequest, now: float) -> bool:
         return scheduler.ledger.views[node].cpu_count >= req.vcpu
+
+
+class MemoryOvercommit(Filter):
+    """Upstream's proposed memory hard filter: not a node whose reported allocated memory plus
+    the sandbox's exceeds M x its reported total (`placement.memory_overcommit`). Off when M is
+    0, and for a node that has reported no total. The allocated memory is the ledger's view:
+    the last report, plus the strategy's own adds and removes (the `optimistic` family's)."""
+
+    name = "memory_overcommit"
+
+    def needed(self) -> bool:
+        return self.rules.memory_overcommit > 0
+
+    def passes(self, scheduler: Scheduler, node: int, req: CreateRequest, now: float) -> bool:
+        view = scheduler.ledger.views[node]
+        total = view.memory_total_mib
+        limit = self.rules.memory_overcommit * total
+        return not total or view.memory_allocated_mib + req.memory_mib <= limit
+
+
+class RequiredLabels(Filter):
+    """A node carrying every label the sandbox requires (`Shape.labels`), as upstream's label
+    compatibility check; a sandbox that requires none goes anywhere."""
+
+    name = "labels"
+    per_shape = True
+
+    def applies(self, scheduler: Scheduler, req: CreateRequest) -> bool:
+        return bool(req.shape.labels)
+
+    def passes(self, scheduler: Scheduler, node: int, req: CreateRequest, now: float) -> bool:
+        return req.shape.labels <= scheduler.nodes[node].labels
+
+
+class CpuFamily(Filter):
+    """A node of the CPU family the sandbox's template was built on (`Shape.cpu_family`), as
+    upstream's CPU compatibility check; a sandbox that names none goes anywhere."""
+
+    name = "cpu_family"
+    per_shape = True
+
+    def applies(self, scheduler: Scheduler, req: CreateRequest) -> bool:
+        return bool(req.shape.cpu_family)
+
+    def passes(self, scheduler: Scheduler, node: int, req: CreateRequest, now: float) -> bool:
+        return scheduler.nodes[node].cpu_family == req.shape.cpu_family

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.ledgers import LEDGERS
+from harness.placement.affinity import CacheAffinity
 from harness.placement.best_of_k import BestOfK, EveryNode, Lowest, Reference
 from harness.placement.designs import (
     BinPack,
@@ -20,21 +21,42 @@ from harness.placement.designs import (
     StartingCap,
     TwoChoices,
 )
-from harness.placement.filters import CpuFits, Excluded, TooManyStarting
-from harness.placement.plugin import Eligible, Filter, Sampler, Scorer, Selector
+from harness.placement.filters import (
+    CpuFamily,
+    CpuFits,
+    Excluded,
+    MemoryOvercommit,
+    RequiredLabels,
+    TooManyStarting,
+)
+from harness.placement.plugin import Eligible, Filter, Plugin, Sampler, Scorer, Selector
 from harness.registry import Registry, RegistryError
 
 if TYPE_CHECKING:
-    from harness.request import CreateRequest
+    from harness.request import CreateRequest, Shape
     from harness.scheduler import PlacementSpec, Scheduler
 
 SAMPLERS = Registry(
     "samplers", "sampler", Sampler, (BestOfK, EveryNode, OneAtRandom, TwoChoices, RoundRobin)
 )
 FILTERS = Registry(
-    "filters", "filter", Filter, (Excluded, TooManyStarting, CpuFits, StartingCap, Fits)
+    "filters",
+    "filter",
+    Filter,
+    (
+        Excluded,
+        TooManyStarting,
+        CpuFits,
+        MemoryOvercommit,
+        RequiredLabels,
+        CpuFamily,
+        StartingCap,
+        Fits,
+    ),
 )
-SCORERS = Registry("scorers", "scorer", Scorer, (Reference, CpuUsage, BinPack, Constant))
+SCORERS = Registry(
+    "scorers", "scorer", Scorer, (Reference, CpuUsage, BinPack, Constant, CacheAffinity)
+)
 SELECTORS = Registry("selectors", "selector", Selector, (Lowest, LeastBusyQuirk))
 REGISTRIES = {r.axis: r for r in (SAMPLERS, FILTERS, SCORERS, SELECTORS)}
 """The placement extension points by axis (the name of their config key)."""
@@ -68,7 +90,12 @@ class Algorithm:
     selector: str = "lowest"
 
 
-BEST_OF_K_FILTERS = ("excluded", "too_many_starting", "cpu_fits")
+ELIGIBLE = ("memory_overcommit", "labels", "cpu_family")
+"""Upstream's eligibility beyond the CPU: every algorithm keeps to it. Each costs nothing unless
+used: `memory_overcommit` is dropped with M = 0, `labels` and `cpu_family` skip a request that
+requires neither."""
+BEST_OF_K_FILTERS = ("excluded", "too_many_starting", "cpu_fits", *ELIGIBLE)
+LEAST_BUSY_FILTERS = ("excluded", "starting_cap", "cpu_fits", *ELIGIBLE)
 ALGORITHMS = {
     "best_of_k": Algorithm("best_of_k", BEST_OF_K_FILTERS, (("reference", 1.0),)),
     "power_of_two": Algorithm("two_choices", BEST_OF_K_FILTERS, (("reference", 1.0),)),
@@ -76,14 +103,9 @@ ALGORITHMS = {
     "round_robin": Algorithm("round_robin", BEST_OF_K_FILTERS, (("constant", 1.0),)),
     "bin_pack": Algorithm("every_node", (*BEST_OF_K_FILTERS, "fits"), (("bin_pack", 1.0),)),
     "least_busy": Algorithm(
-        "every_node",
-        ("excluded", "starting_cap", "cpu_fits"),
-        (("cpu_usage", 1.0),),
-        "least_busy_quirk",
+        "every_node", LEAST_BUSY_FILTERS, (("cpu_usage", 1.0),), "least_busy_quirk"
     ),
-    "least_busy_corrected": Algorithm(
-        "every_node", ("excluded", "starting_cap", "cpu_fits"), (("cpu_usage", 1.0),)
-    ),
+    "least_busy_corrected": Algorithm("every_node", LEAST_BUSY_FILTERS, (("cpu_usage", 1.0),)),
 }
 """Algorithms by name."""
 
@@ -105,18 +127,37 @@ class Pipeline:
     Its parts are bound once, at construction: `choose` runs for every create, so it makes no
     lookups a replica's lifetime cannot change."""
 
-    __slots__ = ("filters", "sample", "score", "scorers", "select")
+    __slots__ = (
+        "by_request",
+        "by_shape",
+        "filters",
+        "placed_hooks",
+        "sample",
+        "score",
+        "scorers",
+        "select",
+        "shape",
+        "shaped",
+    )
 
     def __init__(self, rules: PlacementSpec) -> None:
         algorithm = ALGORITHMS[rules.algorithm]
         sampler: Sampler = resolve("samplers", rules.sampler or algorithm.sampler)(rules)
         built = [resolve("filters", f)(rules) for f in rules.filters or algorithm.filters]
         self.filters: list[Filter] = [f for f in built if f.needed()]
+        self.by_request = [f for f in self.filters if not f.per_shape]
+        self.by_shape = [f for f in self.filters if f.per_shape]
+        self.shape: Shape | None = None
+        self.shaped: list[Filter] = []
+        """The `by_shape` filters that apply to `shape`, the last shape asked about."""
         weighted = [parse_weighted(s) for s in rules.scorers] or algorithm.scorers
         self.scorers = [(resolve("scorers", name)(rules), weight) for name, weight in weighted]
         selector: Selector = resolve("selectors", rules.selector or algorithm.selector)(rules)
         self.sample = sampler.sample
         self.select = selector.select
+        parts: list[Plugin] = [sampler, *self.filters, *(s for s, _ in self.scorers), selector]
+        self.placed_hooks = [p.placed for p in parts if type(p).placed is not Plugin.placed]
+        """The parts that learn from their placements (`Plugin.placed`)."""
         # One scorer of weight 1: its scores are the scores (no float work added).
         single = len(self.scorers) == 1 and self.scorers[0][1] == 1.0
         self.score = self.scorers[0][0].scores if single else self._weighted
@@ -132,8 +173,12 @@ class Pipeline:
 
     def eligible(self, scheduler: Scheduler, req: CreateRequest, now: float) -> Eligible | None:
         """The test a candidate must pass for this request; None when no filter applies."""
-        active = []
-        for f in self.filters:  # a loop, not a comprehension: this runs for every create
+        shape = req.shape
+        if shape is not self.shape:  # a shape's own filters, asked once per shape
+            self.shape = shape
+            self.shaped = [f for f in self.by_shape if f.applies(scheduler, req)]
+        active = self.shaped.copy()
+        for f in self.by_request:  # a loop, not a comprehension: this runs for every create
             if f.applies(scheduler, req):
                 active.append(f)
         if not active:

@@ -1,10 +1,12 @@
 """The extension points of placement: what a sampler, a filter, a scorer and a selector are.
 
 A plugin is constructed once per scheduler replica with the replica's `PlacementSpec` (its
-tunables) and then asked, for each choice, about the request (`req`: its vCPUs, memory,
-excluded nodes) and the replica's state (`scheduler`: its view through
-`scheduler.ledger.views` and `scheduler.reserved`, its in-progress map, its random stream). It
-reads; it never changes the state, and it never reads a clock: `now` is given.
+tunables) and then asked, for each choice, about the request (`req`: its vCPUs, memory, shape,
+excluded nodes) and the replica's state (`scheduler`: the nodes' static facts in
+`scheduler.nodes`, its view through `scheduler.ledger.views` and `scheduler.reserved`, its
+in-progress map, its random stream). It reads; it never changes the state, and it never reads a
+clock: `now` is given. A plugin that learns from its own placements keeps its own record and
+overrides `placed` (kube-scheduler's PostBind), as `cache_affinity` does.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ class Plugin:
     def __init__(self, rules: PlacementSpec) -> None:
         self.rules = rules
 
+    def placed(self, scheduler: Scheduler, req: CreateRequest, now: float) -> None:
+        """After a create this replica placed on `req.node` succeeded. A pipeline calls only
+        the plugins that override it, so the others cost nothing."""
+
 
 class Sampler(Plugin):
     """Which nodes are candidates, in the order that breaks ties."""
@@ -36,6 +42,10 @@ class Sampler(Plugin):
 
 class Filter(Plugin):
     """A predicate every candidate must pass."""
+
+    per_shape: ClassVar[bool] = False
+    """Whether `applies` depends on the request's shape alone: a pipeline then asks once per
+    shape (a workload shares one `Shape` per template), not for every create."""
 
     def needed(self) -> bool:
         """Whether the filter can ever reject a node under these rules; a pipeline drops one

@@ -22,7 +22,9 @@ class NodeHost:
     """Nodes `nodes[0].node_id ..` and everything that happens on their side of the wire.
 
     `with_ids` and `with_response` are what the scheduler's ledger asks of the nodes: reports
-    listing sandbox IDs, and a fresh report with every RPC answer.
+    listing sandbox IDs, and a fresh report with every RPC answer. `create_times` is (cold,
+    warm): the seconds a node takes over a create, between acting on it and answering, without
+    or with the template cached; None: it answers at once.
     """
 
     def __init__(
@@ -32,6 +34,7 @@ class NodeHost:
         beat_groups: list[tuple[float, list[int]]],
         faults: Faults,
         rpc: RpcModel,
+        create_times: tuple[float, float] | None,
         replicas: int,
         with_ids: bool,
         with_response: bool,
@@ -44,6 +47,7 @@ class NodeHost:
         self.groups = beat_groups
         self.faults = faults
         self.rpc = rpc
+        self.create_times = create_times
         self.replicas = range(replicas)
         self.with_ids = with_ids
         self.with_response = with_response
@@ -136,6 +140,13 @@ class NodeHost:
         if self.with_response and outcome is not Outcome.TIMEOUT:
             response = self._response(node, now)
         at = now + self.rpc.answer_delay(outcome, leg)
+        if self.create_times is not None and sandbox_id in node.sandboxes:
+            # The node created it (also when its answer is lost): warm if the template was
+            # cached; a lost answer's caller still hears at its timeout.
+            cold, warm = self.create_times
+            took = warm if node.cache(shape.template) else cold
+            if outcome is Outcome.OK:
+                at += took
         self.emit(at, Kind.CREATE_ANSWER, replica, (sandbox_id, outcome, response))
 
     def on_kill(self, node_id: int, payload: tuple, now: float) -> None:
