@@ -1,9 +1,9 @@
 """`reconcile`: reports list sandbox IDs; own calls stay unconfirmed until a report shows them
 (fix b, the one upstream preferred).
 
-The view of a node is its last report, plus this scheduler's successful creates the report
-does not list yet, minus its successful kills the report still lists. A create entry is dropped
-once a report lists its ID, or once a report taken after the create's answer does not: the node
+The view of a node (vCPUs and memory) is its last report, plus this scheduler's successful
+creates the report does not list yet, minus its successful kills the report still lists. A
+create entry is dropped once a report lists its ID, or once a report taken after the create's answer does not: the node
 acted before it answered, so that absence means the sandbox is gone (lost in a crash, or killed
 before the kill's answer arrived). A kill entry is dropped once a report taken after the kill's
 answer no longer lists it (a report taken before the create does not list it either, so absence
@@ -33,10 +33,10 @@ class ReconcileLedger(Ledger):
 
     def __init__(self, cpu_counts: list[int], options: LedgerOptions = DEFAULT_OPTIONS) -> None:
         super().__init__(cpu_counts, options)
-        # Per node: unconfirmed creates {id: (vCPU, answered_at)}, none listed by the view's
-        # report; unconfirmed kills {id: (vCPU, answered_at)}.
-        self.creates: list[dict[int, tuple[float, float]]] = [{} for _ in cpu_counts]
-        self.kills: list[dict[int, tuple[float, float]]] = [{} for _ in cpu_counts]
+        # Per node: unconfirmed creates {id: (vCPU, memory, answered_at)}, none listed by the
+        # view's report; unconfirmed kills {id: (vCPU, memory, answered_at)}.
+        self.creates: list[dict[int, tuple[float, float, float]]] = [{} for _ in cpu_counts]
+        self.kills: list[dict[int, tuple[float, float, float]]] = [{} for _ in cpu_counts]
 
     def report_applied(self, report: Report, now: float) -> None:
         node = report.node_id
@@ -45,13 +45,16 @@ class ReconcileLedger(Ledger):
         taken_at = report.taken_at
         creates = self.creates[node]
         # Listed: the report counts it. Not listed by a report taken after the answer: gone.
-        for sid in [s for s, (_, at) in creates.items() if s in listed or taken_at >= at]:
+        for sid in [s for s, (_, _, at) in creates.items() if s in listed or taken_at >= at]:
             del creates[sid]
         kills = self.kills[node]
-        for sid in [s for s, (_, at) in kills.items() if s not in listed and taken_at >= at]:
+        for sid in [s for s, (_, _, at) in kills.items() if s not in listed and taken_at >= at]:
             del kills[sid]
-        view.cpu_allocated += sum(vcpu for vcpu, _ in creates.values()) - sum(
-            vcpu for sid, (vcpu, _) in kills.items() if sid in listed
+        view.cpu_allocated += sum(vcpu for vcpu, _, _ in creates.values()) - sum(
+            vcpu for sid, (vcpu, _, _) in kills.items() if sid in listed
+        )
+        view.memory_allocated_mib += sum(mib for _, mib, _ in creates.values()) - sum(
+            mib for sid, (_, mib, _) in kills.items() if sid in listed
         )
 
     def create_finished(
@@ -59,8 +62,9 @@ class ReconcileLedger(Ledger):
     ) -> None:
         view = self.views[req.node]
         if outcome is Outcome.OK and req.sandbox_id not in view.sandbox_ids:
-            self.creates[req.node][req.sandbox_id] = (req.vcpu, now)
+            self.creates[req.node][req.sandbox_id] = (req.vcpu, req.memory_mib, now)
             view.cpu_allocated += req.vcpu
+            view.memory_allocated_mib += req.memory_mib
 
     def kill_finished(
         self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None
@@ -71,4 +75,5 @@ class ReconcileLedger(Ledger):
         unconfirmed = self.creates[req.node].pop(req.sandbox_id, None) is not None
         if unconfirmed or req.sandbox_id in view.sandbox_ids:
             view.cpu_allocated -= req.vcpu
-        self.kills[req.node][req.sandbox_id] = (req.vcpu, now)
+            view.memory_allocated_mib -= req.memory_mib
+        self.kills[req.node][req.sandbox_id] = (req.vcpu, req.memory_mib, now)
