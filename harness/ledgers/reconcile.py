@@ -3,15 +3,15 @@
 
 The view of a node (vCPUs and memory) is its last report, plus this scheduler's successful
 creates the report does not list yet, minus its successful kills the report still lists. A
-create entry is dropped once a report lists its ID, or once a report taken after the create's answer does not: the node
-acted before it answered, so that absence means the sandbox is gone (lost in a crash, or killed
-before the kill's answer arrived). A kill entry is dropped once a report taken after the kill's
-answer no longer lists it (a report taken before the create does not list it either, so absence
-alone proves nothing). A failed kill changes nothing: the node may be down (sandbox gone) or the
-RPC may have failed with the sandbox still running, and only a later report tells which.
-Reports are ordered by sequence number and older ones are dropped. The only error left is the
-calls in flight: a create the node has done but whose answer has not arrived, or a kill
-likewise (and, on a crashed node, its lost sandboxes until it reports again).
+create entry is dropped once a report lists its ID, or once a report taken after the create's
+answer does not: the node acted before it answered, so that absence means the sandbox is gone
+(lost in a crash, or killed before the kill's answer arrived). A kill entry is dropped once a
+report taken after the kill's answer no longer lists it (a report taken before the create does
+not list it either, so absence alone proves nothing). A failed kill changes nothing: the node
+may be down (sandbox gone) or the RPC may have failed with the sandbox still running, and only a
+later report tells which. Reports are ordered by sequence number and older ones are dropped. The
+only error left is the calls in flight: a create the node has done but whose answer has not
+arrived, or a kill likewise (and, on a crashed node, its lost sandboxes until it reports again).
 
 Taking "after the answer" from the report's `taken_at` assumes node and scheduler share a
 clock, as both engines do; a production version would echo a sequence number in the answer.
