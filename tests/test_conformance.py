@@ -85,6 +85,11 @@ class Plan:
     same_seed_cv: float | None = None
     """Ray's CV within this of the virtual CV of the same seed (only where the seed fixes
     every placement)."""
+    failures_in_episodes: bool = False
+    """Failed creates come in episodes (no node has room while the cluster is full), whose
+    number the seed's arrivals decide, not as a coin per create: compared with the same
+    seed's count, within counting noise (`poisson_band`), rather than a binomial band about
+    the mean over seeds."""
 
 
 PLANS = {
@@ -154,6 +159,13 @@ PLANS = {
     # the balance is looser, as in the fault scenarios. Virtual 0.100-0.218; Ray 0.146-0.172
     # in 3 runs at load averages 7-15 (9.6-10.2 s of Ray wall).
     "trace-replay": Plan(0.1, cv_margin=0.05),
+    # 60 s at 0.1: 6 s of run. Two pools, two templates, the memory filter, `stale`, Poisson
+    # 20/s with 30-60 s lifetimes. Creates fail (`no_candidate`) while the memory view says
+    # every eligible node is full: 0 to 93 failures a seed on the virtual engine (seed 0: 83),
+    # which a binomial band about the mean (24-83) does not describe. Ray: 84, 84, 83, 55 at
+    # 0.1 (placement p50 101-289 model ms), 83 at 0.25; CV 0.496-0.614 at 0.1, 0.627 at 0.25
+    # (virtual 0.41-0.80, mean 0.637).
+    "heterogeneous": Plan(0.1, cv_margin=0.05, failures_in_episodes=True),
 }
 
 VARIANTS = {
@@ -260,7 +272,10 @@ def compare(config: Config, plan: Plan, virtual: list[SeedResult], got: SeedResu
             c.equal(col, s[col], 0)
         else:
             rates = [r[col] / r["requests"] for r in v]
-            c.within(col, s[col], *binomial_band(s["requests"], rates))
+            if plan.failures_in_episodes:
+                c.within(f"{col} vs same seed", s[col], *poisson_band([same[col]]))
+            else:
+                c.within(col, s[col], *binomial_band(s["requests"], rates))
     kills_failed = [r["kills_failed"] for r in v]
     if not any(kills_failed):
         c.equal("kills_failed", s["kills_failed"], 0)
