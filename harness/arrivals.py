@@ -117,17 +117,15 @@ def _points(spec: WorkloadSpec, duration: float) -> Iterator[tuple[float, float,
         yield t0, r0, t1, r1
 
 
-class Steps(OpenLoop):
-    """Poisson arrivals at `profile_rates[i]` per second from `profile_s[i]` until the next
-    point; the last rate holds to the end."""
+class Profiled(OpenLoop):
+    """Poisson arrivals whose rate follows the profile (`profile_s`, `profile_rates`), piece by
+    piece: a subclass says how the rate runs within a piece (`pieces`)."""
 
-    name: ClassVar[str] = "steps"
     rate_key: ClassVar[str] = "workload.profile_rates"
 
     @staticmethod
     def pieces(spec: WorkloadSpec, duration: float) -> Iterator[Piece]:
-        for t0, r0, t1, _ in _points(spec, duration):
-            yield t0, min(t1, duration), r0, None
+        raise NotImplementedError
 
     @classmethod
     def times(cls, spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
@@ -136,6 +134,18 @@ class Steps(OpenLoop):
     @classmethod
     def expected(cls, spec: WorkloadSpec, duration: float) -> float:
         return _trapezoids(cls.pieces(spec, duration))
+
+
+class Steps(Profiled):
+    """Poisson arrivals at `profile_rates[i]` per second from `profile_s[i]` until the next
+    point; the last rate holds to the end."""
+
+    name: ClassVar[str] = "steps"
+
+    @staticmethod
+    def pieces(spec: WorkloadSpec, duration: float) -> Iterator[Piece]:
+        for t0, r0, t1, _ in _points(spec, duration):
+            yield t0, min(t1, duration), r0, None
 
 
 def _line(t0: float, r0: float, t1: float, r1: float) -> Callable[[float], float]:
@@ -144,12 +154,11 @@ def _line(t0: float, r0: float, t1: float, r1: float) -> Callable[[float], float
     return lambda t: r0 + slope * (t - t0)
 
 
-class Ramp(OpenLoop):
+class Ramp(Profiled):
     """Poisson arrivals whose rate runs in a straight line from each point of the profile
     (`profile_s`, `profile_rates`) to the next; the last rate holds to the end."""
 
     name: ClassVar[str] = "ramp"
-    rate_key: ClassVar[str] = "workload.profile_rates"
 
     @staticmethod
     def pieces(spec: WorkloadSpec, duration: float) -> Iterator[Piece]:
@@ -157,14 +166,6 @@ class Ramp(OpenLoop):
             rate = None if r0 == r1 else _line(t0, r0, t1, r1)
             end = min(t1, duration)
             yield t0, end, max(r0, r1 if rate is None else rate(end)), rate
-
-    @classmethod
-    def times(cls, spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
-        return _thinned(cls.pieces(spec, duration), rng)
-
-    @classmethod
-    def expected(cls, spec: WorkloadSpec, duration: float) -> float:
-        return _trapezoids(cls.pieces(spec, duration))
 
 
 class Diurnal(OpenLoop):
