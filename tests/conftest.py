@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.config import Config, from_dict
+from harness.config import Config, ConfigError, from_dict
 from harness.node import NodeInfo
 from harness.request import CreateRequest, Shape
 
@@ -25,6 +25,14 @@ SWEEPS = [p for p in sorted(CONFIGS.glob("*.toml")) if _is_sweep(p)]
 """Every shipped sweep file (a [sweep] table; tests/test_sweep.py)."""
 SCENARIOS = [p for p in sorted(CONFIGS.glob("*.toml")) if not _is_sweep(p)]
 """Every shipped scenario."""
+
+
+def refused(key: str, reason: str, **sections: dict[str, Any]) -> None:
+    """`scenario(**sections)` is refused with one line naming `key` and giving `reason`."""
+    with pytest.raises(ConfigError) as caught:
+        scenario(**sections)
+    assert caught.value.key == key and reason in caught.value.reason
+    assert "\n" not in str(caught.value)
 
 
 def ask(vcpu: float = 1.0, excluded: set[int] | None = None) -> CreateRequest:
