@@ -88,7 +88,7 @@ class HeartbeatPlan:
     """When reports are taken (the pre-run sync at t = 0, then every interval until the run's
     end) and how long each takes to reach a replica."""
 
-    __slots__ = ("delay", "duration", "interval", "jitter", "phase")
+    __slots__ = ("delay", "duration", "fixed_delay", "interval", "jitter", "phase")
 
     def __init__(self, spec: HeartbeatSpec, duration: float) -> None:
         self.interval = spec.interval_s
@@ -96,15 +96,16 @@ class HeartbeatPlan:
         self.delay = spec.delay_ms / 1000.0
         self.jitter = spec.jitter_ms / 1000.0
         self.duration = duration
+        self.fixed_delay = None if self.jitter > 0 else self.delay
+        """The delivery delay when every report takes the same (no jitter); None otherwise."""
 
     def groups(self, node_ids: list[int], rng: random.Random) -> list[BeatGroup]:
         """The beat groups of these nodes, with `rng` the run's heartbeat-phase stream."""
         return self.phase.groups(node_ids, self.interval, rng)
 
-    def next_beat(self, planned: float) -> float | None:
-        """The beat after the one planned at `planned`; None past the run's end."""
-        t = planned + self.interval
-        return t if t < self.duration else None
+    def wheel(self, planned: list[float]) -> BeatWheel:
+        """One timer for the beats of groups whose next beats are `planned`."""
+        return BeatWheel(planned, self.interval, self.duration)
 
     def first_at_or_after(self, first: float, now: float) -> float:
         """The first beat of a group (first beat `first`) not before `now`: a node back from
@@ -129,3 +130,42 @@ class HeartbeatPlan:
             times.append(t + self.delay)
             t += self.interval
         return times
+
+
+class BeatWheel:
+    """The beats of many groups on one timer, in time order: a host sets a timer for the next
+    beat only, rather than one per group (a million nodes at staggered phases would keep a
+    million timers waiting).
+
+    Every group beats once per interval, so the groups take their turns in one fixed order, that
+    of their next beats: each beat is `planned + interval`, and adding the same interval keeps
+    that order (rounding is monotonic), ties in group order as the timers' own order would have
+    them. Turn `i` is the `i`-th group in that order.
+    """
+
+    __slots__ = ("duration", "interval", "order", "planned")
+
+    def __init__(self, planned: list[float], interval: float, duration: float) -> None:
+        self.planned = planned
+        self.interval = interval
+        self.duration = duration
+        self.order = sorted(
+            (g for g, t in enumerate(planned) if t < duration), key=planned.__getitem__
+        )
+        """Groups with a beat before the run's end, by their next beat."""
+
+    def first(self) -> float | None:
+        """When the first beat is due; None: none before the run's end."""
+        return self.planned[self.order[0]] if self.order else None
+
+    def turn(self, turn: int, planned: float) -> tuple[int, int, float | None]:
+        """The group whose beat, planned at `planned`, is turn `turn`, and the next turn with
+        its time (None: no beat is left before the run's end)."""
+        order = self.order
+        group = order[turn]
+        self.planned[group] = planned + self.interval
+        turn += 1
+        if turn == len(order):
+            turn = 0
+        t = self.planned[order[turn]]
+        return group, turn, t if t < self.duration else None

@@ -90,10 +90,27 @@ class Ledger:
     """Whether create and kill answers must carry the node's fresh report (`response`)."""
     drops_old_reports: ClassVar[bool] = False
     """Whether a report not newer (by `seq`) than the view is dropped; upstream applies it."""
+    view_is_last_report: ClassVar[bool] = False
+    """Whether a node's view is the last report applied and nothing else: the strategy adds
+    nothing to it, or keeps what it adds apart (as `ttl` does)."""
 
     def __init__(self, cpu_counts: list[int], options: LedgerOptions = DEFAULT_OPTIONS) -> None:
         self.views = [NodeView(c) for c in cpu_counts]
         self.options = options
+        self.hears_reports = type(self).report_applied is not Ledger.report_applied
+        """Whether the strategy has a `report_applied`: every replica applies every report, the
+        most frequent message of a large run, so a hook left empty is not called."""
+
+    @classmethod
+    def ignores_unchanged_reports(cls) -> bool:
+        """Whether a report that says what the last one applied said (but for `seq` and
+        `taken_at`) leaves this strategy as it was: then nodes need not send it
+        (`harness.scenario.quiet_nodes`)."""
+        return (
+            cls.view_is_last_report
+            and not cls.drops_old_reports
+            and cls.report_applied is Ledger.report_applied
+        )
 
     def believed_cpu(self, node: int, now: float) -> float:
         """Allocated vCPUs this scheduler believes the node has at `now`, excluding
@@ -105,7 +122,8 @@ class Ledger:
         if self.drops_old_reports and report.seq <= view.seq:
             return
         view.overwrite(report)
-        self.report_applied(report, now)
+        if self.hears_reports:
+            self.report_applied(report, now)
 
     def report_applied(self, report: Report, now: float) -> None:
         """Called after a report has overwritten the view (not for a dropped one)."""

@@ -8,6 +8,8 @@ from typing import NamedTuple
 from harness.heartbeat import Report
 from harness.request import Shape
 
+_new_tuple = tuple.__new__
+
 
 class Outcome(StrEnum):
     """What a node answers to a create or kill RPC."""
@@ -153,16 +155,21 @@ class Node:
 
     def report(self, now: float, with_ids: bool = False) -> Report:
         self.seq += 1
-        return Report(
-            node_id=self.node_id,
-            seq=self.seq,
-            taken_at=now,
-            cpu_count=self.cpu_count,
-            cpu_allocated=self.cpu_allocated,
-            cpu_percent=self.cpu_percent,
-            memory_total_mib=self.memory_mib,
-            memory_allocated_mib=self.memory_allocated_mib,
-            memory_used_mib=self.memory_used_mib,
-            sandboxes_running=len(self.sandboxes),
-            sandbox_ids=frozenset(self.sandboxes) if with_ids else None,
+        # Built as the tuple it is, in `Report`'s field order: the keyword constructor's own
+        # frame costs three times the tuple, on the most frequent message of a large run.
+        return _new_tuple(
+            Report,
+            (
+                self.node_id,
+                self.seq,
+                now,
+                self.cpu_count,
+                self.cpu_allocated,
+                self.cpu_percent,
+                self.memory_mib,
+                self.memory_allocated_mib,
+                self.memory_used_mib,
+                len(self.sandboxes),
+                frozenset(self.sandboxes) if with_ids else None,
+            ),
         )

@@ -17,6 +17,7 @@ from harness.heartbeat import BeatGroup, HeartbeatPlan
 from harness.ledger import LedgerOptions
 from harness.ledgers import LEDGERS, make_ledger
 from harness.node import Node
+from harness.placement.framework import Pipeline
 from harness.protocol import Emit
 from harness.protocol.clients import ClientHost
 from harness.protocol.nodes import NodeHost
@@ -64,6 +65,17 @@ def beat_groups(config: Config, seed: int, node_ids: range) -> list[BeatGroup]:
     return [(t, ids) for t, ids in groups if ids]
 
 
+def quiet_nodes(config: Config) -> bool:
+    """Whether the replicas would ignore a report that says what the node's last one said: the
+    strategy ignores one (`Ledger.ignores_unchanged_reports`) and no placement plugin reads when
+    a view was reported. Nodes may then skip such reports (`NodeHost`, `quiet`): the run is the
+    same, and a large cluster pays for its changes, not its size."""
+    return (
+        LEDGERS[config.placement.strategy].ignores_unchanged_reports()
+        and not Pipeline(config.placement).reads_report_times
+    )
+
+
 def node_host(config: Config, seed: int, hosted: list[Node], emit: Emit) -> NodeHost:
     """The node side for `hosted` (a contiguous run of the cluster's nodes); its random faults
     and report delivery draw from streams keyed by its first node."""
@@ -82,6 +94,7 @@ def node_host(config: Config, seed: int, hosted: list[Node], emit: Emit) -> Node
         ledger.wants_response_report,
         stream(seed, f"report-delivery/{first}"),
         emit,
+        quiet_nodes(config),
     )
 
 

@@ -177,7 +177,3 @@ class Scheduler:
         if not self.killing[node]:
             self.killing_cpu[node] = 0.0
         self.ledger.kill_finished(req, outcome, now, response)
-
-    def apply_report(self, report: Report, now: float) -> None:
-        self.min_cpu_count = min(self.min_cpu_count, report.cpu_count)
-        self.ledger.apply_report(report, now)

@@ -64,7 +64,7 @@ def answer_times(config: Config, creates: list[Shape], start: float = 1.0) -> li
     for sandbox_id, what in enumerate(creates):
         now = start + sandbox_id
         host.on_create(0, (sandbox_id, what, 0), now)
-        ((at, kind, _, (_, outcome, _)),) = sink.take()
+        ((at, kind, _, (_, outcome, _)),) = [m for m in sink.take() if m[1] != Kind.BEAT]
         assert kind == Kind.CREATE_ANSWER
         times.append((round(at - now, 9), outcome))
     return times

@@ -112,7 +112,7 @@ def test_a_report_overwrites_the_view():
     req = request(vcpu=2.0)
     s.start_create(req, 0.0)
     s.finish_create(req, Outcome.OK, 0.0)
-    s.apply_report(Node(0, 8, 1024, 4.0, base_cpu=5.0).report(1.0), 1.0)
+    s.ledger.apply_report(Node(0, 8, 1024, 4.0, base_cpu=5.0).report(1.0), 1.0)
     assert s.ledger.believed_cpu(0, 1.0) == 5.0
 
 

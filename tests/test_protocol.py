@@ -291,9 +291,10 @@ def flow(*faults: dict, **placement: Any) -> Parties:
 
 
 def answer_of(p: Parties, node: int, sandbox_id: int, now: float) -> Message:
-    """The node handles the CREATE_RPC of `sandbox_id` at `now`; its one answer."""
+    """The node handles the CREATE_RPC of `sandbox_id` at `now`; its one answer (a quiet
+    node also sets its beat timer, `test_quiet_nodes_report_only_changes`)."""
     p.nodes.on_create(node, rpc(sandbox_id), now)
-    (message,) = p.sink.take()
+    (message,) = [m for m in p.sink.take() if m[1] != Kind.BEAT]
     return message
 
 
@@ -433,23 +434,88 @@ def test_a_restart_after_process_deaths_counts_them_and_keeps_to_the_fault_plan(
     assert p.nodes.end_state()["lost_unknown"] == [True] * 3
 
 
-def test_only_beats_before_the_run_end_are_planned() -> None:
+def test_one_timer_takes_every_beat_in_time_order_until_the_run_end() -> None:
     """Staggered phases of seed 0 over a 20 s interval: 5.108, 14.569, 0.551, 18.841; the run
-    ends at 10, so only nodes 0 and 2 get a first beat."""
+    ends at 30. One beat timer waits at a time: nodes 2, 0, 1, 3 report, then 2 and 0 again,
+    and node 1's second beat (34.569) is past the end. (`optimistic` needs every report.)"""
     config = scenario(
         cluster={"nodes": 4},
-        placement={"k": 1},
+        placement={"k": 1, "strategy": "optimistic"},
         heartbeat={"interval_s": 20.0, "phase": "staggered"},
-        run={"duration_s": 10.0},
+        run={"duration_s": 30.0},
     )
     p = Parties(config)
-    p.nodes.sync()
     p.nodes.start()
     rng = stream(0, "heartbeat")
     phases = [rng.uniform(0.0, 20.0) for _ in range(4)]
-    beats = [m for m in p.sink.take() if m[1] == Kind.BEAT]
-    assert beats == [(phases[0], Kind.BEAT, 0, phases[0]), (phases[2], Kind.BEAT, 2, phases[2])]
-    assert phases[1] > 10.0 and phases[3] > 10.0
+    timers = [m for m in p.sink.take() if m[1] == Kind.BEAT]
+    reported: list[tuple[float, int]] = []
+    while timers:
+        ((at, _, turn, planned),) = timers
+        p.nodes.on_beat(turn, planned, at)
+        sent = p.sink.take()
+        reported += [(at, r.node_id) for _, kind, _, r in sent if kind == Kind.REPORT]
+        timers = [m for m in sent if m[1] == Kind.BEAT]
+    assert reported == [
+        (phases[2], 2),
+        (phases[0], 0),
+        (phases[1], 1),
+        (phases[3], 3),
+        (phases[2] + 20.0, 2),
+        (phases[0] + 20.0, 0),
+    ]
+    assert phases[1] + 20.0 > 30.0
+
+
+def test_quiet_nodes_report_only_changes() -> None:
+    """`stale` ignores a report that says what the last said, so nodes report only a change,
+    at their first beat after it (phases of seed 0: 5.108, 14.569, 0.551, 18.841; interval 20,
+    run of 60 s). A node down at its beat reports its comeback."""
+    config = scenario(
+        cluster={"nodes": 4},
+        placement={"k": 1, "strategy": "stale"},
+        heartbeat={"interval_s": 20.0, "phase": "staggered"},
+        run={"duration_s": 60.0},
+    )
+    p = Parties(config)
+    rng = stream(0, "heartbeat")
+    phases = [rng.uniform(0.0, 20.0) for _ in range(4)]
+    p.sync()
+    p.nodes.start()
+    assert p.sink.take() == []  # nothing changed yet: no timer at all
+
+    def follow(message: Message) -> list[Message]:
+        at, kind, group, planned = message
+        assert kind == Kind.BEAT and at == planned
+        p.nodes.handlers()[Kind.BEAT](group, planned, at)
+        return p.sink.take()
+
+    p.nodes.on_create(1, rpc(7), 3.0)
+    beat, answer = p.sink.take()
+    assert answer[1] == Kind.CREATE_ANSWER and beat == (phases[1], Kind.BEAT, 1, phases[1])
+    ((_, kind, _, report),) = follow(beat)  # one report, and no timer after it
+    assert (kind, report.node_id, report.sandboxes_running) == (Kind.REPORT, 1, 1)
+
+    p.nodes.on_kill(1, (7, 0), 40.0)  # its beat at 34.569 has passed: the next, 54.569
+    beat, answer = p.sink.take()
+    assert beat == (phases[1] + 40.0, Kind.BEAT, 1, phases[1] + 40.0)
+    ((_, _, _, report),) = follow(beat)
+    assert report.sandboxes_running == 0
+
+    p.nodes.on_crash(2, True, 1.0)
+    (beat,) = p.sink.take()
+    assert beat[0] == phases[2] + 20.0
+    assert follow(beat) == []  # down: no report
+    p.nodes.on_crash(2, False, 30.0)  # the comeback is a change
+    (again,) = p.sink.take()
+    assert again == (phases[2] + 40.0, Kind.BEAT, 2, phases[2] + 40.0)
+    ((_, kind, _, report),) = follow(again)
+    assert (kind, report.node_id) == (Kind.REPORT, 2)
+
+    p.nodes.on_create(3, rpc(8), 59.0)  # no beat before the end: the drain reports it alone
+    assert [m[1] for m in p.sink.take()] == [Kind.CREATE_ANSWER]
+    p.nodes.drain(60.0)
+    assert [(r.node_id, r.sandboxes_running) for *_, r in p.sink.take()] == [(3, 1)]
 
 
 def test_a_beat_reports_to_each_replica_after_delay_and_jitter_except_lost_and_down() -> None:

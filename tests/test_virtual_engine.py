@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from harness import scenario as harness_scenario
 from harness.config import load
 from harness.engine.virtual import VirtualEngine
 from harness.ledgers import LEDGERS
@@ -66,6 +67,30 @@ def test_the_same_seed_gives_identical_parquet_and_other_seeds_differ(tmp_path):
     seed1 = reqs[reqs["seed"] == 1].reset_index(drop=True)
     assert len(seed0) > 1000
     assert not seed0[["issued_at", "node_id"]].equals(seed1[["issued_at", "node_id"]])
+
+
+QUIET = [
+    ("churn.toml", []),
+    ("faults-crash.toml", ["heartbeat.phase=staggered", "heartbeat.delay_ms=300"]),
+    ("replicas.toml", ["heartbeat.interval_s=3"]),
+]
+
+
+@pytest.mark.parametrize(("name", "changes"), QUIET, ids=[q[0] for q in QUIET])
+def test_quiet_nodes_give_the_same_tables_as_reporting_every_beat(
+    tmp_path, monkeypatch, name, changes
+):
+    """Nodes skip the reports that would change nothing (`scenario.quiet_nodes`), for every
+    strategy that ignores them: every table is what it is when every node reports on every beat.
+    Staggered phases, crashes and comebacks, a delivery delay, four replicas, short intervals."""
+    config = load(CONFIGS / name, ["run.seeds=2", *changes])
+    strategies = [s for s in LEDGERS.builtins if LEDGERS[s].ignores_unchanged_reports()]
+    assert sorted(strategies) == ["in_progress", "stale", "ttl"]
+    quiet = tables_of(run(config, strategies, tmp_path / "quiet"))
+    monkeypatch.setattr(harness_scenario, "quiet_nodes", lambda config: False)
+    loud = tables_of(run(config, strategies, tmp_path / "loud"))
+    for table in TABLES:
+        pd.testing.assert_frame_equal(quiet[table], loud[table])
 
 
 @pytest.mark.parametrize("strategy", ["stale", "in_progress", "optimistic"])

@@ -6,3 +6,4 @@ from harness.ledger import Ledger
 class InProgressLedger(Ledger):
     name = "in_progress"
     counts_in_progress = True
+    view_is_last_report = True

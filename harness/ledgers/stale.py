@@ -6,3 +6,4 @@ from harness.ledger import Ledger
 class StaleLedger(Ledger):
     name = "stale"
     counts_in_progress = False
+    view_is_last_report = True

@@ -19,6 +19,7 @@ from harness.request import CreateRequest
 class TtlLedger(Ledger):
     name = "ttl"
     counts_in_progress = True
+    view_is_last_report = True
 
     def __init__(self, cpu_counts: list[int], options: LedgerOptions = DEFAULT_OPTIONS) -> None:
         super().__init__(cpu_counts, options)

@@ -132,6 +132,7 @@ class Pipeline:
         "by_shape",
         "filters",
         "placed_hooks",
+        "reads_report_times",
         "sample",
         "score",
         "scorers",
@@ -158,6 +159,7 @@ class Pipeline:
         parts: list[Plugin] = [sampler, *self.filters, *(s for s, _ in self.scorers), selector]
         self.placed_hooks = [p.placed for p in parts if type(p).placed is not Plugin.placed]
         """The parts that learn from their placements (`Plugin.placed`)."""
+        self.reads_report_times = any(p.reads_report_times for p in parts)
         # One scorer of weight 1: its scores are the scores (no float work added).
         single = len(self.scorers) == 1 and self.scorers[0][1] == 1.0
         self.score = self.scorers[0][0].scores if single else self._weighted

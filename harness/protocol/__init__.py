@@ -34,7 +34,8 @@ class Kind:
     """(sandbox_id, replica): the first leg of a kill has arrived."""
     # the node side's own timers
     BEAT = 2
-    """key: beat group; payload: the planned time. The group's nodes report."""
+    """key: the turn on the host's beat wheel (`harness.heartbeat.BeatWheel`); payload: the
+    planned time. That turn's group of nodes reports."""
     CRASH = 3
     """key: node ID; payload: down (True) or back (False)."""
     # to a scheduler replica; key: replica

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from operator import attrgetter
 
 from harness.faults import Faults
 from harness.heartbeat import HeartbeatPlan, Report
@@ -16,6 +17,9 @@ from harness.node import Node, Outcome
 from harness.protocol import Emit, Handler, Kind
 from harness.recording import Truth, node_columns
 from harness.rpc import Rpc, RpcModel
+
+REPORT = Kind.REPORT
+_node_id = attrgetter("node_id")
 
 
 class NodeHost:
@@ -25,6 +29,13 @@ class NodeHost:
     listing sandbox IDs, and a fresh report with every RPC answer. `create_times` is (cold,
     warm): the seconds a node takes over a create, between acting on it and answering, without
     or with the template cached; None: it answers at once.
+
+    `quiet`: the replicas ignore a report that says what the node's last one said
+    (`harness.scenario.quiet_nodes`). Unless reports take random draws (delivery jitter, lost
+    reports), a node then sends one only if it changed (a create, a kill, a crash or a comeback)
+    since its last, at its group's first beat after the change: the others would arrive in order
+    and find their view as they would leave it. A beat group has a timer only while it has such
+    a node, so a large cluster costs per change rather than per node and interval.
     """
 
     def __init__(
@@ -40,11 +51,25 @@ class NodeHost:
         with_response: bool,
         delivery: random.Random,
         emit: Emit,
+        quiet: bool = False,
     ) -> None:
         self.nodes = list(nodes)
         self.first = self.nodes[0].node_id
         self.plan = plan
         self.groups = beat_groups
+        self.beat_nodes = [[self.node(i) for i in ids] for _, ids in beat_groups]
+        """Each beat group's nodes, looked up once: a beat of one node is the most frequent
+        message of a large run."""
+        self.wheel = plan.wheel([t for t, _ in beat_groups])
+        """The beat timer: one for all groups. Quiet nodes set a timer per group instead, and
+        keep each group's next beat in `wheel.planned`."""
+        self.quiet = quiet and plan.fixed_delay is not None and not faults.report_faults
+        self.group_of = [0] * len(self.nodes)
+        for group, (_, ids) in enumerate(beat_groups):
+            for i in ids:
+                self.group_of[i - self.first] = group
+        self.changed: dict[int, set[Node]] = {}
+        """Quiet nodes: by beat group, its nodes changed since their last report."""
         self.faults = faults
         self.rpc = rpc
         self.create_times = create_times
@@ -61,7 +86,7 @@ class NodeHost:
         return {
             Kind.CREATE_RPC: self.on_create,
             Kind.KILL_RPC: self.on_kill,
-            Kind.BEAT: self.on_beat,
+            Kind.BEAT: self.on_quiet_beat if self.quiet else self.on_beat,
             Kind.CRASH: self.on_crash,
         }
 
@@ -73,12 +98,16 @@ class NodeHost:
         self._send_reports(self.nodes, now, delayed=False)
 
     def start(self) -> None:
-        """The crash and comeback timers and the first beat of every group."""
+        """The crash and comeback timers and the beat timer."""
         for t, node_id, down in self.faults.crash_events():
             self.emit(t, Kind.CRASH, node_id, down)
-        for group, (t, _) in enumerate(self.groups):
-            if t < self.plan.duration:
-                self.emit(t, Kind.BEAT, group, t)
+        if not self.quiet:  # quiet nodes have no change to report yet
+            self._first_beat()
+
+    def _first_beat(self) -> None:
+        t = self.wheel.first()
+        if t is not None:
+            self.emit(t, Kind.BEAT, 0, t)
 
     def restart(self, now: float, deaths: int) -> None:
         """The process holding these nodes died `deaths` times since the run began, and this
@@ -99,31 +128,65 @@ class NodeHost:
         for t, node_id, is_down in self.faults.crash_events():
             if t > now:
                 self.emit(t, Kind.CRASH, node_id, is_down)
-        for group, (first, _) in enumerate(self.groups):
-            t = self.plan.first_at_or_after(first, now)
-            if t < self.plan.duration:
-                self.emit(t, Kind.BEAT, group, t)
+        self.wheel = self.plan.wheel(
+            [self.plan.first_at_or_after(first, now) for first, _ in self.groups]
+        )
+        if not self.quiet:
+            self._first_beat()
+            return
+        self.changed = {}
+        for node in self.nodes:  # every node crashed with the process: a change
+            self._change(node, now)
 
     def _send_reports(self, nodes: Sequence[Node], now: float, delayed: bool = True) -> None:
         """Each node's report, to every replica after the delivery delay plus that replica's
         own jitter draw, so reports of one node can overtake each other."""
         emit, report, with_ids = self.emit, self.faults.report, self.with_ids
+        fixed = self.plan.fixed_delay if delayed else 0.0
         for node in nodes:
             taken = report(node, now, with_ids)
             if taken is None:
                 continue
             for replica in self.replicas:
-                at = now + self.plan.delivery_delay(self.delivery) if delayed else now
-                emit(at, Kind.REPORT, replica, taken)
+                if fixed is None:
+                    emit(now + self.plan.delivery_delay(self.delivery), REPORT, replica, taken)
+                else:
+                    emit(now + fixed, REPORT, replica, taken)
 
-    def on_beat(self, group: int, planned: float, now: float) -> None:
-        self._send_reports([self.node(i) for i in self.groups[group][1]], now)
-        nxt = self.plan.next_beat(planned)
+    def on_beat(self, turn: int, planned: float, now: float) -> None:
+        group, turn, nxt = self.wheel.turn(turn, planned)
+        self._send_reports(self.beat_nodes[group], now)
         if nxt is not None:
-            self.emit(nxt, Kind.BEAT, group, nxt)
+            self.emit(nxt, Kind.BEAT, turn, nxt)
+
+    def on_quiet_beat(self, group: int, planned: float, now: float) -> None:
+        """A beat of a group with changed nodes: they report (those down do not, and report
+        the change of their comeback), and the group's timer sleeps until the next change."""
+        self._send_reports(sorted(self.changed.pop(group), key=_node_id), now)
+        self.wheel.planned[group] = planned + self.plan.interval
+
+    def _change(self, node: Node, now: float) -> None:
+        """Quiet nodes: `node` has changed, so it reports at its group's first beat after
+        `now`, for which the group's timer is set unless it is already."""
+        group = self.group_of[node.node_id - self.first]
+        changed = self.changed.get(group)
+        if changed is not None:
+            changed.add(node)
+            return
+        self.changed[group] = {node}
+        planned = self.wheel.planned
+        t = planned[group]
+        while t <= now:  # the beats it skipped, added up one by one as they would have been
+            t += self.plan.interval
+        planned[group] = t
+        if t < self.plan.duration:  # else the drain after the run reports it
+            self.emit(t, Kind.BEAT, group, t)
 
     def on_crash(self, node_id: int, down: bool, now: float) -> None:
-        self.faults.crash(self.node(node_id), down)
+        node = self.node(node_id)
+        self.faults.crash(node, down)
+        if self.quiet:
+            self._change(node, now)
 
     def _response(self, node: Node, now: float) -> Report | None:
         """The node's fresh report, sent back with an answer to strategies that want it
@@ -134,6 +197,8 @@ class NodeHost:
         sandbox_id, shape, replica = payload
         node = self.nodes[node_id - self.first]
         outcome = self.faults.create(node, sandbox_id, shape, now)
+        if self.quiet:
+            self._change(node, now)
         leg = self.rpc.leg(Rpc.CREATE, node_id, now)
         # A lost answer (TIMEOUT) carries nothing; the caller hears of it at its timeout.
         response = None
@@ -153,14 +218,20 @@ class NodeHost:
         sandbox_id, replica = payload
         node = self.nodes[node_id - self.first]
         outcome = self.faults.kill(node, sandbox_id, now)
+        if self.quiet:
+            self._change(node, now)
         leg = self.rpc.leg(Rpc.KILL, node_id, now)
         response = self._response(node, now) if self.with_response else None
         self.emit(now + leg, Kind.KILL_ANSWER, replica, (sandbox_id, outcome, response))
 
     def drain(self, now: float) -> None:
         """After the run: one last report of every live node, to every replica at once, so the
-        end-of-run check can compare each replica's belief with the truth."""
-        for node in self.nodes:
+        end-of-run check can compare each replica's belief with the truth. Quiet nodes: those
+        changed since their last report."""
+        nodes = self.nodes
+        if self.quiet:
+            nodes = sorted((n for group in self.changed.values() for n in group), key=_node_id)
+        for node in nodes:
             if not node.down:
                 taken = node.report(now, self.with_ids)
                 for replica in self.replicas:

@@ -31,6 +31,7 @@ class ReplicaHost:
         """Sandboxes this replica placed and has not been asked to kill."""
         self.killing: dict[int, CreateRequest] = {}
         """Kills on the wire."""
+        self.apply_report = scheduler.ledger.apply_report
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -100,7 +101,7 @@ class ReplicaHost:
         self.emit(now, Kind.KILL_DONE, req.client, answer)
 
     def on_report(self, key: int, report: Report, now: float) -> None:
-        self.scheduler.apply_report(report, now)
+        self.apply_report(report, now)
 
     def view(self, now: float) -> View:
         s = self.scheduler
