@@ -1,14 +1,21 @@
-"""Virtual engine speed: simulated creates per wall-clock second at 10,000 nodes, and how much
-faster than real time the reference benchmark (seed-herd, one seed) runs.
+"""Virtual engine speed: simulated creates per wall-clock second at 10,000 nodes, how much
+faster than real time the reference benchmark (seed-herd, one seed) runs, and reports at scale:
+a million nodes reporting every 20 s.
 
     python bench/virtual_engine.py [--requests 200000] [--nodes 10000] [--repeat 3]
+                                   [--scale-nodes 1000000] [--scale-s 60]
 
-Goals (issue 2): >= 200,000 simulated requests/s on one core; seed-herd >= 500x real time.
+Goals (issue 13): >= 200,000 creates/s on one core at 10,000 nodes; 1,000,000 nodes with 20 s
+reports at >= 10x real time, with the memory per node. Seed-herd: >= 500x real time (issue 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -42,12 +49,69 @@ def best_of(repeat: int, fn):
     return min(times), result
 
 
+def at_scale(nodes: int, sim_s: float, strategy: str) -> dict[str, float]:
+    """One seed of `large` at `nodes` nodes for `sim_s` simulated seconds, in this process: the
+    set-up (nodes built, the pre-run sync), the run and the peak memory, timed apart. The run's
+    pace is taken between the engine's first and last progress calls, so it excludes both the
+    set-up and the collection of results."""
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    marks: list[tuple[float, float]] = []
+    start = time.perf_counter()
+    result = VirtualEngine().run_seed(
+        large(nodes, int(sim_s * 2000), strategy),
+        seed=0,
+        progress=lambda t, snapshot=None: marks.append((time.perf_counter(), t)),
+    )
+    total = time.perf_counter() - start
+    (w0, t0), (w1, t1) = marks[0], marks[-1]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "pace": (t1 - t0) / (w1 - w0),
+        "overall": sim_s / total,
+        "setup_s": w0 - start,
+        "total_s": total,
+        "creates": result.summary["requests"],
+        "kib_per_node": (peak - base) / nodes,
+    }
+
+
+def reports_at_scale(nodes: int, sim_s: float) -> None:
+    """`at_scale` for two strategies, each in a fresh process, so its peak memory is its own."""
+    reports = nodes * sim_s / 20.0
+    print(f"{nodes:,} nodes reporting every 20 s (staggered), 2,000 creates/s, {sim_s:.0f} s:")
+    for strategy, why in (
+        ("stale", "quiet nodes: a report that would change nothing is not sent"),
+        ("optimistic", "every report sent and applied"),
+    ):
+        out = subprocess.run(
+            [sys.executable, __file__, "--one-at-scale", strategy, str(nodes), str(sim_s)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        m = json.loads(out.stdout.splitlines()[-1])
+        print(
+            f"  {strategy:<11} run {m['pace']:>6.1f}x real time "
+            f"({reports * m['pace'] / sim_s:>9,.0f} reports/s)  "
+            f"with set-up and results {m['overall']:>5.1f}x  set-up {m['setup_s']:.1f} s  "
+            f"peak {m['kib_per_node']:.2f} KiB/node  [{why}]"
+        )
+    print("  goal: >= 10x real time at 1,000,000 nodes")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200_000)
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--scale-nodes", type=int, default=1_000_000)
+    parser.add_argument("--scale-s", type=float, default=60.0)
+    parser.add_argument("--one-at-scale", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_at_scale:
+        strategy, nodes, sim_s = args.one_at_scale
+        print(json.dumps(at_scale(int(nodes), float(sim_s), strategy)))
+        return
     engine = VirtualEngine()
 
     print(f"{args.nodes} nodes, {args.requests} creates (+ kills), best of {args.repeat}")
@@ -61,6 +125,7 @@ def main() -> None:
             f"{calls / wall:>10,.0f} calls/s (creates+kills)  wall {wall:.2f} s  "
             f"CV {s['cv']:.3f}"
         )
+    print("  goal: >= 200,000 creates/s")
 
     herd = load(CONFIGS / "seed-herd.toml", ["run.seeds=1"])
     for strategy in ("stale", "optimistic"):
@@ -72,6 +137,7 @@ def main() -> None:
             f"{result.summary['sim_duration_s']:.0f} s simulated = {speedup:,.0f}x real time "
             f"(timeline on)"
         )
+    reports_at_scale(args.scale_nodes, args.scale_s)
 
 
 if __name__ == "__main__":
