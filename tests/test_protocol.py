@@ -434,20 +434,25 @@ def test_a_restart_after_process_deaths_counts_them_and_keeps_to_the_fault_plan(
     assert p.nodes.end_state()["lost_unknown"] == [True] * 3
 
 
+def four_staggered(strategy: str, duration: float) -> tuple[Parties, list[float]]:
+    """Four nodes at staggered phases over a 20 s interval, and those phases (seed 0: 5.108,
+    14.569, 0.551, 18.841)."""
+    config = scenario(
+        cluster={"nodes": 4},
+        placement={"k": 1, "strategy": strategy},
+        heartbeat={"interval_s": 20.0, "phase": "staggered"},
+        run={"duration_s": duration},
+    )
+    rng = stream(0, "heartbeat")
+    return Parties(config), [rng.uniform(0.0, 20.0) for _ in range(4)]
+
+
 def test_one_timer_takes_every_beat_in_time_order_until_the_run_end() -> None:
     """Staggered phases of seed 0 over a 20 s interval: 5.108, 14.569, 0.551, 18.841; the run
     ends at 30. One beat timer waits at a time: nodes 2, 0, 1, 3 report, then 2 and 0 again,
     and node 1's second beat (34.569) is past the end. (`optimistic` needs every report.)"""
-    config = scenario(
-        cluster={"nodes": 4},
-        placement={"k": 1, "strategy": "optimistic"},
-        heartbeat={"interval_s": 20.0, "phase": "staggered"},
-        run={"duration_s": 30.0},
-    )
-    p = Parties(config)
+    p, phases = four_staggered("optimistic", 30.0)
     p.nodes.start()
-    rng = stream(0, "heartbeat")
-    phases = [rng.uniform(0.0, 20.0) for _ in range(4)]
     timers = [m for m in p.sink.take() if m[1] == Kind.BEAT]
     reported: list[tuple[float, int]] = []
     while timers:
@@ -471,15 +476,7 @@ def test_quiet_nodes_report_only_changes() -> None:
     """`stale` ignores a report that says what the last said, so nodes report only a change,
     at their first beat after it (phases of seed 0: 5.108, 14.569, 0.551, 18.841; interval 20,
     run of 60 s). A node down at its beat reports its comeback."""
-    config = scenario(
-        cluster={"nodes": 4},
-        placement={"k": 1, "strategy": "stale"},
-        heartbeat={"interval_s": 20.0, "phase": "staggered"},
-        run={"duration_s": 60.0},
-    )
-    p = Parties(config)
-    rng = stream(0, "heartbeat")
-    phases = [rng.uniform(0.0, 20.0) for _ in range(4)]
+    p, phases = four_staggered("stale", 60.0)
     p.sync()
     p.nodes.start()
     assert p.sink.take() == []  # nothing changed yet: no timer at all
