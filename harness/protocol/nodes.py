@@ -56,11 +56,12 @@ class NodeHost:
         self.nodes = list(nodes)
         self.first = self.nodes[0].node_id
         self.plan = plan
-        self.groups = beat_groups
+        self.firsts = [t for t, _ in beat_groups]
+        """Each beat group's first beat."""
         self.beat_nodes = [[self.node(i) for i in ids] for _, ids in beat_groups]
         """Each beat group's nodes, looked up once: a beat of one node is the most frequent
         message of a large run."""
-        self.wheel = plan.wheel([t for t, _ in beat_groups])
+        self.wheel = plan.wheel(self.firsts.copy())
         """The beat timer: one for all groups. Quiet nodes set a timer per group instead, and
         keep each group's next beat in `wheel.planned`."""
         self.quiet = quiet and plan.fixed_delay is not None and not faults.report_faults
@@ -129,7 +130,7 @@ class NodeHost:
             if t > now:
                 self.emit(t, Kind.CRASH, node_id, is_down)
         self.wheel = self.plan.wheel(
-            [self.plan.first_at_or_after(first, now) for first, _ in self.groups]
+            [self.plan.first_at_or_after(first, now) for first in self.firsts]
         )
         if not self.quiet:
             self._first_beat()
