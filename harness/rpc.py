@@ -9,6 +9,8 @@ are configured as round trips in ms; everything here is in model seconds.
 
 from __future__ import annotations
 
+from typing import Final
+
 from harness.faults import SlowNodes
 from harness.node import Outcome
 
@@ -16,8 +18,8 @@ from harness.node import Outcome
 class Rpc:
     """Which RPC (small ints: they index `RpcModel.legs`)."""
 
-    CREATE = 0
-    KILL = 1
+    CREATE: Final = 0
+    KILL: Final = 1
 
 
 class RpcModel:
