@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 from harness.placement.plugin import Scorer
 
 if TYPE_CHECKING:
+    from harness.placement.spec import PlacementSpec
     from harness.request import CreateRequest
-    from harness.scheduler import PlacementSpec, Scheduler
+    from harness.scheduler import Scheduler
 
 
 class CacheAffinity(Scorer):

@@ -33,8 +33,9 @@ from harness.placement.plugin import Eligible, Filter, Plugin, Sampler, Scorer, 
 from harness.registry import Registry, RegistryError
 
 if TYPE_CHECKING:
+    from harness.placement.spec import PlacementSpec
     from harness.request import CreateRequest, Shape
-    from harness.scheduler import PlacementSpec, Scheduler
+    from harness.scheduler import Scheduler
 
 SAMPLERS = Registry(
     "samplers", "sampler", Sampler, (BestOfK, EveryNode, OneAtRandom, TwoChoices, RoundRobin)

@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
+    from harness.placement.spec import PlacementSpec
     from harness.request import CreateRequest
-    from harness.scheduler import PlacementSpec, Scheduler
+    from harness.scheduler import Scheduler
 
 Eligible = Callable[[int], bool]
 """Whether a node passes every filter that applies to the request being placed."""
