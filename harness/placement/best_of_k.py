@@ -7,6 +7,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from harness.placement.plugin import Eligible, Sampler, Scorer, Selector
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ def sample(random: Callable[[], float], n: int, k: int, eligible: Eligible | Non
     return chosen
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BestOfK(Sampler):
     """Up to K eligible nodes, uniformly without replacement (`placement.k`)."""
 
@@ -45,6 +48,7 @@ class BestOfK(Sampler):
         return sample(scheduler.random, scheduler.n, self.rules.k, eligible)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class EveryNode(Sampler):
     """Every eligible node, in node order (a full scan)."""
 
@@ -55,6 +59,7 @@ class EveryNode(Sampler):
         return list(nodes) if eligible is None else [n for n in nodes if eligible(n)]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Reference(Scorer):
     """(vcpu + reserved + alpha * cpu_percent / 100) / (R * cpu_count), with `reserved` the
     believed allocation (plus creates in progress for strategies that count them)."""
@@ -83,6 +88,7 @@ class Reference(Scorer):
         return out
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Lowest(Selector):
     """The lowest score, strict `<`: on a tie the candidate sampled first wins."""
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+from mypy_extensions import mypyc_attr
+
 if TYPE_CHECKING:
     from harness.placement.spec import PlacementSpec
     from harness.request import CreateRequest
@@ -23,6 +25,7 @@ Eligible = Callable[[int], bool]
 """Whether a node passes every filter that applies to the request being placed."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Plugin:
     name: ClassVar[str] = ""
 
@@ -34,6 +37,7 @@ class Plugin:
         the plugins that override it, so the others cost nothing."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Sampler(Plugin):
     """Which nodes are candidates, in the order that breaks ties."""
 
@@ -41,6 +45,7 @@ class Sampler(Plugin):
         raise NotImplementedError
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Filter(Plugin):
     """A predicate every candidate must pass."""
 
@@ -61,6 +66,7 @@ class Filter(Plugin):
         raise NotImplementedError
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Scorer(Plugin):
     """Lower is better; a pipeline adds the scorers' weighted scores."""
 
@@ -70,6 +76,7 @@ class Scorer(Plugin):
         raise NotImplementedError
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Selector(Plugin):
     """Which scored candidate wins; None when there is none."""
 
