@@ -43,7 +43,6 @@ COMPILED = [
     "harness/placement/designs.py",
     "harness/placement/affinity.py",
     "harness/placement/framework.py",
-    "harness/protocol/__init__.py",
     "harness/protocol/nodes.py",
     "harness/protocol/replica.py",
     "harness/protocol/clients.py",
@@ -51,7 +50,8 @@ COMPILED = [
 """The modules compiled: the virtual engine's loop and what it calls for every message. Not
 compiled: modules that declare config keys (`harness.spec.key` dataclasses: compiled, their
 type hints lose their parameters, which the config layer reads) and everything the model
-calls rarely."""
+calls rarely. No package `__init__` either: compiled, one sets its `__path__` as if the shared
+library were at the top level."""
 BUILT = "harness/_compiled.json"
 """Written next to the extensions after a compile: the digest of each source compiled, so
 `harness` can tell an extension from a source edited since (harness/__init__.py)."""
@@ -80,9 +80,10 @@ def _extensions() -> list:
     try:
         # mypy follows imports into modules not compiled for their types; their own type
         # errors are not the compile's business (silent), those of compiled ones are.
-        # One shared library, harness__mypyc, and a small extension per module.
+        # One shared library inside the package (harness/_native__mypyc: a Ray cluster's
+        # workers get it with the package the job ships) and a small extension per module.
         options = ["--follow-imports=silent", *COMPILED]
-        extensions = mypycify(options, opt_level="3", group_name="harness")
+        extensions = mypycify(options, opt_level="3", group_name="harness._native")
     except BaseException as e:  # mypy reports type errors with SystemExit
         _warn(f"mypyc could not compile the model ({e!r})")
         return []
