@@ -176,10 +176,10 @@ def start_ray(
     """Join the cluster at `address`, shipping this code (the harness and its actors, with its
     compiled modules if any; a process running pure Python has the workers run pure too) and
     the import-path plugins' `modules` (`plugin_sources`) with the job, so no shared
-    filesystem is assumed; or start a new local Ray (never one another program started here) listening on
-    loopback only, sized to this machine unless `num_cpus` says otherwise, without dashboard,
-    and keeping workers' logs off the terminal. `stop_ray` (or the end of the process) stops
-    it."""
+    filesystem is assumed; or start a new local Ray (never one another program started here)
+    listening on loopback only, sized to this machine unless `num_cpus` says otherwise,
+    without dashboard, and keeping workers' logs off the terminal. `stop_ray` (or the end of
+    the process) stops it."""
     global _ours
     stop_ray()  # what is left of one this process started and shut down directly
     quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
