@@ -15,7 +15,6 @@ import json
 import os
 import sys
 import warnings
-from importlib.abc import MetaPathFinder
 from importlib.machinery import EXTENSION_SUFFIXES, ModuleSpec
 from importlib.util import find_spec, spec_from_file_location
 from pathlib import Path
@@ -31,8 +30,9 @@ BUILT = Path(__file__).with_name("_compiled.json")
 """What the build compiled: {"sources": {path from the project root: sha256 of the source}}."""
 
 
-class _SourceFirst(MetaPathFinder):
-    """Finds `harness.*` modules as their `.py` source, never as an extension module."""
+class _SourceFirst:
+    """A meta path finder: `harness.*` modules as their `.py` source, never as an extension
+    module."""
 
     def find_spec(
         self, fullname: str, path: Any = None, target: ModuleType | None = None
