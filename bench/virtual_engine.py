@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import harness
 from harness.config import from_dict, load
 from harness.engine.virtual import VirtualEngine
 
@@ -114,7 +115,10 @@ def main() -> None:
         return
     engine = VirtualEngine()
 
-    print(f"{args.nodes} nodes, {args.requests} creates (+ kills), best of {args.repeat}")
+    print(
+        f"{args.nodes} nodes, {args.requests} creates (+ kills), best of {args.repeat}, "
+        f"{harness.PATH}"
+    )
     for strategy in ("stale", "optimistic"):
         config = large(args.nodes, args.requests, strategy)
         wall, result = best_of(args.repeat, lambda c=config: engine.run_seed(c, seed=0))

@@ -1,3 +1,102 @@
-"""Load-test harness for cluster schedulers: Best-of-K placement on stale node metrics."""
+"""Load-test harness for cluster schedulers: Best-of-K placement on stale node metrics.
+
+The model's hot modules may be compiled with mypyc (README, "Compiled hot path"): each then has
+an extension module next to its source, which Python imports first. They are used only while
+they match their sources: the build records a digest of each source it compiled
+(`_compiled.json`), and if one has changed since (an edit in an editable install), or
+`HARNESS_PURE=1` is set, every `harness` module is loaded from its source instead. `COMPILED`
+says which path is live.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import warnings
+from importlib.machinery import EXTENSION_SUFFIXES, ModuleSpec
+from importlib.util import find_spec, spec_from_file_location
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 __version__ = "0.1.0"
+
+PURE_ENV = "HARNESS_PURE"
+"""Set to 1 to run pure Python even where compiled modules are installed (and, at build time,
+to build none)."""
+BUILT = Path(__file__).with_name("_compiled.json")
+"""What the build compiled: {"sources": {path from the project root: sha256 of the source}}."""
+
+
+class _SourceFirst:
+    """A meta path finder: `harness.*` modules as their `.py` source, never as an extension
+    module."""
+
+    def find_spec(
+        self, fullname: str, path: Any = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if not fullname.startswith(f"{__name__}.") or not path:
+            return None
+        leaf = fullname.rpartition(".")[2]
+        for entry in path:
+            package = Path(entry, leaf, "__init__.py")
+            if package.is_file():
+                return spec_from_file_location(
+                    fullname, package, submodule_search_locations=[str(package.parent)]
+                )
+            module = Path(entry, f"{leaf}.py")
+            if module.is_file():
+                return spec_from_file_location(fullname, module)
+        return None
+
+
+def changed_sources() -> list[str]:
+    """The compiled modules whose source differs from the one compiled (none when nothing
+    was compiled)."""
+    try:
+        built = json.loads(BUILT.read_text())["sources"]
+    except (OSError, ValueError, KeyError):
+        return []
+    root = BUILT.parent.parent
+    changed = []
+    for name, digest in built.items():
+        try:
+            now = hashlib.sha256((root / name).read_bytes()).hexdigest()
+        except OSError:
+            now = None
+        if now != digest:
+            changed.append(name)
+    return changed
+
+
+def _pure_wanted() -> bool:
+    if os.environ.get(PURE_ENV, "").strip() not in ("", "0"):
+        return True
+    changed = changed_sources()
+    if changed:
+        more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+        warnings.warn(
+            f"harness: {changed[0]}{more} changed since it was compiled; running pure Python "
+            f"(rebuild with `pip install -e .`, or set {PURE_ENV}=1 to run pure quietly)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return bool(changed)
+
+
+if _pure_wanted() and not any(isinstance(f, _SourceFirst) for f in sys.meta_path):
+    sys.meta_path.insert(0, _SourceFirst())
+
+
+def _compiled() -> bool:
+    spec = find_spec(f"{__name__}.native_clock")
+    origin = spec.origin if spec is not None else None
+    return origin is not None and origin.endswith(tuple(EXTENSION_SUFFIXES))
+
+
+COMPILED = _compiled()
+"""Whether the compiled modules are the ones imported (False: pure Python throughout)."""
+PATH = "compiled" if COMPILED else "pure Python"
+"""Which path is live, as `harness --version` and the benchmarks say it."""

@@ -65,7 +65,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="harness",
         description="Load-test harness for Best-of-K placement on stale node metrics.",
     )
-    parser.add_argument("--version", action="version", version=f"harness {harness.__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"harness {harness.__version__} ({harness.PATH})"
+    )
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("run", help="run a scenario and write its results")

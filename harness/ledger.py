@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from mypy_extensions import mypyc_attr
+
 from harness.heartbeat import Report
 from harness.node import Outcome
 from harness.request import CreateRequest
@@ -74,6 +76,7 @@ class NodeView:
         self.sandbox_ids = ids or NO_IDS
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Ledger:
     """Base strategy: the view is the last report applied, blindly overwritten as upstream does.
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import harness
 from harness.config import Config, ConfigError
 from harness.ledgers import LEDGERS
 from harness.placement.framework import REGISTRIES, parse_weighted
@@ -172,12 +173,13 @@ def plugin_sources(configs: Iterable[Config], strategies: Iterable[str] = ()) ->
 def start_ray(
     address: str | None = None, num_cpus: int | None = None, modules: Iterable[str] = ()
 ) -> None:
-    """Join the cluster at `address`, shipping this code (the harness and its actors) and the
-    import-path plugins' `modules` (`plugin_sources`) with the job, so no shared filesystem is
-    assumed; or start a new local Ray (never one another program started here) listening on
-    loopback only, sized to this machine unless `num_cpus` says otherwise, without dashboard,
-    and keeping workers' logs off the terminal. `stop_ray` (or the end of the process) stops
-    it."""
+    """Join the cluster at `address`, shipping this code (the harness and its actors, with its
+    compiled modules if any; a process running pure Python has the workers run pure too) and
+    the import-path plugins' `modules` (`plugin_sources`) with the job, so no shared
+    filesystem is assumed; or start a new local Ray (never one another program started here)
+    listening on loopback only, sized to this machine unless `num_cpus` says otherwise,
+    without dashboard, and keeping workers' logs off the terminal. `stop_ray` (or the end of
+    the process) stops it."""
     global _ours
     stop_ray()  # what is left of one this process started and shut down directly
     quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
@@ -192,10 +194,13 @@ def start_ray(
     # The packages' folders, found without importing them (actors imports Ray and the engine).
     packages = [source for name in ("harness", "actors") for source in _sources(name)]
     packages += [source for source in modules if source not in packages]
+    runtime_env: dict[str, Any] = {"py_modules": packages}
+    if not harness.COMPILED:  # the workers run the path this process runs
+        runtime_env["env_vars"] = {harness.PURE_ENV: "1"}
     _ours = _Ours()
     try:
         with _keeping_signal_handlers():
-            ray.init(address=address, runtime_env={"py_modules": packages}, **quiet)
+            ray.init(address=address, runtime_env=runtime_env, **quiet)
     except ConnectionError as e:
         raise ConfigError("--address", f"cannot join the Ray cluster: {e}") from None
 

@@ -22,6 +22,12 @@ class Shape:
     cpu_family: str = ""
     """The CPU family a node must have; empty: any."""
 
+    def __reduce__(self) -> tuple[type[Shape], tuple[object, ...]]:
+        # Pickled as a call with its fields (the Ray engine sends shapes between actors):
+        # compiled, a frozen dataclass cannot have its state set back field by field.
+        fields = (self.vcpu, self.memory_mib, self.usage, self.template, self.labels)
+        return Shape, (*fields, self.cpu_family)
+
 
 class CreateRequest:
     """One logical create as the client sees it, across all its RPCs."""

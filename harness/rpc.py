@@ -9,6 +9,8 @@ are configured as round trips in ms; everything here is in model seconds.
 
 from __future__ import annotations
 
+from typing import Final
+
 from harness.faults import SlowNodes
 from harness.node import Outcome
 
@@ -16,8 +18,8 @@ from harness.node import Outcome
 class Rpc:
     """Which RPC (small ints: they index `RpcModel.legs`)."""
 
-    CREATE = 0
-    KILL = 1
+    CREATE: Final = 0
+    KILL: Final = 1
 
 
 class RpcModel:
@@ -29,7 +31,8 @@ class RpcModel:
     def __init__(
         self, create_ms: float, kill_ms: float, timeout_ms: float, slow: SlowNodes
     ) -> None:
-        self.legs = (create_ms / 2000.0, kill_ms / 2000.0)
+        # A list: compiled, a tuple indexed by a variable is boxed again on every read.
+        self.legs = [create_ms / 2000.0, kill_ms / 2000.0]
         self.timeout = timeout_ms / 1000.0
         self.slow = slow
 

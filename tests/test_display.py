@@ -154,7 +154,7 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as caught:
         main(["--version"])
     assert caught.value.code == 0
-    assert capsys.readouterr().out == f"harness {harness.__version__}\n"
+    assert capsys.readouterr().out == f"harness {harness.__version__} ({harness.PATH})\n"
 
 
 def test_html_tables_show_counts_as_integers():

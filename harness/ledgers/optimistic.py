@@ -4,12 +4,15 @@ The add happens after the create RPC succeeds, so a report taken after the node 
 sandbox but applied before the answer arrives counts it twice until the next report.
 """
 
+from mypy_extensions import mypyc_attr
+
 from harness.heartbeat import Report
 from harness.ledger import Ledger
 from harness.node import Outcome
 from harness.request import CreateRequest
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class OptimisticLedger(Ledger):
     name = "optimistic"
     counts_in_progress = True

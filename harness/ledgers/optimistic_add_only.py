@@ -5,12 +5,15 @@ short-lived sandboxes the scheduler believes busy nodes are fuller than they are
 load elsewhere (the skew the merged fix's remove exists to prevent).
 """
 
+from mypy_extensions import mypyc_attr
+
 from harness.heartbeat import Report
 from harness.ledgers.optimistic import OptimisticLedger
 from harness.node import Outcome
 from harness.request import CreateRequest
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class OptimisticAddOnlyLedger(OptimisticLedger):
     name = "optimistic_add_only"
 

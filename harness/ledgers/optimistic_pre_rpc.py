@@ -5,12 +5,15 @@ sandbox is invisible until the next report (the erase race), and the herd comes 
 that fails takes its add back.
 """
 
+from mypy_extensions import mypyc_attr
+
 from harness.heartbeat import Report
 from harness.ledgers.optimistic import OptimisticLedger
 from harness.node import Outcome
 from harness.request import CreateRequest
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class OptimisticPreRpcLedger(OptimisticLedger):
     name = "optimistic_pre_rpc"
 

@@ -19,12 +19,15 @@ clock, as both engines do; a production version would echo a sequence number in 
 
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
+
 from harness.heartbeat import Report
 from harness.ledger import DEFAULT_OPTIONS, Ledger, LedgerOptions
 from harness.node import Outcome
 from harness.request import CreateRequest
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ReconcileLedger(Ledger):
     name = "reconcile"
     counts_in_progress = True
@@ -50,11 +53,13 @@ class ReconcileLedger(Ledger):
         kills = self.kills[node]
         for sid in [s for s, (_, _, at) in kills.items() if s not in listed and taken_at >= at]:
             del kills[sid]
-        view.cpu_allocated += sum(vcpu for vcpu, _, _ in creates.values()) - sum(
-            vcpu for sid, (vcpu, _, _) in kills.items() if sid in listed
+        # Sums from 0.0: the same floats as from sum()'s int 0, and compiled, a float total
+        # (mypyc keeps sum()'s int start as the total's type).
+        view.cpu_allocated += sum((vcpu for vcpu, _, _ in creates.values()), 0.0) - sum(
+            (vcpu for sid, (vcpu, _, _) in kills.items() if sid in listed), 0.0
         )
-        view.memory_allocated_mib += sum(mib for _, mib, _ in creates.values()) - sum(
-            mib for sid, (_, mib, _) in kills.items() if sid in listed
+        view.memory_allocated_mib += sum((mib for _, mib, _ in creates.values()), 0.0) - sum(
+            (mib for sid, (_, mib, _) in kills.items() if sid in listed), 0.0
         )
 
     def create_finished(

@@ -5,12 +5,15 @@ ordered by sequence number, so an older one arriving late is dropped instead of 
 fresher view. No optimistic entries: the node's own numbers already include the call.
 """
 
+from mypy_extensions import mypyc_attr
+
 from harness.heartbeat import Report
 from harness.ledger import Ledger
 from harness.node import Outcome
 from harness.request import CreateRequest
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SyncResponseLedger(Ledger):
     name = "sync_response"
     counts_in_progress = True

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections import deque
 
+from mypy_extensions import mypyc_attr
+
 from harness.heartbeat import Report
 from harness.ledger import DEFAULT_OPTIONS, Ledger, LedgerOptions
 from harness.node import Outcome
 from harness.request import CreateRequest
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TtlLedger(Ledger):
     name = "ttl"
     counts_in_progress = True

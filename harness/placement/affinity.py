@@ -15,13 +15,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from harness.placement.plugin import Scorer
 
 if TYPE_CHECKING:
+    from harness.placement.spec import PlacementSpec
     from harness.request import CreateRequest
-    from harness.scheduler import PlacementSpec, Scheduler
+    from harness.scheduler import Scheduler
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CacheAffinity(Scorer):
     """-min(placements, max_hits) / max_hits: from 0 (never placed there) to -1, so its weight
     in `placement.scorers` is the largest bonus (upstream's MaxBonus; its default, 0.02, with

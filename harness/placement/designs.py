@@ -8,6 +8,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from harness.placement.best_of_k import sample
 from harness.placement.plugin import Eligible, Filter, Sampler, Scorer, Selector
 
@@ -16,6 +18,7 @@ if TYPE_CHECKING:
     from harness.scheduler import Scheduler
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class OneAtRandom(Sampler):
     """One eligible node, uniformly at random (Best-of-K with K = 1)."""
 
@@ -25,6 +28,7 @@ class OneAtRandom(Sampler):
         return sample(scheduler.random, scheduler.n, 1, eligible)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TwoChoices(Sampler):
     """Two eligible nodes, uniformly without replacement: the power of two choices."""
 
@@ -34,6 +38,7 @@ class TwoChoices(Sampler):
         return sample(scheduler.random, scheduler.n, 2, eligible)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RoundRobin(Sampler):
     """The next eligible node after the last one this replica sampled, in node order."""
 
@@ -53,6 +58,7 @@ class RoundRobin(Sampler):
         return []
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class StartingCap(Filter):
     """Not a node with more than `placement.max_starting` creates in progress, always (the
     least-busy scan's cap; `too_many_starting` is the flag-guarded one of Best-of-K)."""
@@ -63,6 +69,7 @@ class StartingCap(Filter):
         return len(scheduler.in_progress[node]) <= self.rules.max_starting
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Fits(Filter):
     """A node whose `reserved` (the believed allocation, plus creates in progress for
     strategies that count them) leaves room for the sandbox under R * cpu_count."""
@@ -74,6 +81,7 @@ class Fits(Filter):
         return scheduler.reserved(node, now) + req.vcpu <= self.rules.r * cpu_count
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CpuUsage(Scorer):
     """Reported CPU usage (in vCPUs) plus this replica's creates in progress on the node."""
 
@@ -86,6 +94,7 @@ class CpuUsage(Scorer):
         return [views[n].cpu_percent / 100.0 + pending[n] for n in candidates]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class BinPack(Scorer):
     """The fuller the node (believed allocation over capacity), the better: fill one before
     the next. Pair it with the `fits` filter."""
@@ -102,6 +111,7 @@ class BinPack(Scorer):
         ]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Constant(Scorer):
     """The same score for every node: the sampler alone decides (with `lowest`, its first)."""
 
@@ -113,6 +123,7 @@ class Constant(Scorer):
         return [0.0] * len(candidates)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class LeastBusyQuirk(Selector):
     """Upstream's least-busy comparison as it was: a candidate takes the lead when its reported
     usage plus its in-progress vCPUs is below the leader's reported usage alone (the leader's

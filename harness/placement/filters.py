@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from harness.placement.plugin import Filter
 
 if TYPE_CHECKING:
@@ -13,6 +15,7 @@ if TYPE_CHECKING:
     from harness.scheduler import Scheduler
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Excluded(Filter):
     """Not a node this request's create already failed on (other than ResourceExhausted)."""
 
@@ -26,6 +29,7 @@ class Excluded(Filter):
         return excluded is None or node not in excluded
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class TooManyStarting(Filter):
     """Not a node with more than `placement.max_starting` creates in progress (only with
     `placement.too_many_starting`, upstream's older flag)."""
@@ -39,6 +43,7 @@ class TooManyStarting(Filter):
         return len(scheduler.in_progress[node]) <= self.rules.max_starting
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CpuFits(Filter):
     """A node with at least the sandbox's vCPUs (by its last report)."""
 
@@ -51,6 +56,7 @@ class CpuFits(Filter):
         return scheduler.ledger.views[node].cpu_count >= req.vcpu
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class MemoryOvercommit(Filter):
     """Upstream's proposed memory hard filter: not a node whose reported allocated memory plus
     the sandbox's exceeds M x its reported total (`placement.memory_overcommit`). Off when M is
@@ -69,6 +75,7 @@ class MemoryOvercommit(Filter):
         return not total or view.memory_allocated_mib + req.memory_mib <= limit
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RequiredLabels(Filter):
     """A node carrying every label the sandbox requires (`Shape.labels`), as upstream's label
     compatibility check; a sandbox that requires none goes anywhere."""
@@ -83,6 +90,7 @@ class RequiredLabels(Filter):
         return req.shape.labels <= scheduler.nodes[node].labels
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CpuFamily(Filter):
     """A node of the CPU family the sandbox's template was built on (`Shape.cpu_family`), as
     upstream's CPU compatibility check; a sandbox that names none goes anywhere."""

@@ -33,8 +33,9 @@ from harness.placement.plugin import Eligible, Filter, Plugin, Sampler, Scorer, 
 from harness.registry import Registry, RegistryError
 
 if TYPE_CHECKING:
+    from harness.placement.spec import PlacementSpec
     from harness.request import CreateRequest, Shape
-    from harness.scheduler import PlacementSpec, Scheduler
+    from harness.scheduler import Scheduler
 
 SAMPLERS = Registry(
     "samplers", "sampler", Sampler, (BestOfK, EveryNode, OneAtRandom, TwoChoices, RoundRobin)
@@ -124,7 +125,7 @@ def parse_weighted(entry: str) -> tuple[str, float]:
 class Pipeline:
     """One replica's placement: sample with the filters that apply, score, select.
 
-    Its parts are bound once, at construction: `choose` runs for every create, so it makes no
+    Its parts are resolved once, at construction: `choose` runs for every create, so it makes no
     lookups a replica's lifetime cannot change."""
 
     __slots__ = (
@@ -133,10 +134,10 @@ class Pipeline:
         "filters",
         "placed_hooks",
         "reads_report_times",
-        "sample",
-        "score",
+        "sampler",
+        "scorer",
         "scorers",
-        "select",
+        "selector",
         "shape",
         "shaped",
     )
@@ -154,15 +155,15 @@ class Pipeline:
         weighted = [parse_weighted(s) for s in rules.scorers] or algorithm.scorers
         self.scorers = [(resolve("scorers", name)(rules), weight) for name, weight in weighted]
         selector: Selector = resolve("selectors", rules.selector or algorithm.selector)(rules)
-        self.sample = sampler.sample
-        self.select = selector.select
+        self.sampler = sampler
+        self.selector = selector
         parts: list[Plugin] = [sampler, *self.filters, *(s for s, _ in self.scorers), selector]
         self.placed_hooks = [p.placed for p in parts if type(p).placed is not Plugin.placed]
         """The parts that learn from their placements (`Plugin.placed`)."""
         self.reads_report_times = any(p.reads_report_times for p in parts)
         # One scorer of weight 1: its scores are the scores (no float work added).
         single = len(self.scorers) == 1 and self.scorers[0][1] == 1.0
-        self.score = self.scorers[0][0].scores if single else self._weighted
+        self.scorer: Scorer | None = self.scorers[0][0] if single else None
 
     def _weighted(
         self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
@@ -190,7 +191,15 @@ class Pipeline:
             return lambda node: passes(scheduler, node, req, now)
         return lambda node: all(f.passes(scheduler, node, req, now) for f in active)
 
+    def sample(self, scheduler: Scheduler, eligible: Eligible | None) -> list[int]:
+        return self.sampler.sample(scheduler, eligible)
+
     def choose(self, scheduler: Scheduler, req: CreateRequest, now: float) -> int | None:
         eligible = self.eligible(scheduler, req, now) if self.filters else None
-        candidates = self.sample(scheduler, eligible)
-        return self.select(scheduler, candidates, self.score(scheduler, candidates, req, now))
+        candidates = self.sampler.sample(scheduler, eligible)
+        scorer = self.scorer
+        if scorer is None:
+            scores = self._weighted(scheduler, candidates, req, now)
+        else:
+            scores = scorer.scores(scheduler, candidates, req, now)
+        return self.selector.select(scheduler, candidates, scores)

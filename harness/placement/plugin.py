@@ -14,14 +14,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+from mypy_extensions import mypyc_attr
+
 if TYPE_CHECKING:
+    from harness.placement.spec import PlacementSpec
     from harness.request import CreateRequest
-    from harness.scheduler import PlacementSpec, Scheduler
+    from harness.scheduler import Scheduler
 
 Eligible = Callable[[int], bool]
 """Whether a node passes every filter that applies to the request being placed."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Plugin:
     name: ClassVar[str] = ""
     reads_report_times: ClassVar[bool] = False
@@ -38,6 +42,7 @@ class Plugin:
         the plugins that override it, so the others cost nothing."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Sampler(Plugin):
     """Which nodes are candidates, in the order that breaks ties."""
 
@@ -45,6 +50,7 @@ class Sampler(Plugin):
         raise NotImplementedError
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Filter(Plugin):
     """A predicate every candidate must pass."""
 
@@ -65,6 +71,7 @@ class Filter(Plugin):
         raise NotImplementedError
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Scorer(Plugin):
     """Lower is better; a pipeline adds the scorers' weighted scores."""
 
@@ -74,6 +81,7 @@ class Scorer(Plugin):
         raise NotImplementedError
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Selector(Plugin):
     """Which scored candidate wins; None when there is none."""
 

@@ -17,6 +17,7 @@ Timers are messages a party sends itself: they always wait for their time.
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Final
 
 from harness.clock import Deliver, Emit
 
@@ -28,41 +29,41 @@ class Kind:
     on the hot path (keep them dense; `NAMES` has their names)."""
 
     # to the node side; key: node ID
-    CREATE_RPC = 0
+    CREATE_RPC: Final = 0
     """(sandbox_id, shape, replica): the first leg of a create has arrived."""
-    KILL_RPC = 1
+    KILL_RPC: Final = 1
     """(sandbox_id, replica): the first leg of a kill has arrived."""
     # the node side's own timers
-    BEAT = 2
+    BEAT: Final = 2
     """key: the turn on the host's beat wheel (`harness.heartbeat.BeatWheel`); payload: the
     planned time. That turn's group of nodes reports."""
-    CRASH = 3
+    CRASH: Final = 3
     """key: node ID; payload: down (True) or back (False)."""
     # to a scheduler replica; key: replica
-    SUBMIT_CREATE = 4
+    SUBMIT_CREATE: Final = 4
     """(client, sandbox_id, shape, issued_at, context): a client asks for a create of `shape`
     (`harness.request.Shape`); `context` is the client's own and comes back with the answer."""
-    SUBMIT_KILL = 5
+    SUBMIT_KILL: Final = 5
     """(sandbox_id, context): a client asks for the kill of a sandbox this replica placed."""
-    CREATE_ANSWER = 6
+    CREATE_ANSWER: Final = 6
     """(sandbox_id, outcome, fresh report or None): a node's answer to a create."""
-    KILL_ANSWER = 7
+    KILL_ANSWER: Final = 7
     """(sandbox_id, outcome, fresh report or None): a node's answer to a kill."""
-    REPORT = 8
+    REPORT: Final = 8
     """A heartbeat `Report` reaches the replica."""
     # to the client side; key: client
-    CREATE_DONE = 9
+    CREATE_DONE: Final = 9
     """(sandbox_id, step, node, rpcs, skips, attempts, failure, context): a create is placed
     or failed."""
-    KILL_DONE = 10
+    KILL_DONE: Final = 10
     """(sandbox_id, outcome, node, context): a kill is answered."""
     # the client side's own timers
-    ARRIVAL = 11
+    ARRIVAL: Final = 11
     """(arrival index, (intended time, shape, lifetime)): the next open-loop arrival is due
     (key: arrival index)."""
-    CLIENT_START = 12
+    CLIENT_START: Final = 12
     """payload: the intended time; a closed-loop client starts its next cycle."""
-    KILL_DUE = 13
+    KILL_DUE: Final = 13
     """(sandbox_id, intended time): its lifetime is over."""
 
 
@@ -72,9 +73,9 @@ NAMES = {v: k for k, v in vars(Kind).items() if isinstance(v, int)}
 
 
 class Party(IntEnum):
-    NODES = 0
-    REPLICA = 1
-    CLIENTS = 2
+    NODES: Final = 0
+    REPLICA: Final = 1
+    CLIENTS: Final = 2
 
 
 PARTY = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from harness.arrivals import ARRIVALS
 from harness.protocol import Emit, Handler, Kind
@@ -41,7 +42,8 @@ class ClientHost:
         """Client c talks to scheduler replica c % replicas."""
         self.seed = seed
         self.emit = emit
-        self.arrival = ARRIVALS[spec.arrival]
+        self.arrival: Any = ARRIVALS[spec.arrival]
+        """The arrival kind: open loop (`times`, or `replay` of a trace) or `closed` (`starts`)."""
         self.templates = Templates(spec)
         self.trace = trace
         """The rows of the trace to replay, read afresh by each call (arrival `trace`)."""
@@ -49,7 +51,7 @@ class ClientHost:
         self.waiting = 0
         """Creates and kills sent and not answered yet."""
         self.issued = 0
-        self._arrivals: Iterator[tuple[int, Create]] | None = None
+        self._arrivals: Iterator[tuple[int, Create]] = iter(())
         self._streams: dict[int, tuple[random.Random, random.Random | None]] = {}
         """A closed-loop client's lifetime stream, and its template stream if it picks."""
 
@@ -78,6 +80,7 @@ class ClientHost:
         picks of a template."""
         lifetimes = stream(self.seed, "lifetime")
         if self.arrival.replay:
+            assert self.trace is not None, "a trace arrival needs the trace's rows"
             return self.templates.replay(self.trace(), self.duration, lifetimes)
         times = self.arrival.times(self.spec, self.duration, workload)
         return self.templates.draw(times, stream(self.seed, "template"), lifetimes)

@@ -73,7 +73,7 @@ class ReplicaHost:
             self.placed[req.sandbox_id] = req
         answer = (
             req.sandbox_id,
-            step.value,
+            str(step),  # its value (`.value` is a property, interpreted even when compiled)
             req.node if placed else -1,
             req.rpcs,
             req.skips,

@@ -1,0 +1,150 @@
+"""`NativeClock`: `VirtualClock` written for the compiled path (see README, "Compiled hot path").
+
+The same discrete-event environment, in the same order: messages by time, and at one instant
+in the order they were scheduled. Only its queue differs. `VirtualClock` keeps tuples on
+`heapq`, the fastest queue interpreted Python has; compiled, every comparison of two tuples is
+a generic call, and they are most of the queue's cost. Here a message is a typed object and
+the heap compares its two fields directly, which interpreted Python would run many times
+slower: the virtual engine takes this clock only when the model is compiled
+(`harness.COMPILED`). Both clocks keep messages due soon on a small heap of their own
+(`harness.clock.NEAR_S`); `tests/test_compiled.py` checks both paths write the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final, final
+
+from harness.clock import NEAR_S, Deliver, Emit
+
+_NEAR: Final = NEAR_S
+
+
+@final
+class Message:
+    """One scheduled message; `seq` numbers them in the order they were scheduled."""
+
+    __slots__ = ("at", "key", "kind", "payload", "seq")
+
+    def __init__(self, at: float, seq: int, kind: int, key: int, payload: Any) -> None:
+        self.at = at
+        self.seq = seq
+        self.kind = kind
+        self.key = key
+        self.payload = payload
+
+
+def _push(heap: list[Message], item: Message) -> None:
+    """`heapq.heappush` on (at, seq)."""
+    heap.append(item)
+    pos = len(heap) - 1
+    at, seq = item.at, item.seq
+    while pos > 0:
+        up = (pos - 1) >> 1
+        parent = heap[up]
+        if at < parent.at or (at == parent.at and seq < parent.seq):
+            heap[pos] = parent
+            pos = up
+        else:
+            break
+    heap[pos] = item
+
+
+def _pop(heap: list[Message]) -> Message:
+    """`heapq.heappop` on (at, seq): the hole left at the top goes down to a leaf along the
+    earlier child, and the last message comes up into it from there."""
+    last = heap.pop()
+    n = len(heap)
+    if n == 0:
+        return last
+    top = heap[0]
+    pos = 0
+    child = 1
+    while child < n:
+        right = child + 1
+        if right < n:
+            a, b = heap[child], heap[right]
+            if b.at < a.at or (b.at == a.at and b.seq < a.seq):
+                child = right
+        heap[pos] = heap[child]
+        pos = child
+        child = 2 * pos + 1
+    at, seq = last.at, last.seq
+    while pos > 0:
+        up = (pos - 1) >> 1
+        parent = heap[up]
+        if at < parent.at or (at == parent.at and seq < parent.seq):
+            heap[pos] = parent
+            pos = up
+        else:
+            break
+    heap[pos] = last
+    return top
+
+
+class NativeClock:
+    """`harness.clock.VirtualClock`'s interface and order, on a queue of typed messages."""
+
+    def __init__(self) -> None:
+        self.time = 0.0
+        """The current time (what `now()` returns)."""
+        self._near: list[Message] = []
+        self._far: list[Message] = []
+        self._seq = 0
+        self._route: list[Deliver] = []
+        self._waits: list[bool] = []
+        self.events = 0
+
+    def now(self) -> float:
+        return self.time
+
+    def at(self, t: float, kind: int, key: int, payload: Any) -> None:
+        """Schedule a message (`kind`, `key`, `payload`) for time `t`."""
+        self._seq += 1
+        message = Message(t, self._seq, kind, key, payload)
+        _push(self._near if t < self.time + _NEAR else self._far, message)
+
+    def sink(self, route: Sequence[Deliver], waits: Sequence[bool]) -> Emit:
+        """`VirtualClock.sink`: `emit(at, kind, key, payload)` delivers a message due now to
+        `route[kind]` at once unless `waits[kind]`, and schedules any other. `route` is read
+        as it is when a message is delivered (the engine fills it after making the sink)."""
+        self._route = route if isinstance(route, list) else list(route)
+        self._waits = list(waits)
+        return self.emit
+
+    def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
+        if at <= self.time and not self._waits[kind]:
+            self._route[kind](key, payload, at)
+        else:
+            self.at(at, kind, key, payload)
+
+    def run(
+        self,
+        route: Sequence[Deliver],
+        progress: Callable[[float], None] | None = None,
+        every: int = 8192,
+    ) -> None:
+        """Deliver every message, each to `route[kind]`, until none is left; `progress(now)` is
+        called every `every` messages."""
+        near, far = self._near, self._far
+        table = route if isinstance(route, list) else list(route)
+        n = 0
+        while True:
+            if near:
+                if far:
+                    a, b = far[0], near[0]
+                    heap = far if a.at < b.at or (a.at == b.at and a.seq < b.seq) else near
+                else:
+                    heap = near
+            elif far:
+                heap = far
+            else:
+                break
+            message = _pop(heap)
+            t = message.at
+            self.time = t
+            table[message.kind](message.key, message.payload, t)
+            n += 1
+            if progress is not None and n % every == 0:
+                progress(t)
+        self.events += n

@@ -1,0 +1,122 @@
+"""Compiles the model's hot modules with mypyc when the package is built (README, "Compiled
+hot path"); everything else about the package is in pyproject.toml.
+
+`pip install .` and `pip install -e .` compile them (mypyc comes with mypy, a build
+requirement; a C compiler and Python's headers must be there). If the compile fails, the
+package installs as pure Python all the same, with a warning in pip's build output (`-v`).
+`HARNESS_PURE=1` in the environment skips the compile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+COMPILED = [
+    "harness/clock.py",
+    "harness/native_clock.py",
+    "harness/node.py",
+    "harness/request.py",
+    "harness/rpc.py",
+    "harness/streams.py",
+    "harness/recording.py",
+    "harness/ledger.py",
+    "harness/ledgers/in_progress.py",
+    "harness/ledgers/optimistic.py",
+    "harness/ledgers/optimistic_add_only.py",
+    "harness/ledgers/optimistic_pre_rpc.py",
+    "harness/ledgers/reconcile.py",
+    "harness/ledgers/stale.py",
+    "harness/ledgers/sync_response.py",
+    "harness/ledgers/ttl.py",
+    "harness/scheduler.py",
+    "harness/placement/plugin.py",
+    "harness/placement/best_of_k.py",
+    "harness/placement/filters.py",
+    "harness/placement/designs.py",
+    "harness/placement/affinity.py",
+    "harness/placement/framework.py",
+    "harness/protocol/nodes.py",
+    "harness/protocol/replica.py",
+    "harness/protocol/clients.py",
+]
+"""The modules compiled: the virtual engine's loop and what it calls for every message. Not
+compiled: modules that declare config keys (`harness.spec.key` dataclasses: compiled, their
+type hints lose their parameters, which the config layer reads) and everything the model
+calls rarely. No package `__init__` either: compiled, one sets its `__path__` as if the shared
+library were at the top level."""
+BUILT = "harness/_compiled.json"
+"""Written next to the extensions after a compile: the digest of each source compiled, so
+`harness` can tell an extension from a source edited since (harness/__init__.py)."""
+
+
+def _warn(message: str) -> None:
+    print(f"herd-harness: {message}; installing pure Python", file=sys.stderr)
+
+
+BUILDS = {"build", "build_ext", "bdist_wheel", "editable_wheel", "develop", "install"}
+"""The commands that build extensions: mypyc runs for these only (pip also runs this file to
+read the metadata, `egg_info`, which needs none)."""
+
+
+def _extensions() -> list:
+    if os.environ.get("HARNESS_PURE", "").strip() not in ("", "0"):
+        return []
+    if not BUILDS.intersection(sys.argv[1:]):
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError as e:
+        _warn(f"no mypyc ({e})")
+        return []
+    os.chdir(ROOT)  # mypycify takes the paths from the project root
+    try:
+        # mypy follows imports into modules not compiled for their types; their own type
+        # errors are not the compile's business (silent), those of compiled ones are.
+        # One shared library inside the package (harness/_native__mypyc: a Ray cluster's
+        # workers get it with the package the job ships) and a small extension per module.
+        options = ["--follow-imports=silent", *COMPILED]
+        extensions = mypycify(options, opt_level="3", group_name="harness._native")
+    except BaseException as e:  # mypy reports type errors with SystemExit
+        _warn(f"mypyc could not compile the model ({e!r})")
+        return []
+    return extensions
+
+
+class BuildExt(build_ext):
+    """Builds every extension or none: one that fails to compile (no compiler, no headers)
+    leaves the package pure Python rather than half compiled."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as e:
+            _warn(f"the compiled modules could not be built ({e})")
+            for ext in self.extensions:
+                Path(self.get_ext_fullpath(ext.name)).unlink(missing_ok=True)
+            return
+        if self.extensions:
+            sources = {p: hashlib.sha256((ROOT / p).read_bytes()).hexdigest() for p in COMPILED}
+            self._built().write_text(json.dumps({"sources": sources}, indent=1) + "\n")
+
+    def _built(self) -> Path:
+        """Where the record of what was compiled goes: next to the sources for an editable
+        install (setuptools copies the extensions there), else into the build."""
+        in_place = self.inplace or getattr(self, "editable_mode", False)
+        return (ROOT if in_place else Path(self.build_lib)) / BUILT
+
+    def get_outputs(self) -> list[str]:
+        outputs = super().get_outputs()
+        if self.extensions and not getattr(self, "editable_mode", False):
+            outputs.append(str(self._built()))
+        return outputs
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": BuildExt})
