@@ -52,12 +52,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow.compute as pc
 import pytest
-import ray
 
 from actors.engine import RayEngine
 from harness.config import Config, load
 from harness.engine.virtual import VirtualEngine
-from harness.ray_setup import connect
 from harness.seed_result import SeedResult
 from tests.conftest import CONFIGS, SCENARIOS
 
@@ -191,14 +189,6 @@ SKIPS = {
 FAILURES = ("failed", "failed_no_candidate", "failed_attempts_exhausted", "failed_deadline")
 RPC_FAULTS = ("fault_rpc_failed", "fault_rpc_exhausted", "fault_timeouts")
 SAME_SEED_FAULTS = ("fault_crashes", "fault_lost_reports")
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    """One Ray instance for the whole module: starting one costs seconds."""
-    connect()
-    yield
-    ray.shutdown()
 
 
 def rpcs_sent(result: SeedResult) -> int:
@@ -339,7 +329,7 @@ CASES = {p.stem: (p, {}) for p in SCENARIOS} | {
 def test_both_engines_agree(name, request):
     if name in SKIPS:
         pytest.skip(SKIPS[name])
-    request.getfixturevalue("local_ray")
+    request.getfixturevalue("local_ray")  # the shared Ray, not started for a skip
     plan = PLANS[name]
     path, values = CASES[name]
     config = load(path).with_values({**values, "run.sample_interval_s": 0.0})

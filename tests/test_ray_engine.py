@@ -20,7 +20,6 @@ from harness.cluster import registrations
 from harness.config import Config, load
 from harness.engine import get_engine
 from harness.engine.virtual import VirtualEngine
-from harness.ray_setup import connect, stop_ray
 from harness.run_store import load_run
 from harness.scenario import nodes as nodes_at_start
 from harness.schemas import TABLES
@@ -29,13 +28,7 @@ from tests.test_pools import GIB, memory_in_use, memory_run
 
 DASHBOARD_PORT = 8265
 
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    """One Ray instance for the whole module: starting one costs seconds."""
-    connect()
-    yield
-    stop_ray()
+pytestmark = pytest.mark.usefixtures("local_ray")  # the embedded Ray the tests share
 
 
 def test_embedded_ray_is_on_loopback_and_sized_to_the_machine():
