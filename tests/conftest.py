@@ -57,13 +57,38 @@ def make_config():
     return scenario
 
 
+@pytest.fixture(scope="session")
+def _ray_stopped_at_the_end() -> Iterator[None]:
+    yield
+    from harness.ray_setup import stop_ray
+
+    stop_ray()
+
+
+@pytest.fixture(scope="module")
+def local_ray(_ray_stopped_at_the_end: None) -> None:
+    """The embedded local Ray (`harness.ray_setup.connect`: loopback, private folder, sized to
+    the machine) that every module needing no Ray of its own shares, as a `harness` command
+    started in this process would: starting one costs seconds. Started on first use, again
+    after a module that stopped it for a Ray of its own (`ray_cluster`, tests/test_sweep.py),
+    stopped at the end of the session. A test that runs Ray through `harness.cli.main` joins
+    it (`ray_scope` leaves a Ray that was up before alone)."""
+    from harness.ray_setup import connect
+
+    connect()
+
+
 @contextlib.contextmanager
 def ray_cluster(nodes: int = 2) -> Iterator[Any]:
     """A local Ray cluster of `nodes` nodes (one CPU each) for tests that join one with
-    --address; the driver must join it, not an instance another module started."""
+    --address; the driver must join it, not an instance another module started (the shared
+    one, `local_ray`, is stopped first)."""
     import ray
     from ray.cluster_utils import Cluster
 
+    from harness.ray_setup import stop_ray
+
+    stop_ray()
     ray.shutdown()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     try:

@@ -41,23 +41,24 @@ accounting error, not in the CV, failures or counts compared here).
 
 Measured on a 2-core machine shared with other jobs, at load averages from 2 to 30: the file
 took 97 s at load 8-12 and 99-188 s at 20-30 (nearly all of it Ray: 2.5-6 s of actor start
-per seed, then 0.5-6 s of run).
+per seed, then 0.5-6 s of run). Cases of one actor layout now share one set of actors
+(`ray_engines`), reset for each case as a run's strategies are: three sets are started, not
+one per case.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow.compute as pc
 import pytest
-import ray
 
-from actors.engine import RayEngine
+from actors.engine import Layout, RayEngine, layout
 from harness.config import Config, load
 from harness.engine.virtual import VirtualEngine
-from harness.ray_setup import connect
 from harness.seed_result import SeedResult
 from tests.conftest import CONFIGS, SCENARIOS
 
@@ -194,11 +195,15 @@ SAME_SEED_FAULTS = ("fault_crashes", "fault_lost_reports")
 
 
 @pytest.fixture(scope="module")
-def local_ray():
-    """One Ray instance for the whole module: starting one costs seconds."""
-    connect()
-    yield
-    ray.shutdown()
+def ray_engines(local_ray: None) -> Iterator[dict[Layout, RayEngine]]:
+    """One `RayEngine` per actor layout, for the module: the cases of a layout (the fault
+    scenarios, the races and seed-herd; trace-replay and heterogeneous; the seed-burst pair)
+    run on one set of actors, reset for each case as for each seed and strategy of a run,
+    instead of each starting its own (seconds each)."""
+    engines: dict[Layout, RayEngine] = {}
+    yield engines
+    for engine in engines.values():
+        engine.close()
 
 
 def rpcs_sent(result: SeedResult) -> int:
@@ -339,13 +344,14 @@ CASES = {p.stem: (p, {}) for p in SCENARIOS} | {
 def test_both_engines_agree(name, request):
     if name in SKIPS:
         pytest.skip(SKIPS[name])
-    request.getfixturevalue("local_ray")
+    engines = request.getfixturevalue("ray_engines")  # Ray is not started for a skip
     plan = PLANS[name]
     path, values = CASES[name]
     config = load(path).with_values({**values, "run.sample_interval_s": 0.0})
     virtual = [VirtualEngine().run_seed(config, seed) for seed in range(VIRTUAL_SEEDS)]
     ray_config = config.with_values({"run.engine": "ray", "run.time_scale": plan.time_scale})
-    got = RayEngine().run_seed(ray_config, RAY_SEED)
+    engine = engines.setdefault(layout(ray_config), RayEngine())
+    got = engine.run_seed(ray_config, RAY_SEED)
     c = compare(config, plan, virtual, got)
     s = got.summary
     print(

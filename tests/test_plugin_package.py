@@ -52,7 +52,7 @@ def test_the_plugins_run_on_both_engines(env, engine, tmp_path) -> None:
     out = tmp_path / engine
     args = ["run", str(CONFIGS / "seed-herd.toml"), "--engine", engine, "--seeds", "1"]
     args += ["--compare", "optimistic,optimistic_twice", "--quiet", "--out", str(out)]
-    args += ["--set", PLUGINS[0], "--set", "run.time_scale=0.2"]
+    args += ["--set", PLUGINS[0], "--set", "run.time_scale=0.1"]
     done = harness(env, *args)
     assert done.returncode == 0, done.stderr[-2000:]
     nodes = pd.read_parquet(out / "nodes.parquet")

@@ -81,10 +81,10 @@ class Tree:
         return [f"{p.pid} {name}" for p, name in alive] + private
 
 
-def _start(args: list[str], **popen) -> tuple[subprocess.Popen, Tree]:
+def _start(args: list[str], env: dict[str, str] = ENV, **popen) -> tuple[subprocess.Popen, Tree]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness", *args],
-        env=ENV,
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,  # its own process group, as a shell job has
@@ -145,9 +145,12 @@ def test_a_killed_driver_leaves_no_process(tmp_path):
 
 
 def test_a_killed_raylet_ends_the_run_with_partial_results_and_leaves_no_process(tmp_path):
+    """Ray's GCS finds a dead raylet by health checks, every 3 s, dead after 5 failures: the
+    driver learns of it 15 s after the kill. Every 0.5 s here: a check of a live raylet still
+    waits 10 s for its answer (`health_check_timeout_ms`), so a loaded machine fails none."""
     out = tmp_path / "run"
     args = ["run", str(CONFIGS / "churn.toml"), *RAY, "--set", "run.duration_s=60"]
-    proc, tree = _start([*args, "--out", str(out)])
+    proc, tree = _start([*args, "--out", str(out)], {**ENV, "RAY_health_check_period_ms": "500"})
     deadline = time.time() + 120
     while not any(name.startswith("ray::ClientPool") for name in tree.seen.values()):
         assert time.time() < deadline and proc.poll() is None

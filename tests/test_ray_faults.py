@@ -1,7 +1,7 @@
 """Fault scenarios on the Ray engine (the same checks as the virtual engine's), and faults of
 Ray itself: processes of node groups, replicas and client pools killed at every moment of a
-seed, the driver interrupted. One embedded Ray for the module; runs are short (time_scale 0.1
-to 0.25, a few model seconds)."""
+seed, the driver interrupted. On the embedded Ray the tests share (tests/conftest.py); runs
+are short (time_scale 0.1 to 0.25, a few model seconds)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from actors.engine import RayEngine, RaySeedRun
 from harness.cli import main
 from harness.config import load
 from harness.engine import EngineError
-from harness.ray_setup import connect, stop_ray
 from harness.run_store import load_run
 from harness.runner import run
 from tests.conftest import CONFIGS
@@ -30,13 +29,7 @@ FAST = {"run.time_scale": 0.1, "run.sample_interval_s": 0.0, "run.engine": "ray"
 SCALE = {"faults-slow-node": 0.15}
 """Slower where latencies are compared: engine overhead in model time grows as 1 / scale."""
 
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    """One Ray instance for the whole module: starting one costs seconds."""
-    connect()
-    yield
-    stop_ray()
+pytestmark = pytest.mark.usefixtures("local_ray")
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,6 @@ from matplotlib.image import imread
 from harness import plots
 from harness.cli import main
 from harness.ledgers import LEDGERS
-from harness.ray_setup import start_ray, stop_ray
 from harness.report_html import _beats, write_report
 from tests.conftest import CONFIGS, scenario
 
@@ -44,15 +43,7 @@ def _self_contained(page: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def ray_instance():
-    """One local Ray for every sweep in this module."""
-    start_ray()
-    yield
-    stop_ray()
-
-
-@pytest.fixture(scope="module")
-def heartbeat_report(ray_instance, tmp_path_factory) -> Path:
+def heartbeat_report(local_ray, tmp_path_factory) -> Path:
     """configs/sweep-heartbeat.toml with 2 seeds instead of 20, and its report."""
     out = tmp_path_factory.mktemp("sweep-heartbeat")
     sweep = str(CONFIGS / "sweep-heartbeat.toml")
@@ -143,7 +134,7 @@ def test_sweep_report_has_the_curve_against_the_swept_key(heartbeat_report):
     assert len(meta["cells"]) == 7 * len(LEDGERS)
 
 
-def test_two_swept_keys_give_heat_maps(ray_instance, tmp_path):
+def test_two_swept_keys_give_heat_maps(local_ray, tmp_path):
     path = tmp_path / "two.toml"
     path.write_text(
         f'[sweep]\nbase = "{CONFIGS / "seed-herd.toml"}"\nseeds = 2\n'

@@ -14,6 +14,7 @@ import pytest
 from harness.cli import main
 from harness.config import ConfigError
 from harness.ledgers import LEDGERS
+from harness.ray_setup import stop_ray
 from harness.run_store import ResultsError
 from harness.sweep import run_sweep
 from harness.sweep_spec import load_sweep
@@ -42,6 +43,7 @@ def ray_instance():
 
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     ray = pytest.importorskip("ray")
+    stop_ray()  # the Ray the tests share (tests/conftest.py), if up: this one injects faults
     ray.init(
         address="local",
         num_cpus=2,
