@@ -34,20 +34,28 @@ class Message:
         self.payload = payload
 
 
-def _push(heap: list[Message], item: Message) -> None:
-    """`heapq.heappush` on (at, seq)."""
-    heap.append(item)
-    pos = len(heap) - 1
-    at, seq = item.at, item.seq
+def _before(a: Message, b: Message) -> bool:
+    """Whether `a` is due before `b`: by time, then in the order they were scheduled."""
+    return a.at < b.at or (a.at == b.at and a.seq < b.seq)
+
+
+def _sift_up(heap: list[Message], pos: int, item: Message) -> None:
+    """`item` into the hole at `pos`, moved up past every parent due after it."""
     while pos > 0:
         up = (pos - 1) >> 1
         parent = heap[up]
-        if at < parent.at or (at == parent.at and seq < parent.seq):
+        if _before(item, parent):
             heap[pos] = parent
             pos = up
         else:
             break
     heap[pos] = item
+
+
+def _push(heap: list[Message], item: Message) -> None:
+    """`heapq.heappush` on (at, seq)."""
+    heap.append(item)
+    _sift_up(heap, len(heap) - 1, item)
 
 
 def _pop(heap: list[Message]) -> Message:
@@ -62,23 +70,12 @@ def _pop(heap: list[Message]) -> Message:
     child = 1
     while child < n:
         right = child + 1
-        if right < n:
-            a, b = heap[child], heap[right]
-            if b.at < a.at or (b.at == a.at and b.seq < a.seq):
-                child = right
+        if right < n and _before(heap[right], heap[child]):
+            child = right
         heap[pos] = heap[child]
         pos = child
         child = 2 * pos + 1
-    at, seq = last.at, last.seq
-    while pos > 0:
-        up = (pos - 1) >> 1
-        parent = heap[up]
-        if at < parent.at or (at == parent.at and seq < parent.seq):
-            heap[pos] = parent
-            pos = up
-        else:
-            break
-    heap[pos] = last
+    _sift_up(heap, pos, last)
     return top
 
 
@@ -131,11 +128,7 @@ class NativeClock:
         n = 0
         while True:
             if near:
-                if far:
-                    a, b = far[0], near[0]
-                    heap = far if a.at < b.at or (a.at == b.at and a.seq < b.seq) else near
-                else:
-                    heap = near
+                heap = far if far and _before(far[0], near[0]) else near
             elif far:
                 heap = far
             else:
