@@ -57,8 +57,13 @@ BUILT = "harness/_compiled.json"
 `harness` can tell an extension from a source edited since (harness/__init__.py)."""
 
 
-def _warn(message: str) -> None:
-    print(f"herd-harness: {message}; installing pure Python", file=sys.stderr)
+def _pure(message: str | None = None) -> list:
+    """No extensions: pure Python. The record of an earlier compile goes, so extensions it
+    left in the source tree are not used (harness/__init__.py)."""
+    if message:
+        print(f"herd-harness: {message}; installing pure Python", file=sys.stderr)
+    (ROOT / BUILT).unlink(missing_ok=True)
+    return []
 
 
 BUILDS = {"build", "build_ext", "bdist_wheel", "editable_wheel", "develop", "install"}
@@ -67,15 +72,14 @@ read the metadata, `egg_info`, which needs none)."""
 
 
 def _extensions() -> list:
-    if os.environ.get("HARNESS_PURE", "").strip() not in ("", "0"):
-        return []
     if not BUILDS.intersection(sys.argv[1:]):
         return []
+    if os.environ.get("HARNESS_PURE", "").strip() not in ("", "0"):
+        return _pure()
     try:
         from mypyc.build import mypycify
     except ImportError as e:
-        _warn(f"no mypyc ({e})")
-        return []
+        return _pure(f"no mypyc ({e})")
     os.chdir(ROOT)  # mypycify takes the paths from the project root
     try:
         # mypy follows imports into modules not compiled for their types; their own type
@@ -85,8 +89,7 @@ def _extensions() -> list:
         options = ["--follow-imports=silent", *COMPILED]
         extensions = mypycify(options, opt_level="3", group_name="harness._native")
     except BaseException as e:  # mypy reports type errors with SystemExit
-        _warn(f"mypyc could not compile the model ({e!r})")
-        return []
+        return _pure(f"mypyc could not compile the model ({e!r})")
     return extensions
 
 
@@ -98,9 +101,9 @@ class BuildExt(build_ext):
         try:
             super().run()
         except Exception as e:
-            _warn(f"the compiled modules could not be built ({e})")
             for ext in self.extensions:
                 Path(self.get_ext_fullpath(ext.name)).unlink(missing_ok=True)
+            _pure(f"the compiled modules could not be built ({e})")
             return
         if self.extensions:
             sources = {p: hashlib.sha256((ROOT / p).read_bytes()).hexdigest() for p in COMPILED}

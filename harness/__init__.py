@@ -1,11 +1,11 @@
 """Load-test harness for cluster schedulers: Best-of-K placement on stale node metrics.
 
 The model's hot modules may be compiled with mypyc (README, "Compiled hot path"): each then has
-an extension module next to its source, which Python imports first. They are used only while
-they match their sources: the build records a digest of each source it compiled
-(`_compiled.json`), and if one has changed since (an edit in an editable install), or
-`HARNESS_PURE=1` is set, every `harness` module is loaded from its source instead. `COMPILED`
-says which path is live.
+an extension module next to its source, which Python imports first. They are used only as the
+build that made them recorded them: it writes a digest of each source it compiled
+(`_compiled.json`). Without that record, once a source has changed since (an edit in an
+editable install), or with `HARNESS_PURE=1`, every `harness` module is loaded from its source
+instead. `COMPILED` says which path is live.
 """
 
 from __future__ import annotations
@@ -52,13 +52,13 @@ class _SourceFirst:
         return None
 
 
-def changed_sources() -> list[str]:
-    """The compiled modules whose source differs from the one compiled (none when nothing
-    was compiled)."""
+def changed_sources() -> list[str] | None:
+    """The compiled modules whose source differs from the one compiled; None when no build
+    recorded what it compiled (nothing was, or a build since did not compile)."""
     try:
         built = json.loads(BUILT.read_text())["sources"]
     except (OSError, ValueError, KeyError):
-        return []
+        return None
     root = BUILT.parent.parent
     changed = []
     for name, digest in built.items():
@@ -72,6 +72,8 @@ def changed_sources() -> list[str]:
 
 
 def _pure_wanted() -> bool:
+    """Pure Python when asked for, and unless a build's record says the extension modules
+    here are its own and match their sources."""
     if os.environ.get(PURE_ENV, "").strip() not in ("", "0"):
         return True
     changed = changed_sources()
@@ -83,7 +85,7 @@ def _pure_wanted() -> bool:
             RuntimeWarning,
             stacklevel=2,
         )
-    return bool(changed)
+    return changed != []
 
 
 if _pure_wanted() and not any(isinstance(f, _SourceFirst) for f in sys.meta_path):

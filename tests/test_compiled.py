@@ -8,6 +8,8 @@ Skipped where no compiled modules are installed, or where they no longer match t
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -44,6 +46,27 @@ def test_pure_forced_is_pure_throughout():
         [sys.executable, "-c", code], env=_env(pure=True), capture_output=True, text=True
     )
     assert done.stdout.split() == ["False", "True"], done.stderr
+
+
+def test_only_extensions_their_build_recorded_and_whose_sources_match_are_used(
+    tmp_path, monkeypatch
+):
+    """harness runs compiled modules only while the build's record (`_compiled.json`) holds
+    the digest of every source as it is now; without a record, pure Python."""
+    package = tmp_path / "harness"
+    package.mkdir()
+    (package / "clock.py").write_text("A = 1\n")
+    (package / "node.py").write_text("B = 1\n")
+    monkeypatch.setattr(harness, "BUILT", package / "_compiled.json")
+    assert harness.changed_sources() is None
+    digests = {
+        f"harness/{name}": hashlib.sha256((package / name).read_bytes()).hexdigest()
+        for name in ("clock.py", "node.py")
+    }
+    harness.BUILT.write_text(json.dumps({"sources": digests}))
+    assert harness.changed_sources() == []
+    (package / "node.py").write_text("B = 2\n")
+    assert harness.changed_sources() == ["harness/node.py"]
 
 
 def test_compiled_and_pure_write_the_same_parquet_bytes(tmp_path):
