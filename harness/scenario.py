@@ -17,7 +17,7 @@ from harness.heartbeat import BeatGroup, HeartbeatPlan
 from harness.ledger import LedgerOptions
 from harness.ledgers import LEDGERS, make_ledger
 from harness.node import Node
-from harness.placement.framework import Pipeline
+from harness.placement.framework import Parts
 from harness.protocol import Emit
 from harness.protocol.clients import ClientHost
 from harness.protocol.nodes import NodeHost
@@ -72,7 +72,7 @@ def quiet_nodes(config: Config) -> bool:
     same, and a large cluster pays for its changes, not its size."""
     return (
         LEDGERS[config.placement.strategy].ignores_unchanged_reports()
-        and not Pipeline(config.placement).reads_report_times
+        and not Parts.of(config.placement).reads_report_times()
     )
 
 

@@ -14,6 +14,7 @@ from harness.ledgers import make_ledger
 from harness.ledgers.optimistic import OptimisticLedger
 from harness.placement import Scorer
 from harness.request import CreateRequest
+from harness.scenario import quiet_nodes
 from harness.scheduler import Scheduler
 from tests.conftest import CONFIGS, ask, registered, scenario
 
@@ -27,6 +28,12 @@ class PreferHighIds(Scorer):
         self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
     ) -> list[float]:
         return [-float(node) for node in candidates]
+
+
+class PreferFreshReports(PreferHighIds):
+    """A user's scorer that reads when views were reported, and says so."""
+
+    reads_report_times = True
 
 
 NOT_A_SCORER = object()
@@ -53,6 +60,21 @@ def test_every_node_with_the_reference_score_always_picks_the_least_loaded() -> 
 def test_a_scorer_named_by_import_path_is_used() -> None:
     scheduler = _scheduler([0.0] * 6, sampler="every_node", scorers=[f"{__name__}:PreferHighIds"])
     assert scheduler.choose(ask(), 0.0) == 5
+
+
+@pytest.mark.parametrize(
+    ("placement", "quiet"),
+    [
+        ({}, True),
+        ({"strategy": "optimistic"}, False),
+        ({"scorers": ["reference", f"{__name__}:PreferHighIds"]}, True),
+        ({"scorers": ["reference", f"{__name__}:PreferFreshReports"]}, False),
+    ],
+)
+def test_nodes_skip_unchanged_reports_only_if_no_part_needs_them(placement, quiet) -> None:
+    """A strategy that applies every report, or one plugin that reads report times, keeps
+    every node reporting at every beat."""
+    assert quiet_nodes(scenario(placement=placement)) is quiet
 
 
 def test_weighted_scorers_add_up() -> None:

@@ -552,7 +552,11 @@ def test_a_beat_reports_to_each_replica_after_delay_and_jitter_except_lost_and_d
 
 
 def test_a_beat_planned_late_keeps_the_schedule() -> None:
-    config = scenario(cluster={"nodes": 1}, placement={"k": 1}, heartbeat={"interval_s": 10.0})
+    config = scenario(
+        cluster={"nodes": 1},
+        placement={"k": 1, "strategy": "optimistic"},
+        heartbeat={"interval_s": 10.0},
+    )
     p = Parties(config)
     p.nodes.on_beat(0, 10.0, 13.0)  # planned at 10, handled at 13
     assert p.sink.take()[-1] == (20.0, Kind.BEAT, 0, 20.0)

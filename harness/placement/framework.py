@@ -122,6 +122,33 @@ def parse_weighted(entry: str) -> tuple[str, float]:
         raise PluginError(f"{entry!r}: the weight after = must be a number") from None
 
 
+@dataclass(frozen=True)
+class Parts:
+    """The plugins a `PlacementSpec` names, by extension point: its own lists, or its
+    algorithm's where it names none."""
+
+    sampler: type[Sampler]
+    filters: list[type[Filter]]
+    scorers: list[tuple[type[Scorer], float]]
+    selector: type[Selector]
+
+    @classmethod
+    def of(cls, rules: PlacementSpec) -> Parts:
+        algorithm = ALGORITHMS[rules.algorithm]
+        weighted = [parse_weighted(s) for s in rules.scorers] or algorithm.scorers
+        return cls(
+            resolve("samplers", rules.sampler or algorithm.sampler),
+            [resolve("filters", f) for f in rules.filters or algorithm.filters],
+            [(resolve("scorers", name), weight) for name, weight in weighted],
+            resolve("selectors", rules.selector or algorithm.selector),
+        )
+
+    def reads_report_times(self) -> bool:
+        """Whether any part reads when a view was reported (`Plugin.reads_report_times`)."""
+        classes = [self.sampler, *self.filters, *(s for s, _ in self.scorers), self.selector]
+        return any(c.reads_report_times for c in classes)
+
+
 class Pipeline:
     """One replica's placement: sample with the filters that apply, score, select.
 
@@ -133,7 +160,6 @@ class Pipeline:
         "by_shape",
         "filters",
         "placed_hooks",
-        "reads_report_times",
         "sampler",
         "scorer",
         "scorers",
@@ -143,24 +169,21 @@ class Pipeline:
     )
 
     def __init__(self, rules: PlacementSpec) -> None:
-        algorithm = ALGORITHMS[rules.algorithm]
-        sampler: Sampler = resolve("samplers", rules.sampler or algorithm.sampler)(rules)
-        built = [resolve("filters", f)(rules) for f in rules.filters or algorithm.filters]
-        self.filters: list[Filter] = [f for f in built if f.needed()]
+        named = Parts.of(rules)
+        sampler = named.sampler(rules)
+        self.filters: list[Filter] = [f for f in (c(rules) for c in named.filters) if f.needed()]
         self.by_request = [f for f in self.filters if not f.per_shape]
         self.by_shape = [f for f in self.filters if f.per_shape]
         self.shape: Shape | None = None
         self.shaped: list[Filter] = []
         """The `by_shape` filters that apply to `shape`, the last shape asked about."""
-        weighted = [parse_weighted(s) for s in rules.scorers] or algorithm.scorers
-        self.scorers = [(resolve("scorers", name)(rules), weight) for name, weight in weighted]
-        selector: Selector = resolve("selectors", rules.selector or algorithm.selector)(rules)
+        self.scorers = [(scorer(rules), weight) for scorer, weight in named.scorers]
+        selector = named.selector(rules)
         self.sampler = sampler
         self.selector = selector
         parts: list[Plugin] = [sampler, *self.filters, *(s for s, _ in self.scorers), selector]
         self.placed_hooks = [p.placed for p in parts if type(p).placed is not Plugin.placed]
         """The parts that learn from their placements (`Plugin.placed`)."""
-        self.reads_report_times = any(p.reads_report_times for p in parts)
         # One scorer of weight 1: its scores are the scores (no float work added).
         single = len(self.scorers) == 1 and self.scorers[0][1] == 1.0
         self.scorer: Scorer | None = self.scorers[0][0] if single else None

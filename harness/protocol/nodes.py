@@ -58,17 +58,22 @@ class NodeHost:
         self.plan = plan
         self.firsts = [t for t, _ in beat_groups]
         """Each beat group's first beat."""
-        self.beat_nodes = [[self.node(i) for i in ids] for _, ids in beat_groups]
-        """Each beat group's nodes, looked up once: a beat of one node is the most frequent
-        message of a large run."""
         self.wheel = plan.wheel(self.firsts.copy())
         """The beat timer: one for all groups. Quiet nodes set a timer per group instead, and
         keep each group's next beat in `wheel.planned`."""
         self.quiet = quiet and plan.fixed_delay is not None and not faults.report_faults
-        self.group_of = [0] * len(self.nodes)
-        for group, (_, ids) in enumerate(beat_groups):
-            for i in ids:
-                self.group_of[i - self.first] = group
+        self.beat_nodes: list[list[Node]] = []
+        """Every-beat mode: each beat group's nodes, looked up once (a beat of one node is the
+        most frequent message of a large run)."""
+        self.group_of: list[int] = []
+        """Quiet mode: each node's beat group, by its index here."""
+        if self.quiet:
+            self.group_of = [0] * len(self.nodes)
+            for group, (_, ids) in enumerate(beat_groups):
+                for i in ids:
+                    self.group_of[i - self.first] = group
+        else:
+            self.beat_nodes = [[self.node(i) for i in ids] for _, ids in beat_groups]
         self.changed: dict[int, set[Node]] = {}
         """Quiet nodes: by beat group, its nodes changed since their last report."""
         self.faults = faults
