@@ -153,6 +153,11 @@ class Node:
         """Back after a crash, empty: no sandbox, no template cached."""
         self.down = False
 
+    def beat(self, now: float, with_ids: bool = False) -> Report | None:
+        """The report the node sends on a heartbeat or with an answer; None when it is down,
+        as a down node sends none."""
+        return None if self.down else self.report(now, with_ids)
+
     def report(self, now: float, with_ids: bool = False) -> Report:
         self.seq += 1
         # Built as the tuple it is, in `Report`'s field order: the keyword constructor's own
@@ -173,3 +178,19 @@ class Node:
                 frozenset(self.sandboxes) if with_ids else None,
             ),
         )
+
+
+def nodes_alike(
+    first: int,
+    cpu_count: int,
+    memory_mib: float,
+    overcommit: float,
+    loads: list[float],
+    cache_size: int,
+) -> list[Node]:
+    """Nodes `first`, `first + 1`, .. of one size, one per initial load: built here, in the
+    node's own (compiled) module, as a million-node cluster is built at every seed's start."""
+    return [
+        Node(first + i, cpu_count, memory_mib, overcommit, load, cache_size)
+        for i, load in enumerate(loads)
+    ]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from operator import attrgetter
 
 from harness.faults import Faults
-from harness.heartbeat import HeartbeatPlan, Report
+from harness.heartbeat import HeartbeatPlan
 from harness.node import Node, Outcome
 from harness.protocol import Emit, Handler, Kind
 from harness.recording import Truth, node_columns
@@ -147,10 +147,13 @@ class NodeHost:
     def _send_reports(self, nodes: Sequence[Node], now: float, delayed: bool = True) -> None:
         """Each node's report, to every replica after the delivery delay plus that replica's
         own jitter draw, so reports of one node can overtake each other."""
-        emit, report, with_ids = self.emit, self.faults.report, self.with_ids
+        emit, with_ids = self.emit, self.with_ids
         fixed = self.plan.fixed_delay if delayed else 0.0
+        # Without report faults, a node's own beat: no call into the (interpreted) fault plan
+        # for each of a million reports.
+        lossy = bool(self.faults.report_faults)
         for node in nodes:
-            taken = report(node, now, with_ids)
+            taken = self.faults.report(node, now, with_ids) if lossy else node.beat(now, with_ids)
             if taken is None:
                 continue
             for replica in self.replicas:
@@ -194,11 +197,6 @@ class NodeHost:
         if self.quiet:
             self._change(node, now)
 
-    def _response(self, node: Node, now: float) -> Report | None:
-        """The node's fresh report, sent back with an answer to strategies that want it
-        (`with_response`); a down node sends none."""
-        return None if node.down else node.report(now, self.with_ids)
-
     def on_create(self, node_id: int, payload: tuple, now: float) -> None:
         sandbox_id, shape, replica = payload
         node = self.nodes[node_id - self.first]
@@ -209,7 +207,7 @@ class NodeHost:
         # A lost answer (TIMEOUT) carries nothing; the caller hears of it at its timeout.
         response = None
         if self.with_response and outcome is not Outcome.TIMEOUT:
-            response = self._response(node, now)
+            response = node.beat(now, self.with_ids)
         at = now + self.rpc.answer_delay(outcome, leg)
         if self.create_times is not None and sandbox_id in node.sandboxes:
             # The node created it (also when its answer is lost): warm if the template was
@@ -227,7 +225,7 @@ class NodeHost:
         if self.quiet:
             self._change(node, now)
         leg = self.rpc.leg(Rpc.KILL, node_id, now)
-        response = self._response(node, now) if self.with_response else None
+        response = node.beat(now, self.with_ids) if self.with_response else None
         self.emit(now + leg, Kind.KILL_ANSWER, replica, (sandbox_id, outcome, response))
 
     def drain(self, now: float) -> None:
