@@ -103,11 +103,16 @@ class ReplicaHost:
     def on_report(self, key: int, report: Report, now: float) -> None:
         self.apply_report(report, now)
 
+    def believed(self, now: float) -> list[float]:
+        """The vCPUs this replica believes each node has allocated at `now` (a view's first
+        part, which is all the end-of-run check reads)."""
+        believed = self.scheduler.ledger.believed_cpu
+        return [believed(i, now) for i in range(self.scheduler.n)]
+
     def view(self, now: float) -> View:
         s = self.scheduler
-        believed = s.ledger.believed_cpu
         return (
-            [believed(i, now) for i in range(s.n)],
+            self.believed(now),
             [len(pending) for pending in s.in_progress],
             list(s.pending_cpu),
             list(s.killing_cpu),
