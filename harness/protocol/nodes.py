@@ -18,7 +18,6 @@ from harness.protocol import Emit, Handler, Kind
 from harness.recording import Truth, node_columns
 from harness.rpc import Rpc, RpcModel
 
-REPORT = Kind.REPORT
 _node_id = attrgetter("node_id")
 
 
@@ -61,7 +60,11 @@ class NodeHost:
         self.wheel = plan.wheel(self.firsts.copy())
         """The beat timer: one for all groups. Quiet nodes set a timer per group instead, and
         keep each group's next beat in `wheel.planned`."""
-        self.quiet = quiet and plan.fixed_delay is not None and not faults.report_faults
+        self.fixed_delay = plan.fixed_delay
+        self.lossy = bool(faults.report_faults)
+        """Whether reports may be lost: else a report is the node's own beat, with no call into
+        the (interpreted) fault plan for each of a million reports."""
+        self.quiet = quiet and self.fixed_delay is not None and not self.lossy
         self.beat_nodes: list[list[Node]] = []
         """Every-beat mode: each beat group's nodes, looked up once (a beat of one node is the
         most frequent message of a large run)."""
@@ -79,7 +82,7 @@ class NodeHost:
         self.faults = faults
         self.rpc = rpc
         self.create_times = create_times
-        self.replicas = range(replicas)
+        self.replicas = replicas
         self.with_ids = with_ids
         self.with_response = with_response
         self.delivery = delivery
@@ -144,23 +147,20 @@ class NodeHost:
         for node in self.nodes:  # every node crashed with the process: a change
             self._change(node, now)
 
-    def _send_reports(self, nodes: Sequence[Node], now: float, delayed: bool = True) -> None:
+    def _send_reports(self, nodes: list[Node], now: float, delayed: bool = True) -> None:
         """Each node's report, to every replica after the delivery delay plus that replica's
         own jitter draw, so reports of one node can overtake each other."""
-        emit, with_ids = self.emit, self.with_ids
-        fixed = self.plan.fixed_delay if delayed else 0.0
-        # Without report faults, a node's own beat: no call into the (interpreted) fault plan
-        # for each of a million reports.
-        lossy = bool(self.faults.report_faults)
+        emit, with_ids, lossy = self.emit, self.with_ids, self.lossy
+        fixed = self.fixed_delay if delayed else 0.0
         for node in nodes:
             taken = self.faults.report(node, now, with_ids) if lossy else node.beat(now, with_ids)
             if taken is None:
                 continue
-            for replica in self.replicas:
+            for replica in range(self.replicas):
                 if fixed is None:
-                    emit(now + self.plan.delivery_delay(self.delivery), REPORT, replica, taken)
+                    emit(now + self.plan.delivery_delay(self.delivery), Kind.REPORT, replica, taken)
                 else:
-                    emit(now + fixed, REPORT, replica, taken)
+                    emit(now + fixed, Kind.REPORT, replica, taken)
 
     def on_beat(self, turn: int, planned: float, now: float) -> None:
         group, turn, nxt = self.wheel.turn(turn, planned)
@@ -238,7 +238,7 @@ class NodeHost:
         for node in nodes:
             if not node.down:
                 taken = node.report(now, self.with_ids)
-                for replica in self.replicas:
+                for replica in range(self.replicas):
                     self.emit(now, Kind.REPORT, replica, taken)
 
     def truth(self) -> Truth:
