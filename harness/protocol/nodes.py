@@ -250,7 +250,7 @@ class NodeHost:
 
     def sandbox_ids(self) -> list[list[int]]:
         """The sandbox IDs each node runs, node by node: the ground truth of the checks."""
-        return [sorted(n.sandboxes) for n in self.nodes]
+        return [sorted(n.sandboxes) if n.sandboxes else [] for n in self.nodes]
 
     def lost_ids(self) -> list[int]:
         """IDs of the sandboxes that were on a node when it crashed."""
