@@ -57,14 +57,12 @@ class NodeHost:
         self.plan = plan
         self.firsts = [t for t, _ in beat_groups]
         """Each beat group's first beat."""
-        self.wheel = plan.wheel(self.firsts.copy())
-        """The beat timer: one for all groups. Quiet nodes set a timer per group instead, and
-        keep each group's next beat in `wheel.planned`."""
         self.fixed_delay = plan.fixed_delay
         self.lossy = bool(faults.report_faults)
         """Whether reports may be lost: else a report is the node's own beat, with no call into
         the (interpreted) fault plan for each of a million reports."""
         self.quiet = quiet and self.fixed_delay is not None and not self.lossy
+        self._plan_beats(self.firsts.copy())
         self.beat_nodes: list[list[Node]] = []
         """Every-beat mode: each beat group's nodes, looked up once (a beat of one node is the
         most frequent message of a large run)."""
@@ -113,6 +111,14 @@ class NodeHost:
         if not self.quiet:  # quiet nodes have no change to report yet
             self._first_beat()
 
+    def _plan_beats(self, planned: list[float]) -> None:
+        """Each beat group's next beat is `planned`. Every-beat nodes take their turns on one
+        timer for all groups (`wheel`, over `planned`); quiet nodes set a timer per group
+        instead and need no turn order (a sort of every group: a quarter of a second at a
+        million nodes), so their wheel has no groups."""
+        self.planned = planned
+        self.wheel = self.plan.wheel([] if self.quiet else planned)
+
     def _first_beat(self) -> None:
         t = self.wheel.first()
         if t is not None:
@@ -137,9 +143,7 @@ class NodeHost:
         for t, node_id, is_down in self.faults.crash_events():
             if t > now:
                 self.emit(t, Kind.CRASH, node_id, is_down)
-        self.wheel = self.plan.wheel(
-            [self.plan.first_at_or_after(first, now) for first in self.firsts]
-        )
+        self._plan_beats([self.plan.first_at_or_after(first, now) for first in self.firsts])
         if not self.quiet:
             self._first_beat()
             return
@@ -172,7 +176,7 @@ class NodeHost:
         """A beat of a group with changed nodes: they report (those down do not, and report
         the change of their comeback), and the group's timer sleeps until the next change."""
         self._send_reports(sorted(self.changed.pop(group), key=_node_id), now)
-        self.wheel.planned[group] = planned + self.plan.interval
+        self.planned[group] = planned + self.plan.interval
 
     def _change(self, node: Node, now: float) -> None:
         """Quiet nodes: `node` has changed, so it reports at its group's first beat after
@@ -183,7 +187,7 @@ class NodeHost:
             changed.add(node)
             return
         self.changed[group] = {node}
-        planned = self.wheel.planned
+        planned = self.planned
         t = planned[group]
         while t <= now:  # the beats it skipped, added up one by one as they would have been
             t += self.plan.interval
