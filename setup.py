@@ -23,6 +23,7 @@ COMPILED = [
     "harness/clock.py",
     "harness/native_clock.py",
     "harness/node.py",
+    "harness/beat_wheel.py",
     "harness/request.py",
     "harness/rpc.py",
     "harness/streams.py",

@@ -54,21 +54,26 @@ def at_scale(nodes: int, sim_s: float, strategy: str) -> dict[str, float]:
     """One seed of `large` at `nodes` nodes for `sim_s` simulated seconds, in this process: the
     set-up (nodes built, the pre-run sync), the run and the peak memory, timed apart. The run's
     pace is taken between the engine's first and last progress calls, so it excludes both the
-    set-up and the collection of results."""
+    set-up and the collection of results. Each pace is in wall time and in this process's CPU
+    time, which other work on a shared machine moves less."""
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    marks: list[tuple[float, float]] = []
-    start = time.perf_counter()
+    marks: list[tuple[float, float, float]] = []
+    start, cpu_start = time.perf_counter(), time.process_time()
     result = VirtualEngine().run_seed(
         large(nodes, int(sim_s * 2000), strategy),
         seed=0,
-        progress=lambda t, snapshot=None: marks.append((time.perf_counter(), t)),
+        progress=lambda t, snapshot=None: marks.append(
+            (time.perf_counter(), time.process_time(), t)
+        ),
     )
-    total = time.perf_counter() - start
-    (w0, t0), (w1, t1) = marks[0], marks[-1]
+    total, cpu_total = time.perf_counter() - start, time.process_time() - cpu_start
+    (w0, c0, t0), (w1, c1, t1) = marks[0], marks[-1]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "pace": (t1 - t0) / (w1 - w0),
         "overall": sim_s / total,
+        "cpu_pace": (t1 - t0) / (c1 - c0),
+        "cpu_overall": sim_s / cpu_total,
         "setup_s": w0 - start,
         "total_s": total,
         "creates": result.summary["requests"],
@@ -92,12 +97,12 @@ def reports_at_scale(nodes: int, sim_s: float) -> None:
         )
         m = json.loads(out.stdout.splitlines()[-1])
         print(
-            f"  {strategy:<11} run {m['pace']:>6.1f}x real time "
-            f"({reports * m['pace'] / sim_s:>9,.0f} reports/s)  "
-            f"with set-up and results {m['overall']:>5.1f}x  set-up {m['setup_s']:.1f} s  "
-            f"peak {m['kib_per_node']:.2f} KiB/node  [{why}]"
+            f"  {strategy:<11} run {m['pace']:>5.1f}x real time (CPU {m['cpu_pace']:>5.1f}x, "
+            f"{reports * m['pace'] / sim_s:>9,.0f} reports/s)  "
+            f"with set-up and results {m['overall']:>5.1f}x (CPU {m['cpu_overall']:>5.1f}x)  "
+            f"set-up {m['setup_s']:.1f} s  peak {m['kib_per_node']:.2f} KiB/node  [{why}]"
         )
-    print("  goal: >= 10x real time at 1,000,000 nodes")
+    print("  goal: >= 10x real time at 1,000,000 nodes, set-up and results included")
 
 
 def main() -> None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from harness.node import Node, NodeInfo
+from harness.node import Node, NodeInfo, nodes_alike
 from harness.spec import key
+from harness.streams import randints
 
 
 @dataclass(frozen=True)
@@ -115,17 +116,13 @@ def build_nodes(spec: ClusterSpec, overcommit: float, rng: random.Random) -> lis
             loads = [float(v) for v in pool.initial_cpu_per_node]
         else:
             lo, hi = pool.initial_cpu_allocated
-            loads = [float(rng.randint(lo, hi)) for _ in range(pool.count)]
-        first = len(nodes)
-        nodes += [
-            Node(
-                first + i,
-                pool.cpu_count,
-                pool.memory_mib,
-                overcommit,
-                load,
-                cache_size=spec.template_cache,
-            )
-            for i, load in enumerate(loads)
-        ]
+            loads = [float(v) for v in randints(rng, lo, hi, pool.count)]
+        nodes += nodes_alike(
+            len(nodes),
+            pool.cpu_count,
+            pool.memory_mib,
+            overcommit,
+            loads,
+            spec.template_cache,
+        )
     return nodes

@@ -155,11 +155,8 @@ def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
 class Faults:
     """The `[[faults]]` entries of a config for the nodes `node_ids` (all, or one group's)."""
 
-    def __init__(
-        self, faults: Iterable[FaultSpec], rng: random.Random, node_ids: Iterable[int]
-    ) -> None:
-        ids = set(node_ids)
-        self.plan = [f for f in faults if f.node is None or f.node in ids]
+    def __init__(self, faults: Iterable[FaultSpec], rng: random.Random, node_ids: range) -> None:
+        self.plan = [f for f in faults if f.node is None or f.node in node_ids]
         self.random = rng.random
         self.counts: Counter[str] = Counter(dict.fromkeys(COUNTS, 0))
         self.create_faults = [
@@ -247,10 +244,13 @@ class Faults:
         return Outcome.FAILED
 
     def report(self, node: Node, now: float, with_ids: bool) -> Report | None:
-        """The node's heartbeat, or None when it is down or this report is lost."""
-        if node.down:
-            return None
-        if self.report_faults and self._draw(self.report_faults, node.node_id, now) is not None:
+        """The node's heartbeat, or None when it is down or this report is lost (a down node
+        draws nothing)."""
+        if (
+            self.report_faults
+            and not node.down
+            and self._draw(self.report_faults, node.node_id, now) is not None
+        ):
             self.counts["fault_lost_reports"] += 1
             return None
-        return node.report(now, with_ids)
+        return node.beat(now, with_ids)

@@ -10,7 +10,7 @@ class and no engine changes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -28,7 +28,7 @@ class LedgerOptions:
 
 
 DEFAULT_OPTIONS = LedgerOptions()
-NO_IDS: frozenset[int] = frozenset()
+NO_IDS: Final[frozenset[int]] = frozenset()
 
 
 class NodeView:
@@ -103,6 +103,9 @@ class Ledger:
         self.hears_reports = type(self).report_applied is not Ledger.report_applied
         """Whether the strategy has a `report_applied`: every replica applies every report, the
         most frequent message of a large run, so a hook left empty is not called."""
+        self.checks_seq = self.drops_old_reports
+        """`drops_old_reports`, read once: compiled, a class attribute is a lookup on the type
+        for every report."""
 
     @classmethod
     def ignores_unchanged_reports(cls) -> bool:
@@ -121,8 +124,8 @@ class Ledger:
         return self.views[node].cpu_allocated
 
     def apply_report(self, report: Report, now: float) -> None:
-        view = self.views[report.node_id]
-        if self.drops_old_reports and report.seq <= view.seq:
+        view = self.views[report[0]]  # node_id: compiled, a field by name is a lookup
+        if self.checks_seq and report.seq <= view.seq:
             return
         view.overwrite(report)
         if self.hears_reports:

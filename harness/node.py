@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from harness.heartbeat import Report
 from harness.request import Shape
 
-_new_tuple = tuple.__new__
+_new_tuple: Final = tuple.__new__
+_REPORT: Final = Report
+"""Both Final: compiled, a reference held in the module, not a lookup in its namespace for
+every report."""
 
 
 class Outcome(StrEnum):
@@ -153,12 +156,17 @@ class Node:
         """Back after a crash, empty: no sandbox, no template cached."""
         self.down = False
 
+    def beat(self, now: float, with_ids: bool = False) -> Report | None:
+        """The report the node sends on a heartbeat or with an answer; None when it is down,
+        as a down node sends none."""
+        return None if self.down else self.report(now, with_ids)
+
     def report(self, now: float, with_ids: bool = False) -> Report:
         self.seq += 1
         # Built as the tuple it is, in `Report`'s field order: the keyword constructor's own
         # frame costs three times the tuple, on the most frequent message of a large run.
         return _new_tuple(
-            Report,
+            _REPORT,
             (
                 self.node_id,
                 self.seq,
@@ -173,3 +181,19 @@ class Node:
                 frozenset(self.sandboxes) if with_ids else None,
             ),
         )
+
+
+def nodes_alike(
+    first: int,
+    cpu_count: int,
+    memory_mib: float,
+    overcommit: float,
+    loads: list[float],
+    cache_size: int,
+) -> list[Node]:
+    """Nodes `first`, `first + 1`, .. of one size, one per initial load: built here, in the
+    node's own (compiled) module, as a million-node cluster is built at every seed's start."""
+    return [
+        Node(first + i, cpu_count, memory_mib, overcommit, load, cache_size)
+        for i, load in enumerate(loads)
+    ]

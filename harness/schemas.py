@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 REQUESTS = pa.schema(
@@ -131,17 +132,35 @@ TABLES = {
 
 def stamped(part: pa.Table, run_id: str) -> pa.Table:
     """`part` with the run's id as its first column, as stored."""
-    return part.add_column(0, RUN_ID, pa.repeat(pa.scalar(run_id, pa.string()), part.num_rows))
+    return part.add_column(0, RUN_ID, repeated(run_id, pa.string(), part.num_rows))
+
+
+def repeated(value: Any, type_: pa.DataType, n: int) -> pa.Array:
+    """`value` `n` times, a string (strategy, run_id) or a number (seed). A string column is
+    laid out directly, its offsets a range, and a number's filled by numpy: a list, or
+    `pa.repeat` for a string, takes a fifth of a second per million rows, and `pa.repeat` or
+    `take` as long the first time a process uses Arrow's compute functions."""
+    if type_ != pa.string():
+        return pa.array(np.full(n, value, type_.to_pandas_dtype()), type_)
+    data = value.encode()
+    if n * len(data) >= 2**31:  # beyond a string array's offsets
+        return pa.array([value] * n, type_)
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(data))
+    return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
 
 
 def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, Any]) -> pa.Table:
-    """An Arrow table of `schema` from column lists, with the strategy and seed filled in."""
+    """An Arrow table of `schema` from column lists, with the strategy and seed filled in.
+    Each list is converted to its field's type first: `from_pydict` converts lists at half
+    that speed."""
     n = len(next(iter(columns.values()))) if columns else 0
     arrays = {
-        "strategy": pa.array([strategy] * n, pa.string()),
-        "seed": pa.array([seed] * n, pa.int64()),
+        "strategy": repeated(strategy, pa.string(), n),
+        "seed": repeated(seed, pa.int64(), n),
     }
-    arrays.update(columns)
+    for name, values in columns.items():
+        typed = isinstance(values, list | tuple)
+        arrays[name] = pa.array(values, schema.field(name).type) if typed else values
     return pa.Table.from_pydict(arrays, schema=schema)
 
 

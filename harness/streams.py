@@ -16,3 +16,30 @@ import random
 
 def stream(seed: int, purpose: str) -> random.Random:
     return random.Random(f"{seed}:{purpose}")
+
+
+def randints(rng: random.Random, lo: int, hi: int, n: int) -> list[int]:
+    """`[rng.randint(lo, hi) for _ in range(n)]`: the same numbers, and `rng` left where those
+    calls leave it, but without their two Python frames per draw (`randint` and `randrange`
+    are Python functions around `getrandbits`, which is C): `randint` takes the top
+    `width.bit_length()` bits of a draw until they are below the width."""
+    width = hi - lo + 1
+    if width <= 0:
+        return [rng.randint(lo, hi) for _ in range(n)]  # its error
+    bits = rng.getrandbits
+    k = width.bit_length()
+    out = [0] * n
+    for i in range(n):
+        r = bits(k)
+        while r >= width:
+            r = bits(k)
+        out[i] = lo + r
+    return out
+
+
+def uniforms(rng: random.Random, a: float, b: float, n: int) -> list[float]:
+    """`[rng.uniform(a, b) for _ in range(n)]`, the same numbers and `rng` left where those
+    calls leave it, without a Python frame per draw: `uniform` is `a + (b - a) * random()`."""
+    draw = rng.random
+    span = b - a
+    return [a + span * draw() for _ in range(n)]

@@ -89,7 +89,7 @@ class _World:
         then."""
         now = self.clock.now()
         self.node_host.drain(now)
-        return [r.view(now)[0] for r in self.replicas]
+        return [r.believed(now) for r in self.replicas]
 
 
 @contextmanager

@@ -35,7 +35,7 @@ class Kind:
     """(sandbox_id, replica): the first leg of a kill has arrived."""
     # the node side's own timers
     BEAT: Final = 2
-    """key: the turn on the host's beat wheel (`harness.heartbeat.BeatWheel`); payload: the
+    """key: the turn on the host's beat wheel (`harness.beat_wheel.BeatWheel`); payload: the
     planned time. That turn's group of nodes reports."""
     CRASH: Final = 3
     """key: node ID; payload: down (True) or back (False)."""

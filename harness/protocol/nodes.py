@@ -12,13 +12,12 @@ from collections.abc import Sequence
 from operator import attrgetter
 
 from harness.faults import Faults
-from harness.heartbeat import HeartbeatPlan, Report
+from harness.heartbeat import HeartbeatPlan
 from harness.node import Node, Outcome
 from harness.protocol import Emit, Handler, Kind
 from harness.recording import Truth, node_columns
 from harness.rpc import Rpc, RpcModel
 
-REPORT = Kind.REPORT
 _node_id = attrgetter("node_id")
 
 
@@ -58,10 +57,12 @@ class NodeHost:
         self.plan = plan
         self.firsts = [t for t, _ in beat_groups]
         """Each beat group's first beat."""
-        self.wheel = plan.wheel(self.firsts.copy())
-        """The beat timer: one for all groups. Quiet nodes set a timer per group instead, and
-        keep each group's next beat in `wheel.planned`."""
-        self.quiet = quiet and plan.fixed_delay is not None and not faults.report_faults
+        self.fixed_delay = plan.fixed_delay
+        self.lossy = bool(faults.report_faults)
+        """Whether reports may be lost: else a report is the node's own beat, with no call into
+        the (interpreted) fault plan for each of a million reports."""
+        self.quiet = quiet and self.fixed_delay is not None and not self.lossy
+        self._plan_beats(self.firsts.copy())
         self.beat_nodes: list[list[Node]] = []
         """Every-beat mode: each beat group's nodes, looked up once (a beat of one node is the
         most frequent message of a large run)."""
@@ -79,7 +80,7 @@ class NodeHost:
         self.faults = faults
         self.rpc = rpc
         self.create_times = create_times
-        self.replicas = range(replicas)
+        self.replicas = replicas
         self.with_ids = with_ids
         self.with_response = with_response
         self.delivery = delivery
@@ -110,6 +111,14 @@ class NodeHost:
         if not self.quiet:  # quiet nodes have no change to report yet
             self._first_beat()
 
+    def _plan_beats(self, planned: list[float]) -> None:
+        """Each beat group's next beat is `planned`. Every-beat nodes take their turns on one
+        timer for all groups (`wheel`, over `planned`); quiet nodes set a timer per group
+        instead and need no turn order (a sort of every group: a quarter of a second at a
+        million nodes), so their wheel has no groups."""
+        self.planned = planned
+        self.wheel = self.plan.wheel([] if self.quiet else planned)
+
     def _first_beat(self) -> None:
         t = self.wheel.first()
         if t is not None:
@@ -134,9 +143,7 @@ class NodeHost:
         for t, node_id, is_down in self.faults.crash_events():
             if t > now:
                 self.emit(t, Kind.CRASH, node_id, is_down)
-        self.wheel = self.plan.wheel(
-            [self.plan.first_at_or_after(first, now) for first in self.firsts]
-        )
+        self._plan_beats([self.plan.first_at_or_after(first, now) for first in self.firsts])
         if not self.quiet:
             self._first_beat()
             return
@@ -144,20 +151,20 @@ class NodeHost:
         for node in self.nodes:  # every node crashed with the process: a change
             self._change(node, now)
 
-    def _send_reports(self, nodes: Sequence[Node], now: float, delayed: bool = True) -> None:
+    def _send_reports(self, nodes: list[Node], now: float, delayed: bool = True) -> None:
         """Each node's report, to every replica after the delivery delay plus that replica's
         own jitter draw, so reports of one node can overtake each other."""
-        emit, report, with_ids = self.emit, self.faults.report, self.with_ids
-        fixed = self.plan.fixed_delay if delayed else 0.0
+        emit, with_ids, lossy = self.emit, self.with_ids, self.lossy
+        fixed = self.fixed_delay if delayed else 0.0
         for node in nodes:
-            taken = report(node, now, with_ids)
+            taken = self.faults.report(node, now, with_ids) if lossy else node.beat(now, with_ids)
             if taken is None:
                 continue
-            for replica in self.replicas:
+            for replica in range(self.replicas):
                 if fixed is None:
-                    emit(now + self.plan.delivery_delay(self.delivery), REPORT, replica, taken)
+                    emit(now + self.plan.delivery_delay(self.delivery), Kind.REPORT, replica, taken)
                 else:
-                    emit(now + fixed, REPORT, replica, taken)
+                    emit(now + fixed, Kind.REPORT, replica, taken)
 
     def on_beat(self, turn: int, planned: float, now: float) -> None:
         group, turn, nxt = self.wheel.turn(turn, planned)
@@ -169,7 +176,7 @@ class NodeHost:
         """A beat of a group with changed nodes: they report (those down do not, and report
         the change of their comeback), and the group's timer sleeps until the next change."""
         self._send_reports(sorted(self.changed.pop(group), key=_node_id), now)
-        self.wheel.planned[group] = planned + self.plan.interval
+        self.planned[group] = planned + self.plan.interval
 
     def _change(self, node: Node, now: float) -> None:
         """Quiet nodes: `node` has changed, so it reports at its group's first beat after
@@ -180,7 +187,7 @@ class NodeHost:
             changed.add(node)
             return
         self.changed[group] = {node}
-        planned = self.wheel.planned
+        planned = self.planned
         t = planned[group]
         while t <= now:  # the beats it skipped, added up one by one as they would have been
             t += self.plan.interval
@@ -194,11 +201,6 @@ class NodeHost:
         if self.quiet:
             self._change(node, now)
 
-    def _response(self, node: Node, now: float) -> Report | None:
-        """The node's fresh report, sent back with an answer to strategies that want it
-        (`with_response`); a down node sends none."""
-        return None if node.down else node.report(now, self.with_ids)
-
     def on_create(self, node_id: int, payload: tuple, now: float) -> None:
         sandbox_id, shape, replica = payload
         node = self.nodes[node_id - self.first]
@@ -209,7 +211,7 @@ class NodeHost:
         # A lost answer (TIMEOUT) carries nothing; the caller hears of it at its timeout.
         response = None
         if self.with_response and outcome is not Outcome.TIMEOUT:
-            response = self._response(node, now)
+            response = node.beat(now, self.with_ids)
         at = now + self.rpc.answer_delay(outcome, leg)
         if self.create_times is not None and sandbox_id in node.sandboxes:
             # The node created it (also when its answer is lost): warm if the template was
@@ -227,7 +229,7 @@ class NodeHost:
         if self.quiet:
             self._change(node, now)
         leg = self.rpc.leg(Rpc.KILL, node_id, now)
-        response = self._response(node, now) if self.with_response else None
+        response = node.beat(now, self.with_ids) if self.with_response else None
         self.emit(now + leg, Kind.KILL_ANSWER, replica, (sandbox_id, outcome, response))
 
     def drain(self, now: float) -> None:
@@ -240,7 +242,7 @@ class NodeHost:
         for node in nodes:
             if not node.down:
                 taken = node.report(now, self.with_ids)
-                for replica in self.replicas:
+                for replica in range(self.replicas):
                     self.emit(now, Kind.REPORT, replica, taken)
 
     def truth(self) -> Truth:
@@ -252,7 +254,7 @@ class NodeHost:
 
     def sandbox_ids(self) -> list[list[int]]:
         """The sandbox IDs each node runs, node by node: the ground truth of the checks."""
-        return [sorted(n.sandboxes) for n in self.nodes]
+        return [sorted(n.sandboxes) if n.sandboxes else [] for n in self.nodes]
 
     def lost_ids(self) -> list[int]:
         """IDs of the sandboxes that were on a node when it crashed."""
