@@ -38,6 +38,9 @@ from harness.schemas import REQUESTS, table
 
 Message = tuple[float, int, int, Any]
 """(at, kind, key, payload)."""
+Entry = tuple[float, int, int, int, Any, Any]
+"""(at, arrival number, kind, key, payload, call) on a host's heap; `call` is None, or the
+reply list and the completion callback of a call's item."""
 
 CALLS = frozenset({Kind.CREATE_RPC, Kind.KILL_RPC})
 """Kinds sent as calls: the messages their handling sends come back in the reply."""
@@ -77,7 +80,7 @@ class Carrier:
         """The seed run this carrier serves: sent with every batch."""
         self.errors = errors
         self.clock = WallClock(0.0, config.run.time_scale)
-        self.heap: list[tuple[float, int, int, int, Any, Any]] = []
+        self.heap: list[Entry] = []
         self.seq = itertools.count()
         self.actors: dict[Party, list[Any]] = {}
         self.group_of: list[int] = []
@@ -162,22 +165,50 @@ class Carrier:
 
     def _answered(self, sent: list[Any], answers: Sequence[Sequence[Message]]) -> None:
         """The reply of a call: per item, its send time (a create's, else None) and the
-        messages its handling sent, for this party; all pushed, then handled when due."""
+        messages its handling sent, for this party (`arrived`)."""
         back = time.perf_counter()
         round_trip = self.round_trip
-        heap, seq, push = self.heap, self.seq, heapq.heappush
+        seq = self.seq
+        entries = []
         for at_send, messages in zip(sent, answers, strict=True):
             if at_send is not None and round_trip is not None:
                 round_trip(back - at_send)
             for at, kind, key, payload in messages:
-                push(heap, (at, next(seq), kind, key, payload, None))
-        self.run()
+                entries.append((at, next(seq), kind, key, payload, None))
+        self.arrived(entries)
 
     def take(self, batch: bytes) -> None:
         """Messages from another actor (pickled, `actors.outbox`): each handled when due."""
-        heap, seq, push = self.heap, self.seq, heapq.heappush
-        for at, kind, key, payload in pickle.loads(batch):
-            push(heap, (at, next(seq), kind, key, payload, None))
+        seq = self.seq
+        self.arrived(
+            [
+                (at, next(seq), kind, key, payload, None)
+                for at, kind, key, payload in pickle.loads(batch)
+            ]
+        )
+
+    def arrived(self, entries: list[Entry]) -> None:
+        """Messages that have just arrived, as heap entries numbered in arrival order: those
+        due are handled at once, those not yet due wait on the heap. Most arrive due (a Ray
+        hop takes longer than a modelled leg), so they skip the heap's push and pop; the order
+        is the heap's all the same, (time, arrival), merged with any entry on it that is due
+        earlier (or that handling one of them pushes)."""
+        now = self.now()
+        heap, handlers = self.heap, self.handlers
+        due = []
+        for entry in entries:
+            if entry[0] <= now:
+                due.append(entry)
+            else:
+                heapq.heappush(heap, entry)
+        due.sort()  # by (at, arrival): the numbers are unique, so payloads are never compared
+        for entry in due:
+            while heap and heap[0] < entry:
+                self._handle(heapq.heappop(heap), now)
+            if entry[5] is None and entry[2] != Kind.BEAT:
+                handlers[entry[2]](entry[3], entry[4], now)
+            else:
+                self._handle(entry, now)
         self.run()
 
     async def answer(self, batch: bytes) -> bytes:
@@ -194,10 +225,13 @@ class Carrier:
             if left[0] == 0:
                 done.set_result(None)
 
-        heap, seq, push = self.heap, self.seq, heapq.heappush
-        for (at, kind, key, payload), replied in zip(items, replies, strict=True):
-            push(heap, (at, next(seq), kind, key, payload, (replied, finished)))
-        self.run()
+        seq = self.seq
+        self.arrived(
+            [
+                (at, next(seq), kind, key, payload, (replied, finished))
+                for (at, kind, key, payload), replied in zip(items, replies, strict=True)
+            ]
+        )
         try:
             await done
         finally:
@@ -230,22 +264,30 @@ class Carrier:
         heap, handlers = self.heap, self.handlers
         now = self.now()
         while heap and heap[0][0] <= now:
-            at, _, kind, key, payload, call = heapq.heappop(heap)
-            if kind == Kind.BEAT:
-                if self.beat_late is not None:
-                    self.beat_late(now - at)
-                self.last_beat = now
-            if call is None:
-                handlers[kind](key, payload, now)
+            entry = heapq.heappop(heap)
+            if entry[5] is None and entry[2] != Kind.BEAT:
+                handlers[entry[2]](entry[3], entry[4], now)
             else:
-                replies, finished = call
-                self.reply = replies
-                try:
-                    handlers[kind](key, payload, now)
-                finally:
-                    self.reply = None
-                finished()
+                self._handle(entry, now)
         self.arm()
+
+    def _handle(self, entry: Entry, now: float) -> None:
+        """One entry due by `now`, heartbeats and calls included."""
+        at, _, kind, key, payload, call = entry
+        if kind == Kind.BEAT:
+            if self.beat_late is not None:
+                self.beat_late(now - at)
+            self.last_beat = now
+        if call is None:
+            self.handlers[kind](key, payload, now)
+            return
+        replies, finished = call
+        self.reply = replies
+        try:
+            self.handlers[kind](key, payload, now)
+        finally:
+            self.reply = None
+        finished()
 
     async def settled(self) -> None:
         """Returns once everything sent so far has been handled where it went."""
