@@ -38,6 +38,8 @@ from harness.schemas import REQUESTS, table
 
 Message = tuple[float, int, int, Any]
 """(at, kind, key, payload)."""
+PARTIES = tuple(PARTY[kind] for kind in range(len(IS_TIMER)))
+"""`PARTY` as a table indexed by kind (the hot path's form)."""
 Entry = tuple[float, int, int, int, Any, Any]
 """(at, arrival number, kind, key, payload, call) on a host's heap; `call` is None, or the
 reply list and the completion callback of a call's item."""
@@ -85,6 +87,8 @@ class Carrier:
         self.actors: dict[Party, list[Any]] = {}
         self.group_of: list[int] = []
         self.outboxes: dict[tuple[Party, int], Outbox] = {}
+        self.boxes: tuple[dict[int, Outbox], ...] = tuple({} for _ in Party)
+        """`outboxes` by party, then index: the hot path's lookup."""
         self.wake: asyncio.TimerHandle | None = None
         self.wake_at = float("inf")
         self.calls: set[asyncio.Future] = set()
@@ -104,6 +108,7 @@ class Carrier:
         self.actors = actors
         self.group_of = group_of
         self.outboxes = {}
+        self.boxes = tuple({} for _ in Party)
 
     def close(self) -> None:
         """The seed run is over: nothing more is sent or handled (outboxes closed, waiting
@@ -144,6 +149,7 @@ class Carrier:
             else:
                 box = Outbox(actor.deliver, self.gen, self.errors)
             self.outboxes[(party, index)] = box
+            self.boxes[party][index] = box
         return box
 
     def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
@@ -153,15 +159,20 @@ class Carrier:
         if self.reply is not None:
             self.reply.append((at, kind, key, payload))
             return
-        party = PARTY[kind]
+        party = PARTIES[kind]
+        if party is Party.NODES:
+            index = self.group_of[key]
+        elif party is Party.REPLICA:
+            index = key
+        else:
+            index = key % len(self.actors[party])
+        box = self.boxes[party].get(index) or self._outbox(party, index)
         if party is Party.NODES:
             # A create's send time comes back with its answer: the round trip is measured.
             sent = time.perf_counter() if kind == Kind.CREATE_RPC else None
-            self._outbox(party, self.group_of[key]).call((at, kind, key, payload), sent)
-        elif party is Party.REPLICA:
-            self._outbox(party, key).post((at, kind, key, payload))
+            box.call((at, kind, key, payload), sent)
         else:
-            self._outbox(party, key % len(self.actors[party])).post((at, kind, key, payload))
+            box.post((at, kind, key, payload))
 
     def _answered(self, sent: list[Any], answers: Sequence[Sequence[Message]]) -> None:
         """The reply of a call: per item, its send time (a create's, else None) and the
