@@ -44,9 +44,6 @@ Entry = tuple[float, int, int, int, Any, Any]
 """(at, arrival number, kind, key, payload, call) on a host's heap; `call` is None, or the
 reply list and the completion callback of a call's item."""
 
-CALLS = frozenset({Kind.CREATE_RPC, Kind.KILL_RPC})
-"""Kinds sent as calls: the messages their handling sends come back in the reply."""
-
 
 GC_THRESHOLDS = (20_000, 20, 100)
 """The collector's thresholds in an actor's process. Handling a message allocates a few tuples;
@@ -126,9 +123,11 @@ class Carrier:
         return self.clock.now() if self.started else 0.0
 
     def set_party(self, handlers: dict[int, Handler]) -> None:
+        """The party's handlers, as a table indexed by kind (the dispatch of every message)."""
         self.handlers = [handlers.get(kind) for kind in range(len(IS_TIMER))]
 
     def start(self, epoch: float, scale: float) -> None:
+        """The run's t = 0 is wall time `epoch`: model time runs from here."""
         self.clock = WallClock(epoch, scale)
         self.started = True
 
@@ -153,6 +152,9 @@ class Carrier:
         return box
 
     def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
+        """The party's sink (`harness.protocol`): a timer waits on the heap; a message for
+        another party goes into the outbox of the actor hosting its key, or into the reply
+        while a call's item is handled."""
         if IS_TIMER[kind]:
             heapq.heappush(self.heap, (at, next(self.seq), kind, key, payload, None))
             return
