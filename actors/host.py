@@ -126,9 +126,9 @@ class Carrier:
         """The party's handlers, as a table indexed by kind (the dispatch of every message)."""
         self.handlers = [handlers.get(kind) for kind in range(len(IS_TIMER))]
 
-    def start(self, epoch: float, scale: float) -> None:
+    def start(self, epoch: float) -> None:
         """The run's t = 0 is wall time `epoch`: model time runs from here."""
-        self.clock = WallClock(epoch, scale)
+        self.clock = WallClock(epoch, self.clock.scale)
         self.started = True
 
     def _outbox(self, party: Party, index: int) -> Outbox:
@@ -385,7 +385,7 @@ class Host(Checked):
         """The run's t = 0 is wall time `epoch` (the driver's choice, the same everywhere)."""
         gc.collect()
         gc.freeze()
-        self.carrier.start(epoch, self.config.run.time_scale)
+        self.carrier.start(epoch)
         self.start_party()
         self.carrier.arm()
 
