@@ -18,12 +18,12 @@ one of a later one until the driver has reset it (a node group's process that Ra
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
 import heapq
 import itertools
 import pickle
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ray
@@ -38,9 +38,11 @@ from harness.schemas import REQUESTS, table
 
 Message = tuple[float, int, int, Any]
 """(at, kind, key, payload)."""
-
-CALLS = frozenset({Kind.CREATE_RPC, Kind.KILL_RPC})
-"""Kinds sent as calls: the messages their handling sends come back in the reply."""
+PARTIES = tuple(PARTY[kind] for kind in range(len(IS_TIMER)))
+"""`PARTY` as a table indexed by kind (the hot path's form)."""
+Entry = tuple[float, int, int, int, Any, Any]
+"""(at, arrival number, kind, key, payload, call) on a host's heap; `call` is None, or the
+reply list and the completion callback of a call's item."""
 
 
 GC_THRESHOLDS = (20_000, 20, 100)
@@ -63,31 +65,51 @@ schedulers; beats due within one tick are handled together, at most this much la
 lateness is measured)."""
 
 
-class Host(Checked):
-    """The transport around one party; subclasses build the party in `reset` and add what the
-    driver asks of them."""
+class Carrier:
+    """One host's hot path for one seed run: its agenda (the heap and the wake-up), the
+    dispatch to the party's handlers and the outboxes to other actors.
 
-    party: Party
+    A plain class, not part of the actor: Ray wraps every method of an actor class for tracing
+    (a Python frame with `*args` and `**kwargs` around each call, tracing on or not), and these
+    methods run several times per message (py-spy: the wrappers took some 7% of a busy
+    replica's time on their own)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        gc.set_threshold(*GC_THRESHOLDS)
-        self.gen: int | None = None
-        """The seed run this actor was last reset for; None until the first `reset`."""
+    def __init__(self, gen: int, config: Config, errors: list[BaseException]) -> None:
+        self.gen = gen
+        """The seed run this carrier serves: sent with every batch."""
+        self.errors = errors
+        self.clock = WallClock(0.0, config.run.time_scale)
+        self.heap: list[Entry] = []
+        self.seq = itertools.count()
+        self.actors: dict[Party, list[Any]] = {}
+        self.group_of: list[int] = []
         self.outboxes: dict[tuple[Party, int], Outbox] = {}
+        self.boxes: tuple[dict[int, Outbox], ...] = tuple({} for _ in Party)
+        """`outboxes` by party, then index: the hot path's lookup."""
         self.wake: asyncio.TimerHandle | None = None
+        self.wake_at = float("inf")
         self.calls: set[asyncio.Future] = set()
         """Calls from other actors waiting for their items to be handled."""
-        self.was_reset = asyncio.Event()
-        """Set, and replaced by a new one, at every `reset`."""
+        self.reply: list[Message] | None = None
+        """Where messages go while a call's message is handled: back in its reply."""
+        self.started = False
+        self.last_beat = float("-inf")
+        self.handlers: list[Handler | None] = []
+        self.round_trip: Callable[[float], None] | None = None
+        """Takes the wall seconds from each create RPC to its reply (replicas keep them)."""
+        self.beat_late: Callable[[float], None] | None = None
+        """Takes how late each heartbeat was handled, model seconds (node groups keep it)."""
 
-    def _reset(self, gen: int, config: Config) -> bool:
-        """Forget the last seed and get ready for seed run `gen`: what is in flight is dropped
-        (outboxes closed, waiting calls answered, the wake-up cancelled). The subclass builds
-        its party when this returns True; False when already at `gen` (the driver asks again
-        after a group's process restarted, and a live group must keep its state)."""
-        if gen == self.gen:
-            return False
+    def wire(self, actors: dict[Party, list[Any]], group_of: list[int]) -> None:
+        """The actors messages go to (`Host.connect`); outboxes to earlier ones are dropped."""
+        self.actors = actors
+        self.group_of = group_of
+        self.outboxes = {}
+        self.boxes = tuple({} for _ in Party)
+
+    def close(self) -> None:
+        """The seed run is over: nothing more is sent or handled (outboxes closed, waiting
+        calls answered, the wake-up cancelled)."""
         for box in self.outboxes.values():
             box.close()
         for done in self.calls:
@@ -95,49 +117,19 @@ class Host(Checked):
                 done.set_result(None)
         if self.wake is not None:
             self.wake.cancel()
-        gc.unfreeze()  # the last seed's structures may be collected again
-        self.gen = gen
-        self.config = config
-        self.errors = []
-        self.clock = WallClock(0.0, config.run.time_scale)
-        self.heap: list[tuple[float, int, int, int, Any, Any]] = []
-        self.seq = itertools.count()
-        self.outboxes = {}
-        self.calls = set()
-        self.wake = None
-        self.wake_at = float("inf")
-        self.reply: list[Message] | None = None
-        """Where messages go while a call's message is handled: back in its reply."""
-        self.started = False
-        self.last_beat = float("-inf")
-        event, self.was_reset = self.was_reset, asyncio.Event()
-        event.set()
-        return True
-
-    async def _current(self, gen: int) -> bool:
-        """Whether a batch sent in seed run `gen` belongs to this actor's; one of a later run
-        waits for the reset that brings this actor there (a node group's restarted process
-        takes RPCs before the driver has reset it, and handles them as the old one would)."""
-        while self.gen is None or gen > self.gen:
-            await self.was_reset.wait()
-        return gen == self.gen
 
     def now(self) -> float:
         """Model time; 0 until the run starts (the pre-run sync happens at t = 0)."""
         return self.clock.now() if self.started else 0.0
 
-    def _set_party(self, handlers: dict[int, Handler]) -> None:
+    def set_party(self, handlers: dict[int, Handler]) -> None:
+        """The party's handlers, as a table indexed by kind (the dispatch of every message)."""
         self.handlers = [handlers.get(kind) for kind in range(len(IS_TIMER))]
 
-    async def connect(
-        self, groups: list[Any], group_of: list[int], replicas: list, pools: list
-    ) -> str:
-        """Learn every actor (node groups with the group of each node, replicas, client
-        pools); returns the Ray node this actor runs on."""
-        self.group_of = group_of
-        self.actors = {Party.NODES: groups, Party.REPLICA: replicas, Party.CLIENTS: pools}
-        self.outboxes = {}
-        return ray.get_runtime_context().get_node_id()
+    def start(self, epoch: float) -> None:
+        """The run's t = 0 is wall time `epoch`: model time runs from here."""
+        self.clock = WallClock(epoch, self.clock.scale)
+        self.started = True
 
     def _outbox(self, party: Party, index: int) -> Outbox:
         box = self.outboxes.get((party, index))
@@ -151,47 +143,115 @@ class Host(Checked):
                     self.gen,
                     self.errors,
                     lambda m: (died(m[1], m[3], m[0]),),
-                    after=self._run,
+                    self._answered,
                 )
             else:
                 box = Outbox(actor.deliver, self.gen, self.errors)
             self.outboxes[(party, index)] = box
+            self.boxes[party][index] = box
         return box
 
     def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
+        """The party's sink (`harness.protocol`): a timer waits on the heap; a message for
+        another party goes into the outbox of the actor hosting its key, or into the reply
+        while a call's item is handled."""
         if IS_TIMER[kind]:
-            self._push(at, kind, key, payload, None)
+            heapq.heappush(self.heap, (at, next(self.seq), kind, key, payload, None))
             return
         if self.reply is not None:
             self.reply.append((at, kind, key, payload))
             return
-        party = PARTY[kind]
+        party = PARTIES[kind]
         if party is Party.NODES:
-            box = self._outbox(party, self.group_of[key])
-            answered = functools.partial(self._answered, kind, time.perf_counter())
-            box.call((at, kind, key, payload), answered)
+            index = self.group_of[key]
         elif party is Party.REPLICA:
-            self._outbox(party, key).post((at, kind, key, payload))
+            index = key
         else:
-            self._outbox(party, key % len(self.actors[party])).post((at, kind, key, payload))
+            index = key % len(self.actors[party])
+        box = self.boxes[party].get(index) or self._outbox(party, index)
+        if party is Party.NODES:
+            # A create's send time comes back with its answer: the round trip is measured.
+            sent = time.perf_counter() if kind == Kind.CREATE_RPC else None
+            box.call((at, kind, key, payload), sent)
+        else:
+            box.post((at, kind, key, payload))
 
-    def _answered(self, kind: int, sent: float, messages: tuple[Message, ...]) -> None:
-        """The reply of a call: the messages its handling sent, for this party (handled once
-        the whole batch is in, by the outbox's `after`)."""
-        if kind == Kind.CREATE_RPC:
-            self.round_trip(time.perf_counter() - sent)
-        for at, kind, key, payload in messages:
-            self._push(at, kind, key, payload, None)
+    def _answered(self, sent: list[Any], answers: Sequence[Sequence[Message]]) -> None:
+        """The reply of a call: per item, its send time (a create's, else None) and the
+        messages its handling sent, for this party (`arrived`)."""
+        back = time.perf_counter()
+        round_trip = self.round_trip
+        seq = self.seq
+        entries = []
+        for at_send, messages in zip(sent, answers, strict=True):
+            if at_send is not None and round_trip is not None:
+                round_trip(back - at_send)
+            for at, kind, key, payload in messages:
+                entries.append((at, next(seq), kind, key, payload, None))
+        self.arrived(entries)
 
-    def round_trip(self, wall_s: float) -> None:
-        """Wall seconds from a create RPC to its reply (replicas keep them)."""
+    def take(self, batch: bytes) -> None:
+        """Messages from another actor (pickled, `actors.outbox`): each handled when due."""
+        seq = self.seq
+        self.arrived(
+            [
+                (at, next(seq), kind, key, payload, None)
+                for at, kind, key, payload in pickle.loads(batch)
+            ]
+        )
 
-    def _push(self, at: float, kind: int, key: int, payload: Any, call: Any) -> None:
-        """Onto the heap. Whoever pushes then handles what is due and sets the wake-up (`_run`,
-        or `start`), once for a whole batch rather than once per message."""
-        heapq.heappush(self.heap, (at, next(self.seq), kind, key, payload, call))
+    def arrived(self, entries: list[Entry]) -> None:
+        """Messages that have just arrived, as heap entries numbered in arrival order: those
+        due are handled at once, those not yet due wait on the heap. Most arrive due (a Ray
+        hop takes longer than a modelled leg), so they skip the heap's push and pop; the order
+        is the heap's all the same, (time, arrival), merged with any entry on it that is due
+        earlier (or that handling one of them pushes)."""
+        now = self.now()
+        heap, handlers = self.heap, self.handlers
+        due = []
+        for entry in entries:
+            if entry[0] <= now:
+                due.append(entry)
+            else:
+                heapq.heappush(heap, entry)
+        due.sort()  # by (at, arrival): the numbers are unique, so payloads are never compared
+        for entry in due:
+            while heap and heap[0] < entry:
+                self._handle(heapq.heappop(heap), now)
+            if entry[5] is None and entry[2] != Kind.BEAT:
+                handlers[entry[2]](entry[3], entry[4], now)
+            else:
+                self._handle(entry, now)
+        self.run()
 
-    def _arm(self) -> None:
+    async def answer(self, batch: bytes) -> bytes:
+        """RPCs from another actor (pickled): the reply holds, per item, what handling it sent
+        back."""
+        items: list[Message] = pickle.loads(batch)
+        replies: list[list[Message]] = [[] for _ in items]
+        left = [len(items)]
+        done = asyncio.get_running_loop().create_future()
+        self.calls.add(done)
+
+        def finished() -> None:
+            left[0] -= 1
+            if left[0] == 0:
+                done.set_result(None)
+
+        seq = self.seq
+        self.arrived(
+            [
+                (at, next(seq), kind, key, payload, (replied, finished))
+                for (at, kind, key, payload), replied in zip(items, replies, strict=True)
+            ]
+        )
+        try:
+            await done
+        finally:
+            self.calls.discard(done)
+        return pickle.dumps(replies, PROTOCOL)
+
+    def arm(self) -> None:
         """The wake-up for the first message on the heap, unless one is set for that time."""
         heap = self.heap
         at = heap[0][0] if heap else float("inf")
@@ -210,80 +270,130 @@ class Host(Checked):
 
     def _woken(self) -> None:
         self.wake = None
-        self._run()
+        self.run()
 
-    def _run(self) -> None:
+    def run(self) -> None:
         """Handle every message due by now, in (time, arrival) order."""
         heap, handlers = self.heap, self.handlers
         now = self.now()
         while heap and heap[0][0] <= now:
-            at, _, kind, key, payload, call = heapq.heappop(heap)
-            if kind == Kind.BEAT:
-                self.beat_late(now - at)
-                self.last_beat = now
-            if call is None:
-                handlers[kind](key, payload, now)
+            entry = heapq.heappop(heap)
+            if entry[5] is None and entry[2] != Kind.BEAT:
+                handlers[entry[2]](entry[3], entry[4], now)
             else:
-                replies, finished = call
-                self.reply = replies
-                try:
-                    handlers[kind](key, payload, now)
-                finally:
-                    self.reply = None
-                finished()
-        self._arm()
+                self._handle(entry, now)
+        self.arm()
 
-    def beat_late(self, model_s: float) -> None:
-        """How late a heartbeat was handled (node groups keep it)."""
+    def _handle(self, entry: Entry, now: float) -> None:
+        """One entry due by `now`, heartbeats and calls included."""
+        at, _, kind, key, payload, call = entry
+        if kind == Kind.BEAT:
+            if self.beat_late is not None:
+                self.beat_late(now - at)
+            self.last_beat = now
+        if call is None:
+            self.handlers[kind](key, payload, now)
+            return
+        replies, finished = call
+        self.reply = replies
+        try:
+            self.handlers[kind](key, payload, now)
+        finally:
+            self.reply = None
+        finished()
+
+    async def settled(self) -> None:
+        """Returns once everything sent so far has been handled where it went."""
+        await asyncio.gather(*(box.settled() for box in self.outboxes.values()))
+
+
+class Host(Checked):
+    """The actor around one party's `Carrier`; subclasses build the party in `reset` and add
+    what the driver asks of them."""
+
+    party: Party
+
+    def __init__(self) -> None:
+        super().__init__()
+        gc.set_threshold(*GC_THRESHOLDS)
+        self.gen: int | None = None
+        """The seed run this actor was last reset for; None until the first `reset`."""
+        self.carrier: Carrier | None = None
+        self.actors: dict[Party, list[Any]] = {}
+        self.group_of: list[int] = []
+        self.was_reset = asyncio.Event()
+        """Set, and replaced by a new one, at every `reset`."""
+
+    def _reset(self, gen: int, config: Config) -> bool:
+        """Forget the last seed and get ready for seed run `gen`: what is in flight is dropped
+        (`Carrier.close`). The subclass builds its party when this returns True; False when
+        already at `gen` (the driver asks again after a group's process restarted, and a live
+        group must keep its state)."""
+        if gen == self.gen:
+            return False
+        if self.carrier is not None:
+            self.carrier.close()
+        gc.unfreeze()  # the last seed's structures may be collected again
+        self.gen = gen
+        self.config = config
+        self.errors = []
+        self.carrier = Carrier(gen, config, self.errors)
+        self.carrier.wire(self.actors, self.group_of)
+        self.emit = self.carrier.emit
+        event, self.was_reset = self.was_reset, asyncio.Event()
+        event.set()
+        return True
+
+    async def _current(self, gen: int) -> bool:
+        """Whether a batch sent in seed run `gen` belongs to this actor's; one of a later run
+        waits for the reset that brings this actor there (a node group's restarted process
+        takes RPCs before the driver has reset it, and handles them as the old one would)."""
+        while self.gen is None or gen > self.gen:
+            await self.was_reset.wait()
+        return gen == self.gen
+
+    def now(self) -> float:
+        """Model time; 0 until the run starts."""
+        return self.carrier.now() if self.carrier is not None else 0.0
+
+    async def connect(
+        self, groups: list[Any], group_of: list[int], replicas: list, pools: list
+    ) -> str:
+        """Learn every actor (node groups with the group of each node, replicas, client
+        pools); returns the Ray node this actor runs on."""
+        self.group_of = group_of
+        self.actors = {Party.NODES: groups, Party.REPLICA: replicas, Party.CLIENTS: pools}
+        if self.carrier is not None:
+            self.carrier.wire(self.actors, group_of)
+        return ray.get_runtime_context().get_node_id()
 
     async def deliver(self, gen: int, batch: bytes) -> None:
         """Messages from another actor (pickled, `actors.outbox`), sent in seed run `gen`;
         each is handled when due."""
         if gen != self.gen and not await self._current(gen):
             return
-        for at, kind, key, payload in pickle.loads(batch):
-            self._push(at, kind, key, payload, None)
-        self._run()
+        self.carrier.take(batch)
 
     async def call(self, gen: int, batch: bytes) -> bytes:
         """RPCs from another actor (pickled, `actors.outbox`), sent in seed run `gen`; the
         reply holds, per item, what handling it sent back."""
-        items: list[Message] = pickle.loads(batch)
-        replies: list[list[Message]] = [[] for _ in items]
         if gen != self.gen and not await self._current(gen):
-            return pickle.dumps(replies, PROTOCOL)
-        left = [len(items)]
-        done = asyncio.get_running_loop().create_future()
-        self.calls.add(done)
-
-        def finished() -> None:
-            left[0] -= 1
-            if left[0] == 0:
-                done.set_result(None)
-
-        for (at, kind, key, payload), replied in zip(items, replies, strict=True):
-            self._push(at, kind, key, payload, (replied, finished))
-        self._run()
-        try:
-            await done
-        finally:
-            self.calls.discard(done)
-        return pickle.dumps(replies, PROTOCOL)
+            return pickle.dumps([[] for _ in pickle.loads(batch)], PROTOCOL)
+        return await self.carrier.answer(batch)
 
     async def start(self, epoch: float) -> None:
         """The run's t = 0 is wall time `epoch` (the driver's choice, the same everywhere)."""
         gc.collect()
         gc.freeze()
-        self.clock = WallClock(epoch, self.config.run.time_scale)
-        self.started = True
+        self.carrier.start(epoch)
         self.start_party()
-        self._arm()
+        self.carrier.arm()
 
     def start_party(self) -> None: ...
 
     async def settled(self) -> None:
         """Returns once everything sent so far has been handled where it went."""
-        await asyncio.gather(*(box.settled() for box in self.outboxes.values()))
+        await self.carrier.settled()
 
 
 @ray.remote(num_cpus=0)
@@ -313,9 +423,10 @@ class NodeGroup(Host):
         lo, hi = bounds[self.index], bounds[self.index + 1]
         hosted = scenario.nodes(config, seed)[lo:hi]
         self.host = scenario.node_host(config, seed, hosted, self.emit)
-        self._set_party(self.host.handlers())
+        self.carrier.set_party(self.host.handlers())
         self.lateness = sketch.new()
         """Heartbeat lateness, model ms."""
+        self.carrier.beat_late = lambda model_s: self.lateness.add(model_s * 1000.0)
         self.deaths = 0
 
     def _joined(self) -> None:
@@ -335,9 +446,6 @@ class NodeGroup(Host):
     async def life(self) -> str:
         """Which process this is: a new one after each restart."""
         return self.process
-
-    def beat_late(self, model_s: float) -> None:
-        self.lateness.add(model_s * 1000.0)
 
     async def sync(self) -> None:
         """The pre-run sync, delivered to every replica before this returns."""
@@ -362,9 +470,10 @@ class NodeGroup(Host):
     async def drain(self) -> None:
         """After the run: one last report of every live node, delivered before this returns."""
         self._joined()
-        if self.wake is not None:
-            self.wake.cancel()
-            self.wake = None
+        carrier = self.carrier
+        if carrier.wake is not None:
+            carrier.wake.cancel()
+            carrier.wake = None
         self.host.drain(self.now())
         await self.settled()
 
@@ -403,13 +512,11 @@ class Replica(Host):
         if not self._reset(gen, config):
             return
         self.host = scenario.replica_host(config, seed, self.index, self.emit)
-        self._set_party(self.host.handlers())
+        self.carrier.set_party(self.host.handlers())
         self.round_trips = sketch.new()
         """Create RPC round trips, model ms."""
-        self.ms_per_wall_s = 1000.0 / config.run.time_scale
-
-    def round_trip(self, wall_s: float) -> None:
-        self.round_trips.add(wall_s * self.ms_per_wall_s)
+        ms_per_wall_s = 1000.0 / config.run.time_scale
+        self.carrier.round_trip = lambda wall_s: self.round_trips.add(wall_s * ms_per_wall_s)
 
     async def view(self) -> tuple[list[float], list[int], list[float], list[float]]:
         self.raise_failure()
@@ -437,7 +544,7 @@ class ClientPool(Host):
         if not self._reset(gen, config):
             return
         self.host = scenario.client_host(config, seed, self.index, self.pools, self.emit)
-        self._set_party(self.host.handlers())
+        self.carrier.set_party(self.host.handlers())
         self.strategy = config.placement.strategy
         self.seed = seed
 
@@ -449,5 +556,6 @@ class ClientPool(Host):
         of the pool is done. Never raises, so the rows of a run that stops on a failure (see
         `check`) are still collected."""
         rows = table(REQUESTS, self.strategy, self.seed, self.host.log.take())
-        done = self.started and not self.heap and not self.host.waiting
+        carrier = self.carrier
+        done = carrier.started and not carrier.heap and not self.host.waiting
         return rows.to_batches(), done

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ray.actor import ActorMethod
@@ -23,19 +23,19 @@ PROTOCOL = pickle.HIGHEST_PROTOCOL
 
 
 class Outbox:
-    """Messages to one remote method that takes a tuple (and, for `call`, returns one)."""
+    """Messages to one remote method that takes a batch (and, for `call`, returns one)."""
 
     __slots__ = (
-        "_callbacks",
         "_closed",
         "_gen",
         "_items",
         "_method",
         "_pending",
         "_replies",
-        "after",
+        "_tags",
         "errors",
         "if_died",
+        "on_reply",
     )
 
     def __init__(
@@ -44,7 +44,7 @@ class Outbox:
         gen: int,
         errors: list[BaseException],
         if_died: Callable[[Any], Any] | None = None,
-        after: Callable[[], None] | None = None,
+        on_reply: Callable[[list[Any], Sequence[Any]], None] | None = None,
     ) -> None:
         self._method = method
         self._gen = gen
@@ -53,10 +53,11 @@ class Outbox:
         self.if_died = if_died
         """For `call`: the answer an item gets (`if_died(item)`) when the receiving actor died
         (or is being restarted) before answering, instead of stopping the run; None: stop it."""
-        self.after = after
-        """For `call`: called once after the callbacks of a whole batch's answers."""
+        self.on_reply = on_reply
+        """For `call`: `on_reply(tags, answers)` once per batch, with each item's tag and its
+        element of the batched answer, in the order they were sent."""
         self._items: list[Any] = []
-        self._callbacks: list[Callable[[Any], None]] = []
+        self._tags: list[Any] = []
         self._pending = False
         self._replies: set[asyncio.Future] = set()
         self.errors = errors
@@ -66,22 +67,24 @@ class Outbox:
     def post(self, item: Any) -> None:
         """One-way message; the remote method's answer is ignored."""
         self._items.append(item)
-        self._schedule()
+        if not self._pending:
+            self._schedule()
 
-    def call(self, item: Any, on_answer: Callable[[Any], None]) -> None:
-        """Request and reply: `on_answer` gets this item's element of the batched answer.
+    def call(self, item: Any, tag: Any) -> None:
+        """Request and reply: `on_reply` gets `tag` back with this item's answer.
 
-        A callback rather than a future to await: no task and no extra loop turn per item on
-        the hot path. Do not mix with `post` on the same Outbox (answers match by position).
+        One callback per batch rather than a future (or a callback) per item: no task, no
+        extra loop turn and no allocation per item on the hot path. Do not mix with `post` on
+        the same Outbox (answers match by position).
         """
         self._items.append(item)
-        self._callbacks.append(on_answer)
-        self._schedule()
+        self._tags.append(tag)
+        if not self._pending:
+            self._schedule()
 
     def _schedule(self) -> None:
-        if not self._pending:
-            self._pending = True
-            asyncio.get_running_loop().call_soon(self._flush)
+        self._pending = True
+        asyncio.get_running_loop().call_soon(self._flush)
 
     def close(self) -> None:
         """The seed this outbox served is over: nothing more is sent, no answer handled."""
@@ -92,13 +95,14 @@ class Outbox:
             self._pending = False
             return
         items, self._items = self._items, []
-        callbacks, self._callbacks = self._callbacks, []
+        tags, self._tags = self._tags, []
         self._pending = False
         # Pickled here, with the C pickler: Ray passes bytes through as they are, where it
         # would encode a tuple with cloudpickle's pure-Python one (a list item by item).
-        reply = self._method.remote(self._gen, pickle.dumps(items, PROTOCOL)).as_future()
+        ref = self._method.remote(self._gen, pickle.dumps(items, PROTOCOL))
+        reply = asyncio.wrap_future(ref.future())
         self._replies.add(reply)
-        reply.add_done_callback(functools.partial(self._settle, items, callbacks))
+        reply.add_done_callback(functools.partial(self._settle, items, tags))
 
     async def settled(self) -> None:
         """Returns once every message posted so far has been handled by the receiver."""
@@ -107,23 +111,18 @@ class Outbox:
         while self._replies:
             await asyncio.wait(list(self._replies))
 
-    def _settle(
-        self, items: list[Any], callbacks: list[Callable[[Any], None]], reply: asyncio.Future
-    ) -> None:
+    def _settle(self, items: list[Any], tags: list[Any], reply: asyncio.Future) -> None:
         self._replies.discard(reply)
         try:
             try:
                 answer = reply.result()  # None from `post`'s method, pickled answers from `call`'s
-                answers = pickle.loads(answer) if callbacks else ()
+                answers = pickle.loads(answer) if self.on_reply is not None else ()
             except RayActorError:
-                if self.if_died is None or not callbacks:
+                if self.if_died is None or self.on_reply is None:
                     raise
                 answers = [self.if_died(item) for item in items]
-            if callbacks and not self._closed:  # a past seed's answers are dropped
-                for on_answer, answer in zip(callbacks, answers, strict=True):
-                    on_answer(answer)
-                if self.after is not None:
-                    self.after()
+            if self.on_reply is not None and not self._closed:  # a past seed's are dropped
+                self.on_reply(tags, answers)
         except Exception as e:
             self.errors.append(e)
 

@@ -44,13 +44,33 @@ KNEE_GAIN = 1.10
 """A step along an axis is worth it while it raises pairs/s by this factor."""
 
 
+ROLES = (
+    ("ray::Replica", "replica"),
+    ("ray::ClientPool", "client pools"),
+    ("ray::NodeGroup", "node groups"),
+)
+"""Ray names an actor's process after its class: (title prefix, role in the breakdown)."""
+OWN = "Ray's own"
+"""The role of every other process under this one (GCS, raylet, agents, idle workers)."""
+
+
+def role(cmdline: list[str], driver: bool) -> str:
+    """Which part of the run a process is: an actor's kind, the driver, or Ray's own."""
+    if driver:
+        return "driver"
+    title = " ".join(cmdline)
+    return next((name for prefix, name in ROLES if title.startswith(prefix)), OWN)
+
+
 class ProcessWatch:
     """Samples this process tree every `every_s`: the largest summed RSS since `reset`, and
-    the CPU seconds of every process seen (the last value of each, since actors exit)."""
+    the CPU seconds of every process seen (the last value of each, since actors exit), with
+    its role (`role`)."""
 
     def __init__(self, every_s: float = 0.2) -> None:
         self.peak = 0
         self.cpu: dict[int, float] = {}
+        self.roles: dict[int, str] = {}
         self.every_s = every_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -72,6 +92,8 @@ class ProcessWatch:
                     total += p.memory_info().rss
                     times = p.cpu_times()
                     self.cpu[p.pid] = times.user + times.system
+                    if self.roles.get(p.pid, OWN) == OWN:  # a worker becomes an actor later
+                        self.roles[p.pid] = role(p.cmdline(), p is me)
             except psutil.NoSuchProcess:
                 continue
         self.peak = max(self.peak, total)
@@ -102,6 +124,8 @@ class Point:
     cpu_us_per_pair: float
     cores: float
     peak_gib: float
+    by_role: dict[str, float]
+    """CPU microseconds per pair by role (`role`)."""
 
     def row(self) -> str:
         return (
@@ -138,14 +162,15 @@ def measure(config: Config, watch: ProcessWatch) -> Point:
     duration = config.run.duration_s
     lo, hi = 2.0, duration - 1.0
     run = RaySeedRun(config, seed=0)
-    cpu: list[tuple[float, float]] = []
+    cpu: list[tuple[float, float, dict[int, float]]] = []
 
     def window() -> None:
         while run.epoch is None:
             time.sleep(0.01)
         for t in (lo, hi):
             time.sleep(max(0.0, run.epoch + t - time.time()))
-            cpu.append((time.time(), watch.sample()))
+            total = watch.sample()
+            cpu.append((time.time(), total, dict(watch.cpu)))
 
     watch.reset()
     timer = threading.Thread(target=window, daemon=True)
@@ -156,8 +181,12 @@ def measure(config: Config, watch: ProcessWatch) -> Point:
     steady = rows[rows["done_at"].between(lo, hi)]
     pairs_s = float((steady["kind"] == "kill").sum()) / (hi - lo)
     creates = steady.loc[steady["kind"] == "create", "latency_ms"]
-    (t0, c0), (t1, c1) = cpu
+    (t0, c0, pids0), (t1, c1, pids1) = cpu
     cores = (c1 - c0) / (t1 - t0)
+    by_role: dict[str, float] = {}
+    for pid, seconds in pids1.items():
+        name = watch.roles.get(pid, OWN)
+        by_role[name] = by_role.get(name, 0.0) + seconds - pids0.get(pid, 0.0)
     s = result.summary
     shape = layout(config)
     return Point(
@@ -170,6 +199,7 @@ def measure(config: Config, watch: ProcessWatch) -> Point:
         1e6 * cores / pairs_s if pairs_s else np.nan,
         cores,
         watch.peak / 2**30,
+        {name: 1e6 * s / pairs_s / (hi - lo) for name, s in by_role.items()} if pairs_s else {},
     )
 
 
@@ -219,6 +249,8 @@ def scaling(duration: float, watch: ProcessWatch) -> list[Point]:
         f"{best.pairs_s:,.0f} ({best.nodes:,} nodes, {best.groups} groups, {best.pools} pools, "
         f"{best.cpu_us_per_pair:.0f} us of CPU per pair over all processes)"
     )
+    parts = sorted(best.by_role.items(), key=lambda item: -item[1])
+    print("  its CPU us/pair by process: " + ", ".join(f"{n} {us:.1f}" for n, us in parts))
     return list(done.values())
 
 
