@@ -83,9 +83,8 @@ class Carrier:
         self.seq = itertools.count()
         self.actors: dict[Party, list[Any]] = {}
         self.group_of: list[int] = []
-        self.outboxes: dict[tuple[Party, int], Outbox] = {}
         self.boxes: tuple[dict[int, Outbox], ...] = tuple({} for _ in Party)
-        """`outboxes` by party, then index: the hot path's lookup."""
+        """The outboxes to other actors, by party, then index (the hot path's lookup)."""
         self.wake: asyncio.TimerHandle | None = None
         self.wake_at = float("inf")
         self.calls: set[asyncio.Future] = set()
@@ -104,13 +103,12 @@ class Carrier:
         """The actors messages go to (`Host.connect`); outboxes to earlier ones are dropped."""
         self.actors = actors
         self.group_of = group_of
-        self.outboxes = {}
         self.boxes = tuple({} for _ in Party)
 
     def close(self) -> None:
         """The seed run is over: nothing more is sent or handled (outboxes closed, waiting
         calls answered, the wake-up cancelled)."""
-        for box in self.outboxes.values():
+        for box in self._outboxes():
             box.close()
         for done in self.calls:
             if not done.done():
@@ -131,24 +129,25 @@ class Carrier:
         self.clock = WallClock(epoch, self.clock.scale)
         self.started = True
 
+    def _outboxes(self) -> list[Outbox]:
+        return [box for boxes in self.boxes for box in boxes.values()]
+
     def _outbox(self, party: Party, index: int) -> Outbox:
-        box = self.outboxes.get((party, index))
-        if box is None:
-            actor = self.actors[party][index]
-            if party is Party.NODES:
-                # A node group whose process died answers every RPC in flight as failed: its
-                # nodes crashed with it (the driver has Ray restart it, empty).
-                box = Outbox(
-                    actor.call,
-                    self.gen,
-                    self.errors,
-                    lambda m: (died(m[1], m[3], m[0]),),
-                    self._answered,
-                )
-            else:
-                box = Outbox(actor.deliver, self.gen, self.errors)
-            self.outboxes[(party, index)] = box
-            self.boxes[party][index] = box
+        """A new outbox to actor `index` of `party` (`emit` looks up the ones made)."""
+        actor = self.actors[party][index]
+        if party is Party.NODES:
+            # A node group whose process died answers every RPC in flight as failed: its
+            # nodes crashed with it (the driver has Ray restart it, empty).
+            box = Outbox(
+                actor.call,
+                self.gen,
+                self.errors,
+                lambda m: (died(m[1], m[3], m[0]),),
+                self._answered,
+            )
+        else:
+            box = Outbox(actor.deliver, self.gen, self.errors)
+        self.boxes[party][index] = box
         return box
 
     def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
@@ -304,7 +303,7 @@ class Carrier:
 
     async def settled(self) -> None:
         """Returns once everything sent so far has been handled where it went."""
-        await asyncio.gather(*(box.settled() for box in self.outboxes.values()))
+        await asyncio.gather(*(box.settled() for box in self._outboxes()))
 
 
 class Host(Checked):
