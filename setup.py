@@ -27,6 +27,8 @@ COMPILED = [
     "harness/request.py",
     "harness/rpc.py",
     "harness/streams.py",
+    "harness/arrivals.py",
+    "harness/lifetimes.py",
     "harness/recording.py",
     "harness/ledger.py",
     "harness/ledgers/in_progress.py",

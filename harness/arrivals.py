@@ -21,6 +21,8 @@ import random
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, ClassVar
 
+from harness.streams import expovariate
+
 if TYPE_CHECKING:
     from harness.workload import WorkloadSpec
 
@@ -35,7 +37,7 @@ def _thinned(pieces: Iterable[Piece], rng: random.Random) -> Iterator[float]:
         if top <= 0:
             continue
         t = start
-        while (t := t + rng.expovariate(top)) < end:
+        while (t := t + expovariate(rng, top)) < end:
             if rate is None or rng.random() * top < rate(t):
                 yield t
 
@@ -44,8 +46,10 @@ def _trapezoids(pieces: Iterable[Piece]) -> float:
     """The expected number of arrivals over pieces whose rate is constant or linear."""
     total = 0.0
     for start, end, top, rate in pieces:
-        at = rate or (lambda t, top=top: top)
-        total += (at(start) + at(end)) / 2 * (end - start)
+        if rate is None:
+            total += top * (end - start)
+        else:
+            total += (rate(start) + rate(end)) / 2 * (end - start)
     return total
 
 

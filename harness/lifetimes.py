@@ -13,8 +13,17 @@ import math
 import random
 from typing import TYPE_CHECKING, ClassVar
 
+from harness.streams import expovariate
+
 if TYPE_CHECKING:
     from harness.workload import SandboxSpec
+
+
+def _mean(spec: SandboxSpec) -> float:
+    """`lifetime_s`, which is set for every distribution but `Never`."""
+    if spec.lifetime_s is None:
+        raise ValueError("lifetime_s is none: sandboxes are never killed (Never)")
+    return spec.lifetime_s
 
 
 class Fixed:
@@ -23,7 +32,7 @@ class Fixed:
     name: ClassVar[str] = "fixed"
 
     def __init__(self, spec: SandboxSpec) -> None:
-        self.mean = spec.lifetime_s
+        self.mean = _mean(spec)
 
     def draw(self, rng: random.Random) -> float:
         return self.mean
@@ -35,10 +44,10 @@ class Exponential:
     name: ClassVar[str] = "exponential"
 
     def __init__(self, spec: SandboxSpec) -> None:
-        self.rate = 1.0 / spec.lifetime_s
+        self.rate = 1.0 / _mean(spec)
 
     def draw(self, rng: random.Random) -> float:
-        return rng.expovariate(self.rate)
+        return expovariate(rng, self.rate)
 
 
 class LogNormal:
@@ -49,7 +58,7 @@ class LogNormal:
 
     def __init__(self, spec: SandboxSpec) -> None:
         self.sigma = spec.lifetime_sigma
-        self.mu = math.log(spec.lifetime_s) - self.sigma**2 / 2
+        self.mu = math.log(_mean(spec)) - self.sigma**2 / 2
 
     def draw(self, rng: random.Random) -> float:
         return rng.lognormvariate(self.mu, self.sigma)
@@ -64,7 +73,7 @@ class Pareto:
 
     def __init__(self, spec: SandboxSpec) -> None:
         self.alpha = spec.lifetime_alpha
-        self.scale = spec.lifetime_s * (self.alpha - 1) / self.alpha
+        self.scale = _mean(spec) * (self.alpha - 1) / self.alpha
 
     def draw(self, rng: random.Random) -> float:
         return self.scale * rng.paretovariate(self.alpha)

@@ -1,5 +1,5 @@
 """Many draws at once (`harness.streams.randints`, `uniforms`) are the draws one call at a time
-would make, and leave the stream where those calls would."""
+would make, and leave the stream where those calls would; so is `expovariate`'s one draw."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from harness.streams import randints, uniforms
+from harness.streams import expovariate, randints, uniforms
 
 
 @pytest.mark.parametrize(
@@ -31,3 +31,13 @@ def test_uniforms_are_uniform_one_at_a_time(a: float, b: float, n: int) -> None:
         bulk, one = random.Random(f"{seed}:heartbeat"), random.Random(f"{seed}:heartbeat")
         assert uniforms(bulk, a, b, n) == [one.uniform(a, b) for _ in range(n)]
         assert bulk.getstate() == one.getstate()
+
+
+@pytest.mark.parametrize("rate", [2000.0, 1 / 30.0, 1.0, 1e-9, 7.5e6])
+def test_expovariate_is_the_streams_own(rate: float) -> None:
+    for seed in range(5):
+        ours, theirs = random.Random(f"{seed}:lifetime"), random.Random(f"{seed}:lifetime")
+        assert [expovariate(ours, rate) for _ in range(500)] == [
+            theirs.expovariate(rate) for _ in range(500)
+        ]
+        assert ours.getstate() == theirs.getstate()
