@@ -31,7 +31,9 @@ def original_sample(draw, n, k, eligible):
     return chosen
 
 
-@pytest.mark.parametrize("n,k", [(1, 3), (5, 3), (10, 3), (10, 10), (1000, 2), (7, 1)])
+@pytest.mark.parametrize(
+    "n,k", [(1, 3), (5, 3), (10, 3), (10, 10), (1000, 2), (7, 1), (1000, 40), (50, 50)]
+)  # the last two move more positions than `SHORT`
 def test_sampler_matches_the_original_draw_for_draw(n, k):
     blocked = {i for i in range(n) if i % 3 == 1}
     for eligible in (None, lambda node: node not in blocked):

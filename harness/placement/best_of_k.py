@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, final
 
 from mypy_extensions import mypyc_attr
 
@@ -16,21 +16,69 @@ if TYPE_CHECKING:
     from harness.scheduler import Scheduler
 
 
+SHORT: Final = 16
+"""Moved positions a `_Shuffle` searches in two lists before it takes a dict."""
+
+
+@final
+class _Shuffle:
+    """The virtual array 0..n-1 of a partial Fisher-Yates: only positions whose value moved
+    are kept. The first few are kept in two lists and searched: a placement moves about K of
+    them, and compiled, each dict operation boxes its int key (an allocation past 256) and
+    hashes it, several times the cost of comparing a few list items. Past `SHORT` (many
+    candidates skipped as ineligible) they go to a dict, whose lookups do not grow."""
+
+    __slots__ = ("at", "far", "was")
+
+    def __init__(self) -> None:
+        self.at: list[int] = []
+        self.was: list[int] = []
+        self.far: dict[int, int] | None = None
+
+    def value(self, p: int) -> int:
+        far = self.far
+        if far is not None:
+            return far.get(p, p)
+        at = self.at
+        for x in range(len(at)):
+            if at[x] == p:
+                return self.was[x]
+        return p
+
+    def put(self, p: int, v: int) -> None:
+        far = self.far
+        if far is not None:
+            far[p] = v
+            return
+        at = self.at
+        for x in range(len(at)):
+            if at[x] == p:
+                self.was[x] = v
+                return
+        if len(at) == SHORT:
+            self.far = dict(zip(at, self.was, strict=True))
+            self.far[p] = v
+            return
+        at.append(p)
+        self.was.append(v)
+
+
 def sample(random: Callable[[], float], n: int, k: int, eligible: Eligible | None) -> list[int]:
     """Partial Fisher-Yates over the virtual array 0..n-1, skipping ineligible nodes.
 
     Same draws, same order and same distribution as the original's array shuffle, but the array
-    is never built: only swapped positions are kept in a dict, so the cost is O(K + nodes
+    is never built: only moved positions are kept (`_Shuffle`), so the cost is O(K + nodes
     skipped), not O(n). `random` is a seeded `random.Random().random`.
     """
     chosen: list[int] = []
-    swapped: dict[int, int] = {}
+    shuffle = _Shuffle()
     for i in range(n):
         span = n - i
         r = int(random() * span)
         j = i + (r if r < span else span - 1)  # random() * span can round up to span
-        node = swapped.get(j, j)
-        swapped[j] = swapped.get(i, i)
+        node = shuffle.value(j)
+        if j != i:  # position i is never read again: a swap with itself changes nothing
+            shuffle.put(j, shuffle.value(i))
         if eligible is None or eligible(node):
             chosen.append(node)
             if len(chosen) == k:
