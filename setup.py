@@ -1,5 +1,5 @@
-"""Compiles the model's hot modules with mypyc when the package is built (README, "Compiled
-hot path"); everything else about the package is in pyproject.toml.
+"""Compiles the model's and the Ray hosts' hot modules with mypyc when the package is built
+(README, "Compiled hot path"); everything else about the package is in pyproject.toml.
 
 `pip install .` and `pip install -e .` compile them (mypyc comes with mypy, a build
 requirement; a C compiler and Python's headers must be there). If the compile fails, the
@@ -49,8 +49,11 @@ COMPILED = [
     "harness/protocol/nodes.py",
     "harness/protocol/replica.py",
     "harness/protocol/clients.py",
+    "actors/outbox.py",
+    "actors/carrier.py",
 ]
-"""The modules compiled: the virtual engine's loop and what it calls for every message. Not
+"""The modules compiled: the virtual engine's loop and what it calls for every message, and the
+Ray hosts' hot path (`actors.carrier`, `actors.outbox`: they import no Ray). Not
 compiled: modules that declare config keys (`harness.spec.key` dataclasses: compiled, their
 type hints lose their parameters, which the config layer reads) and everything the model
 calls rarely. No package `__init__` either: compiled, one sets its `__path__` as if the shared

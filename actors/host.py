@@ -1,12 +1,10 @@
 """The Ray transport of the protocol: one actor hosts one party and carries its messages.
 
 A party (`harness.protocol`) decides everything; its host only moves messages and keeps time.
-Every message carries the model time `at` it is due: the host keeps those not yet due on a heap
-and handles them, in (time, arrival) order, on a wall clock (`harness.clock.WallClock`); one
-that arrives late is handled at once. A message for another party travels to the actor hosting
-its key, coalesced with everything else sent to that actor in the same event-loop turn
-(`actors.outbox`). RPCs to the node side travel as calls: what handling them sends back (the
-answers) returns in the call's reply, one Ray call per batch both ways, as a real RPC would.
+The hot path, its agenda, dispatch and outboxes, is a `Carrier` (`actors.carrier`, compiled
+where the model is); the actor wraps it, builds the party and answers the driver. RPCs to the
+node side travel as calls: what handling them sends back (the answers) returns in the call's
+reply, one Ray call per batch both ways, as a real RPC would.
 
 Actors outlive a seed: the driver builds them once per run and `reset`s them for each seed,
 which rebuilds the party from the new (config, seed) and forgets everything of the last one.
@@ -19,31 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import heapq
-import itertools
 import pickle
-import time
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import ray
+from ray.exceptions import RayActorError
 
-from actors.outbox import PROTOCOL, Checked, Outbox
+from actors.carrier import Carrier
+from actors.outbox import PROTOCOL
 from harness import scenario, sketch
-from harness.clock import WallClock
 from harness.config import Config
-from harness.protocol import IS_TIMER, PARTY, Handler, Kind, Party
-from harness.protocol.nodes import died
+from harness.protocol import Party
 from harness.schemas import REQUESTS, table
-
-Message = tuple[float, int, int, Any]
-"""(at, kind, key, payload)."""
-PARTIES = tuple(PARTY[kind] for kind in range(len(IS_TIMER)))
-"""`PARTY` as a table indexed by kind (the hot path's form)."""
-Entry = tuple[float, int, int, int, Any, Any]
-"""(at, arrival number, kind, key, payload, call) on a host's heap; `call` is None, or the
-reply list and the completion callback of a call's item."""
-
 
 GC_THRESHOLDS = (20_000, 20, 100)
 """The collector's thresholds in an actor's process. Handling a message allocates a few tuples;
@@ -58,252 +43,20 @@ class Restarted(Exception):
     crashed yet, so nothing they say is true of the run."""
 
 
-BEAT_TICK_S = 0.01
-"""A node group wakes for heartbeats at most this often (wall seconds). With 10,000 staggered
-nodes a beat falls due every few microseconds, and one Ray call per report would swamp the
-schedulers; beats due within one tick are handled together, at most this much late (and the
-lateness is measured)."""
+class Checked:
+    """Base of every actor: failures of one-way messages and of their callbacks collect in
+    `errors`, and `check` (called by the driver on every poll) raises the first, so the run
+    stops."""
 
+    def __init__(self) -> None:
+        self.errors: list[BaseException] = []
 
-class Carrier:
-    """One host's hot path for one seed run: its agenda (the heap and the wake-up), the
-    dispatch to the party's handlers and the outboxes to other actors.
+    def raise_failure(self) -> None:
+        if self.errors:
+            raise self.errors[0]
 
-    A plain class, not part of the actor: Ray wraps every method of an actor class for tracing
-    (a Python frame with `*args` and `**kwargs` around each call, tracing on or not), and these
-    methods run several times per message (py-spy: the wrappers took some 7% of a busy
-    replica's time on their own)."""
-
-    def __init__(self, gen: int, config: Config, errors: list[BaseException]) -> None:
-        self.gen = gen
-        """The seed run this carrier serves: sent with every batch."""
-        self.errors = errors
-        self.clock = WallClock(0.0, config.run.time_scale)
-        self.heap: list[Entry] = []
-        self.seq = itertools.count()
-        self.actors: dict[Party, list[Any]] = {}
-        self.group_of: list[int] = []
-        self.boxes: tuple[dict[int, Outbox], ...] = tuple({} for _ in Party)
-        """The outboxes to other actors, by party, then index (the hot path's lookup)."""
-        self.wake: asyncio.TimerHandle | None = None
-        self.wake_at = float("inf")
-        self.calls: set[asyncio.Future] = set()
-        """Calls from other actors waiting for their items to be handled."""
-        self.reply: list[Message] | None = None
-        """Where messages go while a call's message is handled: back in its reply."""
-        self.started = False
-        self.last_beat = float("-inf")
-        self.handlers: list[Handler | None] = []
-        self.round_trip: Callable[[float], None] | None = None
-        """Takes the wall seconds from each create RPC to its reply (replicas keep them)."""
-        self.beat_late: Callable[[float], None] | None = None
-        """Takes how late each heartbeat was handled, model seconds (node groups keep it)."""
-
-    def wire(self, actors: dict[Party, list[Any]], group_of: list[int]) -> None:
-        """The actors messages go to (`Host.connect`); outboxes to earlier ones are dropped."""
-        self.actors = actors
-        self.group_of = group_of
-        self.boxes = tuple({} for _ in Party)
-
-    def close(self) -> None:
-        """The seed run is over: nothing more is sent or handled (outboxes closed, waiting
-        calls answered, the wake-up cancelled)."""
-        for box in self._outboxes():
-            box.close()
-        for done in self.calls:
-            if not done.done():
-                done.set_result(None)
-        if self.wake is not None:
-            self.wake.cancel()
-
-    def now(self) -> float:
-        """Model time; 0 until the run starts (the pre-run sync happens at t = 0)."""
-        return self.clock.now() if self.started else 0.0
-
-    def set_party(self, handlers: dict[int, Handler]) -> None:
-        """The party's handlers, as a table indexed by kind (the dispatch of every message)."""
-        self.handlers = [handlers.get(kind) for kind in range(len(IS_TIMER))]
-
-    def start(self, epoch: float) -> None:
-        """The run's t = 0 is wall time `epoch`: model time runs from here."""
-        self.clock = WallClock(epoch, self.clock.scale)
-        self.started = True
-
-    def _outboxes(self) -> list[Outbox]:
-        return [box for boxes in self.boxes for box in boxes.values()]
-
-    def _outbox(self, party: Party, index: int) -> Outbox:
-        """A new outbox to actor `index` of `party` (`emit` looks up the ones made)."""
-        actor = self.actors[party][index]
-        if party is Party.NODES:
-            # A node group whose process died answers every RPC in flight as failed: its
-            # nodes crashed with it (the driver has Ray restart it, empty).
-            box = Outbox(
-                actor.call,
-                self.gen,
-                self.errors,
-                lambda m: (died(m[1], m[3], m[0]),),
-                self._answered,
-            )
-        else:
-            box = Outbox(actor.deliver, self.gen, self.errors)
-        self.boxes[party][index] = box
-        return box
-
-    def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
-        """The party's sink (`harness.protocol`): a timer waits on the heap; a message for
-        another party goes into the outbox of the actor hosting its key, or into the reply
-        while a call's item is handled."""
-        if IS_TIMER[kind]:
-            heapq.heappush(self.heap, (at, next(self.seq), kind, key, payload, None))
-            return
-        if self.reply is not None:
-            self.reply.append((at, kind, key, payload))
-            return
-        party = PARTIES[kind]
-        if party is Party.NODES:
-            index = self.group_of[key]
-        elif party is Party.REPLICA:
-            index = key
-        else:
-            index = key % len(self.actors[party])
-        box = self.boxes[party].get(index) or self._outbox(party, index)
-        if party is Party.NODES:
-            # A create's send time comes back with its answer: the round trip is measured.
-            sent = time.perf_counter() if kind == Kind.CREATE_RPC else None
-            box.call((at, kind, key, payload), sent)
-        else:
-            box.post((at, kind, key, payload))
-
-    def _answered(self, sent: list[Any], answers: Sequence[Sequence[Message]]) -> None:
-        """The reply of a call: per item, its send time (a create's, else None) and the
-        messages its handling sent, for this party (`arrived`)."""
-        back = time.perf_counter()
-        round_trip = self.round_trip
-        seq = self.seq
-        entries = []
-        for at_send, messages in zip(sent, answers, strict=True):
-            if at_send is not None and round_trip is not None:
-                round_trip(back - at_send)
-            for at, kind, key, payload in messages:
-                entries.append((at, next(seq), kind, key, payload, None))
-        self.arrived(entries)
-
-    def take(self, batch: bytes) -> None:
-        """Messages from another actor (pickled, `actors.outbox`): each handled when due."""
-        seq = self.seq
-        self.arrived(
-            [
-                (at, next(seq), kind, key, payload, None)
-                for at, kind, key, payload in pickle.loads(batch)
-            ]
-        )
-
-    def arrived(self, entries: list[Entry]) -> None:
-        """Messages that have just arrived, as heap entries numbered in arrival order: those
-        due are handled at once, those not yet due wait on the heap. Most arrive due (a Ray
-        hop takes longer than a modelled leg), so they skip the heap's push and pop; the order
-        is the heap's all the same, (time, arrival), merged with any entry on it that is due
-        earlier (or that handling one of them pushes)."""
-        now = self.now()
-        heap, handlers = self.heap, self.handlers
-        due = []
-        for entry in entries:
-            if entry[0] <= now:
-                due.append(entry)
-            else:
-                heapq.heappush(heap, entry)
-        due.sort()  # by (at, arrival): the numbers are unique, so payloads are never compared
-        for entry in due:
-            while heap and heap[0] < entry:
-                self._handle(heapq.heappop(heap), now)
-            if entry[5] is None and entry[2] != Kind.BEAT:
-                handlers[entry[2]](entry[3], entry[4], now)
-            else:
-                self._handle(entry, now)
-        self.run()
-
-    async def answer(self, batch: bytes) -> bytes:
-        """RPCs from another actor (pickled): the reply holds, per item, what handling it sent
-        back."""
-        items: list[Message] = pickle.loads(batch)
-        replies: list[list[Message]] = [[] for _ in items]
-        left = [len(items)]
-        done = asyncio.get_running_loop().create_future()
-        self.calls.add(done)
-
-        def finished() -> None:
-            left[0] -= 1
-            if left[0] == 0:
-                done.set_result(None)
-
-        seq = self.seq
-        self.arrived(
-            [
-                (at, next(seq), kind, key, payload, (replied, finished))
-                for (at, kind, key, payload), replied in zip(items, replies, strict=True)
-            ]
-        )
-        try:
-            await done
-        finally:
-            self.calls.discard(done)
-        return pickle.dumps(replies, PROTOCOL)
-
-    def arm(self) -> None:
-        """The wake-up for the first message on the heap, unless one is set for that time."""
-        heap = self.heap
-        at = heap[0][0] if heap else float("inf")
-        if heap and heap[0][2] == Kind.BEAT:
-            at = max(at, self.last_beat + BEAT_TICK_S / self.clock.scale)
-        if self.wake is not None:
-            if at == self.wake_at:
-                return
-            self.wake.cancel()
-        self.wake_at = at
-        if at < float("inf"):
-            delay = max(0.0, (at - self.now()) * self.clock.scale)
-            self.wake = asyncio.get_running_loop().call_later(delay, self._woken)
-        else:
-            self.wake = None
-
-    def _woken(self) -> None:
-        self.wake = None
-        self.run()
-
-    def run(self) -> None:
-        """Handle every message due by now, in (time, arrival) order."""
-        heap, handlers = self.heap, self.handlers
-        now = self.now()
-        while heap and heap[0][0] <= now:
-            entry = heapq.heappop(heap)
-            if entry[5] is None and entry[2] != Kind.BEAT:
-                handlers[entry[2]](entry[3], entry[4], now)
-            else:
-                self._handle(entry, now)
-        self.arm()
-
-    def _handle(self, entry: Entry, now: float) -> None:
-        """One entry due by `now`, heartbeats and calls included."""
-        at, _, kind, key, payload, call = entry
-        if kind == Kind.BEAT:
-            if self.beat_late is not None:
-                self.beat_late(now - at)
-            self.last_beat = now
-        if call is None:
-            self.handlers[kind](key, payload, now)
-            return
-        replies, finished = call
-        self.reply = replies
-        try:
-            self.handlers[kind](key, payload, now)
-        finally:
-            self.reply = None
-        finished()
-
-    async def settled(self) -> None:
-        """Returns once everything sent so far has been handled where it went."""
-        await asyncio.gather(*(box.settled() for box in self._outboxes()))
+    async def check(self) -> None:
+        self.raise_failure()
 
 
 class Host(Checked):
@@ -336,7 +89,7 @@ class Host(Checked):
         self.gen = gen
         self.config = config
         self.errors = []
-        self.carrier = Carrier(gen, config, self.errors)
+        self.carrier = Carrier(gen, config.run.time_scale, self.errors, RayActorError)
         self.carrier.wire(self.actors, self.group_of)
         self.emit = self.carrier.emit
         event, self.was_reset = self.was_reset, asyncio.Event()

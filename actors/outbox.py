@@ -5,6 +5,9 @@ to the same method of another actor during one turn of its event loop travels as
 The receiving method handles the list item by item in order, so each logical message sees what
 it would have seen alone; only the Ray overhead is shared. Each batch goes with the sender's
 generation (the seed run it belongs to), so the receiver can drop what a past seed sent.
+
+Compiled with the hosts' hot path (setup.py), so it imports no Ray: the actor module hands it
+the remote method and the exception a dead receiver's reply raises.
 """
 
 from __future__ import annotations
@@ -13,53 +16,42 @@ import asyncio
 import functools
 import pickle
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
-from ray.actor import ActorMethod
-from ray.exceptions import RayActorError
-
-PROTOCOL = pickle.HIGHEST_PROTOCOL
+PROTOCOL: Final = pickle.HIGHEST_PROTOCOL
 """Batches and replies travel as bytes of this pickle protocol."""
+
+IfDied = tuple[type[BaseException], Callable[[Any], Any]]
+"""(exception, answer): a `call` whose reply raises `exception` (Ray's `RayActorError`: the
+receiving actor died, or is being restarted) gives each of its items `answer(item)`."""
 
 
 class Outbox:
     """Messages to one remote method that takes a batch (and, for `call`, returns one)."""
 
-    __slots__ = (
-        "_closed",
-        "_gen",
-        "_items",
-        "_method",
-        "_pending",
-        "_replies",
-        "_tags",
-        "errors",
-        "if_died",
-        "on_reply",
-    )
-
     def __init__(
         self,
-        method: ActorMethod,
+        method: Any,
         gen: int,
         errors: list[BaseException],
-        if_died: Callable[[Any], Any] | None = None,
+        if_died: IfDied | None = None,
         on_reply: Callable[[list[Any], Sequence[Any]], None] | None = None,
     ) -> None:
         self._method = method
+        """A Ray actor method: `method.remote(gen, batch)` returns the reply's object ref."""
         self._gen = gen
         """Sent with every batch: `method(gen, items)`."""
         self._closed = False
         self.if_died = if_died
-        """For `call`: the answer an item gets (`if_died(item)`) when the receiving actor died
-        (or is being restarted) before answering, instead of stopping the run; None: stop it."""
+        """For `call`: what a receiver that died before answering gives each item, instead of
+        stopping the run; None: stop it."""
         self.on_reply = on_reply
         """For `call`: `on_reply(tags, answers)` once per batch, with each item's tag and its
         element of the batched answer, in the order they were sent."""
         self._items: list[Any] = []
         self._tags: list[Any] = []
         self._pending = False
-        self._replies: set[asyncio.Future] = set()
+        self._replies: set[asyncio.Future[Any]] = set()
         self.errors = errors
         """Shared with the owning actor, which raises the first one when the driver polls it:
         a failed message or callback must stop the run, not vanish in a log."""
@@ -111,33 +103,18 @@ class Outbox:
         while self._replies:
             await asyncio.wait(list(self._replies))
 
-    def _settle(self, items: list[Any], tags: list[Any], reply: asyncio.Future) -> None:
+    def _settle(self, items: list[Any], tags: list[Any], reply: asyncio.Future[Any]) -> None:
         self._replies.discard(reply)
+        on_reply, if_died = self.on_reply, self.if_died
         try:
             try:
                 answer = reply.result()  # None from `post`'s method, pickled answers from `call`'s
-                answers = pickle.loads(answer) if self.on_reply is not None else ()
-            except RayActorError:
-                if self.if_died is None or self.on_reply is None:
+                answers = pickle.loads(answer) if on_reply is not None else ()
+            except Exception as e:
+                if on_reply is None or if_died is None or not isinstance(e, if_died[0]):
                     raise
-                answers = [self.if_died(item) for item in items]
-            if self.on_reply is not None and not self._closed:  # a past seed's are dropped
-                self.on_reply(tags, answers)
+                answers = [if_died[1](item) for item in items]
+            if on_reply is not None and not self._closed:  # a past seed's are dropped
+                on_reply(tags, answers)
         except Exception as e:
             self.errors.append(e)
-
-
-class Checked:
-    """Base of every actor: failures of one-way messages and of their callbacks collect in
-    `errors`, and `check` (called by the driver on every poll) raises the first, so the run
-    stops."""
-
-    def __init__(self) -> None:
-        self.errors: list[BaseException] = []
-
-    def raise_failure(self) -> None:
-        if self.errors:
-            raise self.errors[0]
-
-    async def check(self) -> None:
-        self.raise_failure()

@@ -1,11 +1,12 @@
 """Load-test harness for cluster schedulers: Best-of-K placement on stale node metrics.
 
-The model's hot modules may be compiled with mypyc (README, "Compiled hot path"): each then has
-an extension module next to its source, which Python imports first. They are used only as the
-build that made them recorded them: it writes a digest of each source it compiled
-(`_compiled.json`). Without that record, once a source has changed since (an edit in an
-editable install), or with `HARNESS_PURE=1`, every `harness` module is loaded from its source
-instead. `COMPILED` says which path is live.
+The model's hot modules, and the Ray hosts' (`actors`), may be compiled with mypyc (README,
+"Compiled hot path"): each then has an extension module next to its source, which Python
+imports first. They are used only as the build that made them recorded them: it writes a
+digest of each source it compiled (`_compiled.json`). Without that record, once a source has
+changed since (an edit in an editable install), or with `HARNESS_PURE=1`, every `harness` and
+`actors` module is loaded from its source instead (`actors` imports this package first, so the
+choice is made before any of its modules loads). `COMPILED` says which path is live.
 """
 
 from __future__ import annotations
@@ -28,16 +29,20 @@ PURE_ENV = "HARNESS_PURE"
 to build none)."""
 BUILT = Path(__file__).with_name("_compiled.json")
 """What the build compiled: {"sources": {path from the project root: sha256 of the source}}."""
+PACKAGES = (__name__, "actors")
+"""The packages with compiled modules: the model and the Ray hosts' hot path. Named, never
+imported here (the Ray engine stays out of `harness`)."""
 
 
 class _SourceFirst:
-    """A meta path finder: `harness.*` modules as their `.py` source, never as an extension
-    module."""
+    """A meta path finder: the modules of `PACKAGES` as their `.py` source, never as an
+    extension module."""
 
     def find_spec(
         self, fullname: str, path: Any = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if not fullname.startswith(f"{__name__}.") or not path:
+        package, dot, _ = fullname.partition(".")
+        if not dot or package not in PACKAGES or not path:
             return None
         leaf = fullname.rpartition(".")[2]
         for entry in path:

@@ -36,16 +36,28 @@ def _compiled_available() -> bool:
 
 
 def test_pure_forced_is_pure_throughout():
-    """HARNESS_PURE=1 loads every harness module from its source, compiled or not."""
+    """HARNESS_PURE=1 loads every harness module, and the Ray hosts' hot path (`actors`), from
+    its source, compiled or not."""
     code = (
-        "import harness, harness.clock, harness.protocol.nodes, harness.ledgers.stale as s; "
+        "import actors.carrier as c, actors.outbox as o, harness.clock, harness.protocol.nodes, "
+        "harness.ledgers.stale as s, harness; "
         "print(harness.COMPILED, all(m.__file__.endswith('.py') for m in "
-        "(harness.clock, harness.protocol.nodes, s)))"
+        "(harness.clock, harness.protocol.nodes, s, c, o)))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], env=_env(pure=True), capture_output=True, text=True
     )
     assert done.stdout.split() == ["False", "True"], done.stderr
+
+
+def test_compiled_path_takes_the_ray_hosts_compiled_too():
+    """Where the model runs compiled, so does the Ray hosts' hot path (setup.py compiles both)."""
+    if not _compiled_available():
+        pytest.skip("no compiled modules, or their sources changed since the build")
+    code = "import actors.carrier as c, actors.outbox as o; print(c.__file__, o.__file__)"
+    done = subprocess.run([sys.executable, "-c", code], env=_env(pure=False), capture_output=True)
+    files = done.stdout.decode().split()
+    assert len(files) == 2 and not any(f.endswith(".py") for f in files), done.stderr
 
 
 def test_only_extensions_their_build_recorded_and_whose_sources_match_are_used(

@@ -12,8 +12,8 @@ import pyarrow.csv as pcsv
 import pytest
 import ray
 
+from actors.carrier import BEAT_TICK_S
 from actors.engine import ActorSet, RayEngine, RaySeedRun
-from actors.host import BEAT_TICK_S
 from harness import sketch
 from harness.cli import main
 from harness.cluster import registrations
