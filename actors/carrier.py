@@ -140,8 +140,7 @@ class Carrier:
         for done in self.calls:
             if not done.done():
                 done.set_result(None)
-        if self.wake is not None:
-            self.wake.cancel()
+        self.disarm()
 
     def now(self) -> float:
         """Model time; 0 until the run starts (the pre-run sync happens at t = 0)."""
@@ -206,26 +205,27 @@ class Carrier:
         messages its handling sent (`Message`s), for this party (`arrived`)."""
         back = time.perf_counter()
         round_trip = self.round_trip
-        entries: list[Entry] = []
-        seq = self.seq
+        messages_back: list[Any] = []
         for at_send, messages in zip(sent, answers, strict=True):
             if at_send is not None and round_trip is not None:
                 round_trip(back - at_send)
-            for at, kind, key, payload in messages:
-                seq += 1
-                entries.append(Entry(at, seq, kind, key, payload, None, 0))
-        self.seq = seq
-        self.arrived(entries)
+            messages_back.extend(messages)
+        self.arrived(self._entries(messages_back, None))
 
     def take(self, batch: bytes) -> None:
         """Messages from another actor (pickled, `actors.outbox`): each handled when due."""
+        self.arrived(self._entries(pickle.loads(batch), None))
+
+    def _entries(self, messages: list[Any], call: Call | None) -> list[Entry]:
+        """`Message`s that have just arrived as heap entries, numbered in arrival order; items
+        of `call` know their place in its reply."""
         entries: list[Entry] = []
         seq = self.seq
-        for at, kind, key, payload in pickle.loads(batch):
+        for index, (at, kind, key, payload) in enumerate(messages):
             seq += 1
-            entries.append(Entry(at, seq, kind, key, payload, None, 0))
+            entries.append(Entry(at, seq, kind, key, payload, call, index))
         self.seq = seq
-        self.arrived(entries)
+        return entries
 
     def arrived(self, entries: list[Entry]) -> None:
         """Messages that have just arrived, as heap entries numbered in arrival order: those
@@ -245,7 +245,7 @@ class Carrier:
         for entry in due:
             while heap and heap[0] < entry:
                 self._handle(heapq.heappop(heap), now)
-            if entry.call is None and entry.kind != Kind.BEAT:
+            if entry.call is None and entry.kind != Kind.BEAT:  # `_handle`'s plain case, inline
                 handlers[entry.kind](entry.key, entry.payload, now)
             else:
                 self._handle(entry, now)
@@ -258,13 +258,7 @@ class Carrier:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         call = Call(len(items), done)
         self.calls.add(done)
-        entries: list[Entry] = []
-        seq = self.seq
-        for index, (at, kind, key, payload) in enumerate(items):
-            seq += 1
-            entries.append(Entry(at, seq, kind, key, payload, call, index))
-        self.seq = seq
-        self.arrived(entries)
+        self.arrived(self._entries(items, call))
         try:
             await done
         finally:
@@ -288,6 +282,12 @@ class Carrier:
         else:
             self.wake = None
 
+    def disarm(self) -> None:
+        """No wake-up: nothing on the heap is handled until something arrives (or `arm`)."""
+        if self.wake is not None:
+            self.wake.cancel()
+            self.wake = None
+
     def _woken(self) -> None:
         self.wake = None
         self.run()
@@ -298,14 +298,17 @@ class Carrier:
         now = self.now()
         while heap and heap[0].at <= now:
             entry = heapq.heappop(heap)
-            if entry.call is None and entry.kind != Kind.BEAT:
+            if entry.call is None and entry.kind != Kind.BEAT:  # as in `arrived`
                 handlers[entry.kind](entry.key, entry.payload, now)
             else:
                 self._handle(entry, now)
         self.arm()
 
     def _handle(self, entry: Entry, now: float) -> None:
-        """One entry due by `now`, heartbeats and calls included."""
+        """One entry due by `now`: its handler, with a heartbeat's lateness taken and a call's
+        replies collected. `arrived` and `run` handle a plain message (no call, no beat) inline:
+        calling this for every one cost 6% more instructions per pair (callgrind, the hosts
+        in one process)."""
         kind = entry.kind
         if kind == Kind.BEAT:
             if self.beat_late is not None:

@@ -222,10 +222,7 @@ class NodeGroup(Host):
     async def drain(self) -> None:
         """After the run: one last report of every live node, delivered before this returns."""
         self._joined()
-        carrier = self.carrier
-        if carrier.wake is not None:
-            carrier.wake.cancel()
-            carrier.wake = None
+        self.carrier.disarm()
         self.host.drain(self.now())
         await self.settled()
 
