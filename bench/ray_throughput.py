@@ -163,6 +163,12 @@ def sized(raw: dict, groups: int = 0, pools: int = 0) -> Config:
     return from_dict({**raw, "ray": {"node_groups": groups, "client_pools": pools}})
 
 
+def scaling_row(nodes: int, groups: int, pools: int, duration: float) -> Config:
+    """A row of the scaling part: 2,000 closed-loop clients holding a sandbox 1 ms, reports every
+    20 s."""
+    return sized(closed_loop(nodes, 2000, 0.001, 20.0, duration), groups, pools)
+
+
 def measure(config: Config, watch: ProcessWatch) -> Point:
     """One seed, its steady window (after the ramp, before the end) and the CPU spent in it."""
     duration = config.run.duration_s
@@ -234,7 +240,7 @@ def scaling(duration: float, watch: ProcessWatch) -> list[Point]:
     done: dict[tuple[int, int, int], Point] = {}
 
     def point(nodes: int, groups: int, pools: int) -> Point:
-        config = sized(closed_loop(nodes, 2000, 0.001, 20.0, duration), groups, pools)
+        config = scaling_row(nodes, groups, pools, duration)
         shape = layout(config)
         key = (nodes, len(shape.bounds) - 1, shape.pools)
         if key not in done:
@@ -268,7 +274,7 @@ def best_row(duration: float, repeat: int, watch: ProcessWatch) -> None:
     print(HEADER)
     points = []
     for _ in range(repeat):
-        points.append(measure(sized(closed_loop(1000, 2000, 0.001, 20.0, duration), 1, 2), watch))
+        points.append(measure(scaling_row(1000, 1, 2, duration), watch))
         print(points[-1].row(), flush=True)
     pairs = [p.pairs_s for p in points]
     median = float(np.median(pairs))
