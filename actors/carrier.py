@@ -1,4 +1,4 @@
-"""A Ray host's hot path: its agenda, the dispatch to the party's handlers and its outboxes.
+"""A Ray host's hot path: its agenda, the delivery to its party and its outboxes.
 
 Every message carries the model time `at` it is due: the carrier keeps those not yet due on a
 heap and handles them, in (time, arrival) order, on a wall clock (`harness.clock.WallClock`);
@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, final
 
 from actors.outbox import PROTOCOL, Outbox
-from harness.clock import WallClock
-from harness.protocol import IS_TIMER, PARTY, Handler, Kind, Party
+from harness.clock import Recipient, Sink, WallClock
+from harness.protocol import IS_TIMER, PARTY, Kind, Party
 from harness.protocol.nodes import died
 
 Message = tuple[float, int, int, Any]
@@ -81,14 +81,9 @@ class Entry:
         return self.at < other.at or (self.at == other.at and self.seq < other.seq)
 
 
-def _no_handler(key: Any, payload: Any, now: float) -> None:
-    """The dispatch of a kind the party does not handle."""
-    raise TypeError(f"a message this party does not handle (key {key!r}, payload {payload!r})")
-
-
-class Carrier:
+class Carrier(Sink):
     """One host's hot path for one seed run: its agenda (the heap and the wake-up), the
-    dispatch to the party's handlers and the outboxes to other actors.
+    delivery to its party and the outboxes to other actors; the party's sink.
 
     A plain class, not part of the actor: Ray wraps every method of an actor class for tracing
     (a Python frame with `*args` and `**kwargs` around each call, tracing on or not), and these
@@ -120,7 +115,8 @@ class Carrier:
         """Where messages go while a call's message is handled: back in its reply."""
         self.started = False
         self.last_beat = -_INF
-        self.handlers: list[Handler] = []
+        self.party: Recipient = Recipient()
+        """Who this host's messages are delivered to (`set_party`)."""
         self.round_trip: Callable[[float], None] | None = None
         """Takes the wall seconds from each create RPC to its reply (replicas keep them)."""
         self.beat_late: Callable[[float], None] | None = None
@@ -146,9 +142,9 @@ class Carrier:
         """Model time; 0 until the run starts (the pre-run sync happens at t = 0)."""
         return self.clock.now() if self.started else 0.0
 
-    def set_party(self, handlers: dict[int, Handler]) -> None:
-        """The party's handlers, as a table indexed by kind (the dispatch of every message)."""
-        self.handlers = [handlers.get(kind, _no_handler) for kind in range(len(_IS_TIMER))]
+    def set_party(self, party: Recipient) -> None:
+        """The party this host runs: every message is delivered to it."""
+        self.party = party
 
     def start(self, epoch: float) -> None:
         """The run's t = 0 is wall time `epoch`: model time runs from here."""
@@ -170,11 +166,10 @@ class Carrier:
         self.boxes[party][index] = box
         return box
 
-    def emit(self, at: Any, kind: int, key: Any, payload: Any) -> None:
+    def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
         """The party's sink (`harness.protocol`): a timer waits on the heap; a message for
         another party goes into the outbox of the actor hosting its key, or into the reply
-        while a call's item is handled. `at` and `key` (a float and an int) pass through as
-        the objects they are: typed, each would be unboxed and boxed again, an allocation."""
+        while a call's item is handled."""
         if _IS_TIMER[kind]:
             self.seq += 1
             heapq.heappush(self.heap, Entry(at, self.seq, kind, key, payload, None, 0))
@@ -234,7 +229,7 @@ class Carrier:
         is the heap's all the same, (time, arrival), merged with any entry on it that is due
         earlier (or that handling one of them pushes)."""
         now = self.now()
-        heap, handlers = self.heap, self.handlers
+        heap, party = self.heap, self.party
         due: list[Entry] = []
         for entry in entries:
             if entry.at <= now:
@@ -246,7 +241,7 @@ class Carrier:
             while heap and heap[0] < entry:
                 self._handle(heapq.heappop(heap), now)
             if entry.call is None and entry.kind != Kind.BEAT:  # `_handle`'s plain case, inline
-                handlers[entry.kind](entry.key, entry.payload, now)
+                party.deliver(entry.kind, entry.key, entry.payload, now)
             else:
                 self._handle(entry, now)
         self.run()
@@ -294,18 +289,18 @@ class Carrier:
 
     def run(self) -> None:
         """Handle every message due by now, in (time, arrival) order."""
-        heap, handlers = self.heap, self.handlers
+        heap, party = self.heap, self.party
         now = self.now()
         while heap and heap[0].at <= now:
             entry = heapq.heappop(heap)
             if entry.call is None and entry.kind != Kind.BEAT:  # as in `arrived`
-                handlers[entry.kind](entry.key, entry.payload, now)
+                party.deliver(entry.kind, entry.key, entry.payload, now)
             else:
                 self._handle(entry, now)
         self.arm()
 
     def _handle(self, entry: Entry, now: float) -> None:
-        """One entry due by `now`: its handler, with a heartbeat's lateness taken and a call's
+        """One entry due by `now`: delivered, with a heartbeat's lateness taken and a call's
         replies collected. `arrived` and `run` handle a plain message (no call, no beat) inline:
         calling this for every one cost 6% more instructions per pair (callgrind, the hosts
         in one process)."""
@@ -316,11 +311,11 @@ class Carrier:
             self.last_beat = now
         call = entry.call
         if call is None:
-            self.handlers[kind](entry.key, entry.payload, now)
+            self.party.deliver(kind, entry.key, entry.payload, now)
             return
         self.reply = call.replies[entry.index]
         try:
-            self.handlers[kind](entry.key, entry.payload, now)
+            self.party.deliver(kind, entry.key, entry.payload, now)
         finally:
             self.reply = None
         call.finished()

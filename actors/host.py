@@ -91,7 +91,6 @@ class Host(Checked):
         self.errors = []
         self.carrier = Carrier(gen, config.run.time_scale, self.errors, RayActorError)
         self.carrier.wire(self.actors, self.group_of)
-        self.emit = self.carrier.emit
         event, self.was_reset = self.was_reset, asyncio.Event()
         event.set()
         return True
@@ -174,8 +173,8 @@ class NodeGroup(Host):
             return
         lo, hi = bounds[self.index], bounds[self.index + 1]
         hosted = scenario.nodes(config, seed)[lo:hi]
-        self.host = scenario.node_host(config, seed, hosted, self.emit)
-        self.carrier.set_party(self.host.handlers())
+        self.host = scenario.node_host(config, seed, hosted, self.carrier)
+        self.carrier.set_party(self.host)
         self.lateness = sketch.new()
         """Heartbeat lateness, model ms."""
         self.carrier.beat_late = lambda model_s: self.lateness.add(model_s * 1000.0)
@@ -260,8 +259,8 @@ class Replica(Host):
         pre-run sync (`Host._reset`)."""
         if not self._reset(gen, config):
             return
-        self.host = scenario.replica_host(config, seed, self.index, self.emit)
-        self.carrier.set_party(self.host.handlers())
+        self.host = scenario.replica_host(config, seed, self.index, self.carrier)
+        self.carrier.set_party(self.host)
         self.round_trips = sketch.new()
         """Create RPC round trips, model ms."""
         ms_per_wall_s = 1000.0 / config.run.time_scale
@@ -292,8 +291,8 @@ class ClientPool(Host):
         """The clients of this pool in `seed`, none started (`Host._reset`)."""
         if not self._reset(gen, config):
             return
-        self.host = scenario.client_host(config, seed, self.index, self.pools, self.emit)
-        self.carrier.set_party(self.host.handlers())
+        self.host = scenario.client_host(config, seed, self.index, self.pools, self.carrier)
+        self.carrier.set_party(self.host)
         self.strategy = config.placement.strategy
         self.seed = seed
 

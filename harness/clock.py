@@ -14,10 +14,33 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-Deliver = Callable[[int, Any, float], None]
-"""deliver(key, payload, now): what a message of one kind is handed to."""
-Emit = Callable[[float, int, int, Any], None]
-"""emit(at, kind, key, payload): where a party sends a message (see `harness.protocol`)."""
+from mypy_extensions import mypyc_attr
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Sink:
+    """Where a party sends a message: `emit(at, kind, key, payload)` (see `harness.protocol`).
+    An engine's transport is one. A class rather than a callable: compiled, a party's call of
+    `emit` is then a direct native call, with `at` and `key` unboxed, not a generic call of a
+    bound method (some 5 per create)."""
+
+    def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
+        raise NotImplementedError
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Recipient:
+    """What a message is delivered to: `deliver(kind, key, payload, now)`. Each party is one
+    and dispatches on `kind` itself, so a transport makes one native call per message, not a
+    generic call of a handler looked up in a table."""
+
+    def deliver(self, kind: int, key: int, payload: Any, now: float) -> None:
+        raise NotImplementedError
+
+
+def unhandled(kind: int, recipient: object) -> TypeError:
+    """The error of a message delivered to a party that does not handle its kind."""
+    return TypeError(f"{type(recipient).__name__} does not handle messages of kind {kind}")
 
 
 NEAR_S = 1.0
@@ -30,17 +53,24 @@ Message = tuple[float, int, int, int, Any]
 """(at, sequence number, kind, key, payload) on the queue."""
 
 
-class VirtualClock:
-    """Simulated time that jumps from one scheduled message to the next."""
+class VirtualClock(Sink):
+    """Simulated time that jumps from one scheduled message to the next.
 
-    __slots__ = ("_far", "_near", "_seq", "events", "time")
+    As the parties' sink it delivers a message due now to its recipient at once, unless
+    `waits[kind]` (a timer, which always takes its turn on the queue), and schedules any other.
+    `recipients[kind]` is who handles each kind of message; the engine fills it once the
+    parties, which take this clock as their sink, are made."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_far", "_near", "_seq", "events", "recipients", "time", "waits")
+
+    def __init__(self, waits: Sequence[bool] = ()) -> None:
         self.time = 0.0
         """The current time (what `now()` returns), readable without a call on hot paths."""
         self._near: list[Message] = []
         self._far: list[Message] = []
         self._seq = itertools.count()
+        self.waits = list(waits)
+        self.recipients: list[Recipient] = []
         self.events = 0
 
     def now(self) -> float:
@@ -51,30 +81,18 @@ class VirtualClock:
         queue = self._near if t < self.time + NEAR_S else self._far
         heapq.heappush(queue, (t, next(self._seq), kind, key, payload))
 
-    def sink(self, route: Sequence[Deliver], waits: Sequence[bool]) -> Emit:
-        """`emit(at, kind, key, payload)` for the parties: a message due now is delivered to
-        `route[kind]` at once unless `waits[kind]` (a timer, which always takes its turn on the
-        queue); any other is scheduled. (A closure: it runs for every message.)"""
-        near, far, seq, push = self._near, self._far, self._seq, heapq.heappush
+    def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
+        now = self.time
+        if at <= now and not self.waits[kind]:
+            self.recipients[kind].deliver(kind, key, payload, at)
+        else:
+            queue = self._near if at < now + NEAR_S else self._far
+            heapq.heappush(queue, (at, next(self._seq), kind, key, payload))
 
-        def emit(at: float, kind: int, key: int, payload: Any) -> None:
-            now = self.time
-            if at <= now and not waits[kind]:
-                route[kind](key, payload, at)
-            else:
-                push(near if at < now + NEAR_S else far, (at, next(seq), kind, key, payload))
-
-        return emit
-
-    def run(
-        self,
-        route: Sequence[Deliver],
-        progress: Callable[[float], None] | None = None,
-        every: int = 8192,
-    ) -> None:
-        """Deliver every message, each to `route[kind]`, until none is left; `progress(now)` is
-        called every `every` messages."""
-        near, far = self._near, self._far
+    def run(self, progress: Callable[[float], None] | None = None, every: int = 8192) -> None:
+        """Deliver every message, each to `recipients[kind]`, until none is left;
+        `progress(now)` is called every `every` messages."""
+        near, far, recipients = self._near, self._far, self.recipients
         pop = heapq.heappop
         n = 0
         while True:
@@ -85,7 +103,7 @@ class VirtualClock:
             else:
                 break
             self.time = t
-            route[kind](key, payload, t)
+            recipients[kind].deliver(kind, key, payload, t)
             n += 1
             if progress is not None and n % every == 0:
                 progress(t)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final, final
 
-from harness.clock import NEAR_S, Deliver, Emit
+from harness.clock import NEAR_S, Recipient, Sink
 
 _NEAR: Final = NEAR_S
 
@@ -79,17 +79,17 @@ def _pop(heap: list[Message]) -> Message:
     return top
 
 
-class NativeClock:
+class NativeClock(Sink):
     """`harness.clock.VirtualClock`'s interface and order, on a queue of typed messages."""
 
-    def __init__(self) -> None:
+    def __init__(self, waits: Sequence[bool] = ()) -> None:
         self.time = 0.0
         """The current time (what `now()` returns)."""
         self._near: list[Message] = []
         self._far: list[Message] = []
         self._seq = 0
-        self._route: list[Deliver] = []
-        self._waits: list[bool] = []
+        self.waits = list(waits)
+        self.recipients: list[Recipient] = []
         self.events = 0
 
     def now(self) -> float:
@@ -101,30 +101,16 @@ class NativeClock:
         message = Message(t, self._seq, kind, key, payload)
         _push(self._near if t < self.time + _NEAR else self._far, message)
 
-    def sink(self, route: Sequence[Deliver], waits: Sequence[bool]) -> Emit:
-        """`VirtualClock.sink`: `emit(at, kind, key, payload)` delivers a message due now to
-        `route[kind]` at once unless `waits[kind]`, and schedules any other. `route` is read
-        as it is when a message is delivered (the engine fills it after making the sink)."""
-        self._route = route if isinstance(route, list) else list(route)
-        self._waits = list(waits)
-        return self.emit
-
     def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
-        if at <= self.time and not self._waits[kind]:
-            self._route[kind](key, payload, at)
+        if at <= self.time and not self.waits[kind]:
+            self.recipients[kind].deliver(kind, key, payload, at)
         else:
             self.at(at, kind, key, payload)
 
-    def run(
-        self,
-        route: Sequence[Deliver],
-        progress: Callable[[float], None] | None = None,
-        every: int = 8192,
-    ) -> None:
-        """Deliver every message, each to `route[kind]`, until none is left; `progress(now)` is
-        called every `every` messages."""
-        near, far = self._near, self._far
-        table = route if isinstance(route, list) else list(route)
+    def run(self, progress: Callable[[float], None] | None = None, every: int = 8192) -> None:
+        """Deliver every message, each to `recipients[kind]`, until none is left;
+        `progress(now)` is called every `every` messages."""
+        near, far, recipients = self._near, self._far, self.recipients
         n = 0
         while True:
             if near:
@@ -136,7 +122,8 @@ class NativeClock:
             message = _pop(heap)
             t = message.at
             self.time = t
-            table[message.kind](message.key, message.payload, t)
+            kind = message.kind
+            recipients[kind].deliver(kind, message.key, message.payload, t)
             n += 1
             if progress is not None and n % every == 0:
                 progress(t)

@@ -18,7 +18,7 @@ from harness.ledger import LedgerOptions
 from harness.ledgers import LEDGERS, make_ledger
 from harness.node import Node
 from harness.placement.framework import Parts
-from harness.protocol import Emit
+from harness.protocol import Sink
 from harness.protocol.clients import ClientHost
 from harness.protocol.nodes import NodeHost
 from harness.protocol.replica import ReplicaHost
@@ -76,7 +76,7 @@ def quiet_nodes(config: Config) -> bool:
     )
 
 
-def node_host(config: Config, seed: int, hosted: list[Node], emit: Emit) -> NodeHost:
+def node_host(config: Config, seed: int, hosted: list[Node], sink: Sink) -> NodeHost:
     """The node side for `hosted` (a contiguous run of the cluster's nodes); its random faults
     and report delivery draw from streams keyed by its first node."""
     first = hosted[0].node_id
@@ -93,12 +93,12 @@ def node_host(config: Config, seed: int, hosted: list[Node], emit: Emit) -> Node
         ledger.wants_sandbox_ids,
         ledger.wants_response_report,
         stream(seed, f"report-delivery/{first}"),
-        emit,
+        sink,
         quiet_nodes(config),
     )
 
 
-def replica_host(config: Config, seed: int, index: int, emit: Emit) -> ReplicaHost:
+def replica_host(config: Config, seed: int, index: int, sink: Sink) -> ReplicaHost:
     """Scheduler replica `index`: the nodes as they register at start-up (their static facts),
     the config's placement rules and strategy, and a random stream of its own."""
     p = config.placement
@@ -106,10 +106,10 @@ def replica_host(config: Config, seed: int, index: int, emit: Emit) -> ReplicaHo
     cpu_counts = [info.cpu_count for info in nodes]
     ledger = make_ledger(p.strategy, cpu_counts, LedgerOptions(ttl_s=p.ttl_s))
     scheduler = Scheduler(nodes, p, ledger, stream(seed, f"placement/{index}"))
-    return ReplicaHost(index, scheduler, rpc_model(config), emit)
+    return ReplicaHost(index, scheduler, rpc_model(config), sink)
 
 
-def client_host(config: Config, seed: int, index: int, hosts: int, emit: Emit) -> ClientHost:
+def client_host(config: Config, seed: int, index: int, hosts: int, sink: Sink) -> ClientHost:
     """The clients `c % hosts == index`; a trace to replay is read by each host itself,
     streamed from the file."""
     w = config.workload
@@ -121,6 +121,6 @@ def client_host(config: Config, seed: int, index: int, hosts: int, emit: Emit) -
         config.run.duration_s,
         config.placement.replicas,
         seed,
-        emit,
+        sink,
         rows,
     )

@@ -16,6 +16,7 @@ from harness.node import NodeInfo, Outcome
 from harness.request import CreateRequest, Shape
 from harness.scheduler import Scheduler
 from tests.conftest import refused, scenario
+from tests.test_protocol import Sink
 
 GIB = 1024.0
 
@@ -45,7 +46,7 @@ def test_pools_number_their_nodes_in_order_each_with_its_size_and_facts():
     small, large = NodeInfo(8, 16 * GIB), NodeInfo(64, 256 * GIB, frozenset({"gpu", "ssd"}), "zen4")
     assert registrations(config.cluster) == [small] * 3 + [large] * 2
     # Every replica learns the same facts at start-up; its ledger knows the vCPUs.
-    replica = sc.replica_host(config, 0, 0, lambda *message: None).scheduler
+    replica = sc.replica_host(config, 0, 0, Sink()).scheduler
     assert replica.nodes == registrations(config.cluster) and replica.min_cpu_count == 8
     assert [v.cpu_count for v in replica.ledger.views] == [8, 8, 8, 64, 64]
 

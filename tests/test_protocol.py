@@ -1,9 +1,10 @@
 """The protocol parties driven by hand: scripted messages and times, no engine.
 
-Each test calls the handlers of `NodeHost`, `ReplicaHost` and `ClientHost` itself, in the order
-a run could deliver them, and checks what each party emits (time, kind, key, payload) and the
-state after every step: the replica's belief (`ReplicaHost.view`), the node's true
-`cpu_allocated`. Times are chosen exactly representable, so every number is compared exactly.
+Each test calls the handlers of `NodeHost`, `ReplicaHost` and `ClientHost` itself (or their
+`deliver`), in the order a run could deliver them, and checks what each party emits (time,
+kind, key, payload) and the state after every step: the replica's belief
+(`ReplicaHost.view`), the node's true `cpu_allocated`. Times are chosen exactly
+representable, so every number is compared exactly.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 import harness.scenario as sc
+from harness import protocol
 from harness.config import Config, ConfigError
 from harness.node import Outcome
 from harness.protocol import Kind
@@ -24,13 +26,13 @@ from tests.conftest import scenario
 Message = tuple[float, int, int, Any]
 
 
-class Sink:
-    """An `emit` that records messages; `take()` hands over (and forgets) what was sent."""
+class Sink(protocol.Sink):
+    """A sink that records messages; `take()` hands over (and forgets) what was sent."""
 
     def __init__(self) -> None:
         self.sent: list[Message] = []
 
-    def __call__(self, at: float, kind: int, key: int, payload: Any) -> None:
+    def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
         self.sent.append((at, kind, key, payload))
 
     def take(self) -> list[Message]:
@@ -484,7 +486,7 @@ def test_quiet_nodes_report_only_changes() -> None:
     def follow(message: Message) -> list[Message]:
         at, kind, group, planned = message
         assert kind == Kind.BEAT and at == planned
-        p.nodes.handlers()[Kind.BEAT](group, planned, at)
+        p.nodes.deliver(Kind.BEAT, group, planned, at)
         return p.sink.take()
 
     p.nodes.on_create(1, rpc(7), 3.0)

@@ -20,7 +20,8 @@ from harness.clock import VirtualClock
 from harness.config import Config
 from harness.engine import Progress
 from harness.native_clock import NativeClock
-from harness.protocol import IS_TIMER, KINDS, PARTY, Handler, Party
+from harness.protocol import IS_TIMER, KINDS, PARTY, Party, Recipient
+from harness.protocol.replica import Replicas
 from harness.recording import TimelineLog, next_sample
 from harness.seed_result import SeedResult, seed_result
 
@@ -30,38 +31,34 @@ SAMPLE = len(KINDS)
 """The engine's own message: take a timeline sample."""
 
 
-class _World:
+class _World(Recipient):
     """One (strategy, seed): every party in one process, and the heap that carries their
-    messages."""
+    messages. It takes the engine's own message (a timeline sample) itself."""
 
     def __init__(self, config: Config, seed: int) -> None:
         self.config = config
         # The same order either way; compiled, the native clock's queue is the faster one.
-        self.clock: VirtualClock | NativeClock = NativeClock() if COMPILED else VirtualClock()
-        self.route: list[Handler] = [self._sample] * (SAMPLE + 1)
-        self.emit = self.clock.sink(self.route, IS_TIMER)
+        self.clock: VirtualClock | NativeClock = (
+            NativeClock(IS_TIMER) if COMPILED else VirtualClock(IS_TIMER)
+        )
         self.nodes = scenario.nodes(config, seed)
-        self.node_host = scenario.node_host(config, seed, self.nodes, self.emit)
+        self.node_host = scenario.node_host(config, seed, self.nodes, self.clock)
         self.replicas = [
-            scenario.replica_host(config, seed, r, self.emit)
+            scenario.replica_host(config, seed, r, self.clock)
             for r in range(config.placement.replicas)
         ]
-        self.clients = scenario.client_host(config, seed, 0, 1, self.emit)
+        self.clients = scenario.client_host(config, seed, 0, 1, self.clock)
         self.timeline = TimelineLog()
-        for kind, party in PARTY.items():
-            self.route[kind] = self._handler(kind, party)
+        replicas = self.replicas[0] if len(self.replicas) == 1 else Replicas(self.replicas)
+        party: dict[Party, Recipient] = {
+            Party.NODES: self.node_host,
+            Party.REPLICA: replicas,
+            Party.CLIENTS: self.clients,
+        }
+        self.clock.recipients = [party[PARTY[kind]] for kind in KINDS] + [self]
 
-    def _handler(self, kind: int, party: Party) -> Handler:
-        if party is Party.NODES:
-            return self.node_host.handlers()[kind]
-        if party is Party.CLIENTS:
-            return self.clients.handlers()[kind]
-        if len(self.replicas) == 1:
-            return self.replicas[0].handlers()[kind]
-        handlers = [r.handlers()[kind] for r in self.replicas]
-        return lambda key, payload, now: handlers[key](key, payload, now)
-
-    def _sample(self, key: int, payload: Any, now: float) -> None:
+    def deliver(self, kind: int, key: int, payload: Any, now: float) -> None:
+        """A timeline sample (`SAMPLE`), the only message for the engine itself."""
         views = [r.view(now) for r in self.replicas]
         self.timeline.sample(now, self.node_host.truth(), views)
         run = self.config.run
@@ -75,14 +72,14 @@ class _World:
         if self.config.run.sample_interval_s > 0:
             self.clock.at(0.0, SAMPLE, 0, None)
         self.clients.start()
-        self.clock.run(self.route, progress, PROGRESS_EVERY)
+        self.clock.run(progress, PROGRESS_EVERY)
 
     def close(self) -> None:
-        """Drop the parties: each holds `emit`, a method of this world, and the reference
-        cycle would keep a finished seed's whole state alive until the cyclic collector ran
-        (in the middle of the next seed)."""
+        """Drop the parties: each holds the clock, which holds them and this world, and the
+        reference cycle would keep a finished seed's whole state alive until the cyclic
+        collector ran (in the middle of the next seed)."""
         del self.node_host, self.replicas, self.clients
-        self.route.clear()  # in place: `emit` holds this list
+        self.clock.recipients = []
 
     def drained_views(self) -> list[list[float]]:
         """Every live node reports once more after the last message; each replica's belief

@@ -3,10 +3,10 @@
 Three parties take part: the **node side** (`nodes.NodeHost`: nodes, their heartbeats, faults
 and RPC answers), the **scheduler side** (`replica.ReplicaHost`: one scheduler replica) and
 the **client side** (`clients.ClientHost`: arrivals, lifetimes, kills, closed-loop cycles, and
-the request rows). A party never reads a clock and never performs what it decides: each
-handler takes `(key, payload, now)` and hands every message it wants sent to `emit(at, kind,
-key, payload)`, a sink the engine provides. `at` is the model time the message should be
-handled; `key` says which node, replica or client it is for.
+the request rows). A party never reads a clock and never performs what it decides: it is a
+`Recipient`, handed each message as `deliver(kind, key, payload, now)`, and it hands every
+message it wants sent to `sink.emit(at, kind, key, payload)`, the engine's `Sink`. `at` is the
+model time the message should be handled; `key` says which node, replica or client it is for.
 
 Engines are transports. The virtual engine handles a message at once when it is due now and
 goes to another party (a zero-latency hop), and otherwise puts it on its heap; the Ray engine
@@ -19,9 +19,9 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Final
 
-from harness.clock import Deliver, Emit
+from harness.clock import Recipient, Sink
 
-__all__ = ["IS_TIMER", "KINDS", "NAMES", "PARTY", "TIMERS", "Emit", "Handler", "Kind", "Party"]
+__all__ = ["IS_TIMER", "KINDS", "NAMES", "PARTY", "TIMERS", "Kind", "Party", "Recipient", "Sink"]
 
 
 class Kind:
@@ -101,6 +101,3 @@ TIMERS = frozenset({Kind.BEAT, Kind.CRASH, Kind.ARRIVAL, Kind.CLIENT_START, Kind
 """Messages a party sends itself: they wait for their time even when it is now."""
 IS_TIMER = tuple(kind in TIMERS for kind in KINDS)
 """`TIMERS` as a table indexed by kind (the hot path's form)."""
-
-Handler = Deliver
-"""handler(key, payload, now)."""

@@ -15,14 +15,15 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from harness.arrivals import ARRIVALS
-from harness.protocol import Emit, Handler, Kind
+from harness.clock import unhandled
+from harness.protocol import Kind, Recipient, Sink
 from harness.recording import RequestLog
 from harness.request import Shape
 from harness.streams import stream
 from harness.workload import Create, Templates, TraceRow, WorkloadSpec
 
 
-class ClientHost:
+class ClientHost(Recipient):
     def __init__(
         self,
         index: int,
@@ -31,7 +32,7 @@ class ClientHost:
         duration: float,
         replicas: int,
         seed: int,
-        emit: Emit,
+        sink: Sink,
         trace: Callable[[], Iterable[TraceRow]] | None = None,
     ) -> None:
         self.index = index
@@ -41,7 +42,7 @@ class ClientHost:
         self.replicas = replicas
         """Client c talks to scheduler replica c % replicas."""
         self.seed = seed
-        self.emit = emit
+        self.sink = sink
         self.arrival: Any = ARRIVALS[spec.arrival]
         """The arrival kind: open loop (`times`, or `replay` of a trace) or `closed` (`starts`)."""
         self.templates = Templates(spec)
@@ -55,21 +56,26 @@ class ClientHost:
         self._streams: dict[int, tuple[random.Random, random.Random | None]] = {}
         """A closed-loop client's lifetime stream, and its template stream if it picks."""
 
-    def handlers(self) -> dict[int, Handler]:
-        return {
-            Kind.ARRIVAL: self.on_arrival,
-            Kind.CLIENT_START: self.on_client_start,
-            Kind.CREATE_DONE: self.on_create_done,
-            Kind.KILL_DUE: self.on_kill_due,
-            Kind.KILL_DONE: self.on_kill_done,
-        }
+    def deliver(self, kind: int, key: int, payload: Any, now: float) -> None:
+        if kind == Kind.ARRIVAL:
+            self.on_arrival(key, payload, now)
+        elif kind == Kind.CREATE_DONE:
+            self.on_create_done(key, payload, now)
+        elif kind == Kind.KILL_DUE:
+            self.on_kill_due(key, payload, now)
+        elif kind == Kind.KILL_DONE:
+            self.on_kill_done(key, payload, now)
+        elif kind == Kind.CLIENT_START:
+            self.on_client_start(key, payload, now)
+        else:
+            raise unhandled(kind, self)
 
     def start(self) -> None:
         workload = stream(self.seed, "workload")
         if self.arrival.closed:
             for client, t in enumerate(self.arrival.starts(self.spec, workload)):
                 if client % self.hosts == self.index and t < self.duration:
-                    self.emit(t, Kind.CLIENT_START, client, t)
+                    self.sink.emit(t, Kind.CLIENT_START, client, t)
         else:
             self._arrivals = self._own_arrivals(self._creates(workload))
             self._next_arrival(0.0)
@@ -94,7 +100,7 @@ class ClientHost:
     def _next_arrival(self, now: float) -> None:
         nxt = next(self._arrivals, None)
         if nxt is not None:
-            self.emit(max(nxt[1][0], now), Kind.ARRIVAL, nxt[0], nxt)
+            self.sink.emit(max(nxt[1][0], now), Kind.ARRIVAL, nxt[0], nxt)
 
     def on_arrival(self, client: int, payload: tuple[int, Create], now: float) -> None:
         t, shape, life = payload[1]
@@ -118,7 +124,7 @@ class ClientHost:
         context = (issued_at, now, life)
         submit = (client, sandbox_id, shape, issued_at, context)
         self.waiting += 1
-        self.emit(now, Kind.SUBMIT_CREATE, client % self.replicas, submit)
+        self.sink.emit(now, Kind.SUBMIT_CREATE, client % self.replicas, submit)
 
     def on_create_done(self, client: int, answer: tuple, now: float) -> None:
         sandbox_id, step, _, _, _, _, _, (issued_at, sent_at, life) = answer
@@ -126,19 +132,19 @@ class ClientHost:
         self.waiting -= 1
         if step == "placed":
             if life is not None and now + life < self.duration:
-                self.emit(now + life, Kind.KILL_DUE, client, (sandbox_id, now + life))
+                self.sink.emit(now + life, Kind.KILL_DUE, client, (sandbox_id, now + life))
         elif self.arrival.closed:
             self._next_cycle(client, self.spec.failure_backoff_s, now)
 
     def _next_cycle(self, client: int, pause: float, now: float) -> None:
         if now + pause < self.duration:
-            self.emit(now + pause, Kind.CLIENT_START, client, now + pause)
+            self.sink.emit(now + pause, Kind.CLIENT_START, client, now + pause)
 
     def on_kill_due(self, client: int, payload: tuple[int, float], now: float) -> None:
         """The kill is sent when due; its answer brings back (issued_at, sent_at)."""
         sandbox_id, intended = payload
         self.waiting += 1
-        self.emit(now, Kind.SUBMIT_KILL, client % self.replicas, (sandbox_id, (intended, now)))
+        self.sink.emit(now, Kind.SUBMIT_KILL, client % self.replicas, (sandbox_id, (intended, now)))
 
     def on_kill_done(self, client: int, payload: tuple, now: float) -> None:
         sandbox_id, outcome, node, (issued_at, sent_at) = payload

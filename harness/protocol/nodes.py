@@ -10,18 +10,20 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from operator import attrgetter
+from typing import Any
 
+from harness.clock import unhandled
 from harness.faults import Faults
 from harness.heartbeat import HeartbeatPlan
 from harness.node import Node, Outcome
-from harness.protocol import Emit, Handler, Kind
+from harness.protocol import Kind, Recipient, Sink
 from harness.recording import Truth, node_columns
 from harness.rpc import Rpc, RpcModel
 
 _node_id = attrgetter("node_id")
 
 
-class NodeHost:
+class NodeHost(Recipient):
     """Nodes `nodes[0].node_id ..` and everything that happens on their side of the wire.
 
     `with_ids` and `with_response` are what the scheduler's ledger asks of the nodes: reports
@@ -49,7 +51,7 @@ class NodeHost:
         with_ids: bool,
         with_response: bool,
         delivery: random.Random,
-        emit: Emit,
+        sink: Sink,
         quiet: bool = False,
     ) -> None:
         self.nodes = list(nodes)
@@ -87,18 +89,25 @@ class NodeHost:
         self.with_ids = with_ids
         self.with_response = with_response
         self.delivery = delivery
-        self.emit = emit
+        self.sink = sink
         self.unknown_losses = False
         """Whether these nodes came back from a death of the process that held them, so the
         sandboxes they ran then are gone without a trace (only engines with processes)."""
 
-    def handlers(self) -> dict[int, Handler]:
-        return {
-            Kind.CREATE_RPC: self.on_create,
-            Kind.KILL_RPC: self.on_kill,
-            Kind.BEAT: self.on_quiet_beat if self.quiet else self.on_beat,
-            Kind.CRASH: self.on_crash,
-        }
+    def deliver(self, kind: int, key: int, payload: Any, now: float) -> None:
+        if kind == Kind.CREATE_RPC:
+            self.on_create(key, payload, now)
+        elif kind == Kind.KILL_RPC:
+            self.on_kill(key, payload, now)
+        elif kind == Kind.BEAT:
+            if self.quiet:
+                self.on_quiet_beat(key, payload, now)
+            else:
+                self.on_beat(key, payload, now)
+        elif kind == Kind.CRASH:
+            self.on_crash(key, payload, now)
+        else:
+            raise unhandled(kind, self)
 
     def node(self, node_id: int) -> Node:
         return self.nodes[node_id - self.first]
@@ -110,7 +119,7 @@ class NodeHost:
     def start(self) -> None:
         """The crash and comeback timers and the beat timer."""
         for t, node_id, down in self.faults.crash_events():
-            self.emit(t, Kind.CRASH, node_id, down)
+            self.sink.emit(t, Kind.CRASH, node_id, down)
         if not self.quiet:  # quiet nodes have no change to report yet
             self._first_beat()
 
@@ -125,7 +134,7 @@ class NodeHost:
     def _first_beat(self) -> None:
         t = self.wheel.first()
         if t is not None:
-            self.emit(t, Kind.BEAT, 0, t)
+            self.sink.emit(t, Kind.BEAT, 0, t)
 
     def restart(self, now: float, deaths: int) -> None:
         """The process holding these nodes died `deaths` times since the run began, and this
@@ -145,7 +154,7 @@ class NodeHost:
             node.seq = max(node.seq, int(now * 1e9))
         for t, node_id, is_down in self.faults.crash_events():
             if t > now:
-                self.emit(t, Kind.CRASH, node_id, is_down)
+                self.sink.emit(t, Kind.CRASH, node_id, is_down)
         self._plan_beats([self.plan.first_at_or_after(first, now) for first in self.firsts])
         if not self.quiet:
             self._first_beat()
@@ -157,23 +166,21 @@ class NodeHost:
     def _send_reports(self, nodes: list[Node], now: float, delayed: bool = True) -> None:
         """Each node's report, to every replica after the delivery delay plus that replica's
         own jitter draw, so reports of one node can overtake each other."""
-        emit, with_ids, lossy = self.emit, self.with_ids, self.lossy
+        sink, with_ids, lossy = self.sink, self.with_ids, self.lossy
         fixed = self.fixed_delay if delayed else 0.0
         for node in nodes:
             taken = self.faults.report(node, now, with_ids) if lossy else node.beat(now, with_ids)
             if taken is None:
                 continue
             for replica in range(self.replicas):
-                if fixed is None:
-                    emit(now + self.plan.delivery_delay(self.delivery), Kind.REPORT, replica, taken)
-                else:
-                    emit(now + fixed, Kind.REPORT, replica, taken)
+                delay = self.plan.delivery_delay(self.delivery) if fixed is None else fixed
+                sink.emit(now + delay, Kind.REPORT, replica, taken)
 
     def on_beat(self, turn: int, planned: float, now: float) -> None:
         group, turn, nxt = self.wheel.turn(turn, planned)
         self._send_reports(self.beat_nodes[group], now)
         if nxt is not None:
-            self.emit(nxt, Kind.BEAT, turn, nxt)
+            self.sink.emit(nxt, Kind.BEAT, turn, nxt)
 
     def on_quiet_beat(self, group: int, planned: float, now: float) -> None:
         """A beat of a group with changed nodes: they report (those down do not, and report
@@ -196,7 +203,7 @@ class NodeHost:
             t += self.plan.interval
         planned[group] = t
         if t < self.plan.duration:  # else the drain after the run reports it
-            self.emit(t, Kind.BEAT, group, t)
+            self.sink.emit(t, Kind.BEAT, group, t)
 
     def on_crash(self, node_id: int, down: bool, now: float) -> None:
         node = self.node(node_id)
@@ -227,7 +234,7 @@ class NodeHost:
             took = warm if node.cache(shape.template) else cold
             if outcome is Outcome.OK:
                 at += took
-        self.emit(at, Kind.CREATE_ANSWER, replica, (sandbox_id, outcome, response))
+        self.sink.emit(at, Kind.CREATE_ANSWER, replica, (sandbox_id, outcome, response))
 
     def on_kill(self, node_id: int, payload: tuple, now: float) -> None:
         sandbox_id, replica = payload
@@ -239,7 +246,7 @@ class NodeHost:
             self._change(node, now)
         leg = self.rpc.leg(Rpc.KILL, node_id, now)
         response = node.beat(now, self.with_ids) if self.with_response else None
-        self.emit(now + leg, Kind.KILL_ANSWER, replica, (sandbox_id, outcome, response))
+        self.sink.emit(now + leg, Kind.KILL_ANSWER, replica, (sandbox_id, outcome, response))
 
     def drain(self, now: float) -> None:
         """After the run: one last report of every live node, to every replica at once, so the
@@ -252,7 +259,7 @@ class NodeHost:
             if not node.down:
                 taken = node.report(now, self.with_ids)
                 for replica in range(self.replicas):
-                    self.emit(now, Kind.REPORT, replica, taken)
+                    self.sink.emit(now, Kind.REPORT, replica, taken)
 
     def truth(self) -> Truth:
         return [n.cpu_allocated for n in self.nodes], [len(n.sandboxes) for n in self.nodes]

@@ -7,24 +7,27 @@ view, which is where the real service interleaves: the herd and the races happen
 
 from __future__ import annotations
 
+from typing import Any
+
+from harness.clock import unhandled
 from harness.heartbeat import Report
-from harness.protocol import Emit, Handler, Kind
+from harness.protocol import Kind, Recipient, Sink
 from harness.recording import View
 from harness.request import CreateRequest
 from harness.rpc import Rpc, RpcModel
 from harness.scheduler import Scheduler, Step
 
 
-class ReplicaHost:
+class ReplicaHost(Recipient):
     """Replica `index`: its scheduler (view, in-progress map, ledger, random stream) and the
     creates and kills it has in flight."""
 
-    def __init__(self, index: int, scheduler: Scheduler, rpc: RpcModel, emit: Emit) -> None:
+    def __init__(self, index: int, scheduler: Scheduler, rpc: RpcModel, sink: Sink) -> None:
         self.index = index
         self.scheduler = scheduler
         self.deadline_s = scheduler.rules.deadline_s
         self.rpc = rpc
-        self.emit = emit
+        self.sink = sink
         self.creating: dict[int, CreateRequest] = {}
         """Creates whose RPC is on the wire, by sandbox ID."""
         self.placed: dict[int, CreateRequest] = {}
@@ -33,14 +36,19 @@ class ReplicaHost:
         """Kills on the wire."""
         self.ledger = scheduler.ledger
 
-    def handlers(self) -> dict[int, Handler]:
-        return {
-            Kind.SUBMIT_CREATE: self.on_submit_create,
-            Kind.SUBMIT_KILL: self.on_submit_kill,
-            Kind.CREATE_ANSWER: self.on_create_answer,
-            Kind.KILL_ANSWER: self.on_kill_answer,
-            Kind.REPORT: self.on_report,
-        }
+    def deliver(self, kind: int, key: int, payload: Any, now: float) -> None:
+        if kind == Kind.SUBMIT_CREATE:
+            self.on_submit_create(key, payload, now)
+        elif kind == Kind.CREATE_ANSWER:
+            self.on_create_answer(key, payload, now)
+        elif kind == Kind.REPORT:
+            self.on_report(key, payload, now)
+        elif kind == Kind.SUBMIT_KILL:
+            self.on_submit_kill(key, payload, now)
+        elif kind == Kind.KILL_ANSWER:
+            self.on_kill_answer(key, payload, now)
+        else:
+            raise unhandled(kind, self)
 
     def on_submit_create(self, key: int, payload: tuple, now: float) -> None:
         client, sandbox_id, shape, issued_at, context = payload
@@ -56,7 +64,7 @@ class ReplicaHost:
             return
         self.creating[req.sandbox_id] = req
         at = now + self.rpc.leg(Rpc.CREATE, req.node, now)
-        self.emit(at, Kind.CREATE_RPC, req.node, (req.sandbox_id, req.shape, self.index))
+        self.sink.emit(at, Kind.CREATE_RPC, req.node, (req.sandbox_id, req.shape, self.index))
 
     def on_create_answer(self, key: int, payload: tuple, now: float) -> None:
         sandbox_id, outcome, response = payload
@@ -82,7 +90,7 @@ class ReplicaHost:
             req.context,
         )
         req.context = None  # the client's, not needed here any more
-        self.emit(now, Kind.CREATE_DONE, req.client, answer)
+        self.sink.emit(now, Kind.CREATE_DONE, req.client, answer)
 
     def on_submit_kill(self, key: int, payload: tuple, now: float) -> None:
         sandbox_id, context = payload
@@ -91,14 +99,14 @@ class ReplicaHost:
         self.killing[sandbox_id] = req
         self.scheduler.start_kill(req, now)
         at = now + self.rpc.leg(Rpc.KILL, req.node, now)
-        self.emit(at, Kind.KILL_RPC, req.node, (sandbox_id, self.index))
+        self.sink.emit(at, Kind.KILL_RPC, req.node, (sandbox_id, self.index))
 
     def on_kill_answer(self, key: int, payload: tuple, now: float) -> None:
         sandbox_id, outcome, response = payload
         req = self.killing.pop(sandbox_id)
         self.scheduler.finish_kill(req, outcome, now, response)
         answer = (sandbox_id, outcome, req.node, req.context)
-        self.emit(now, Kind.KILL_DONE, req.client, answer)
+        self.sink.emit(now, Kind.KILL_DONE, req.client, answer)
 
     def on_report(self, key: int, report: Report, now: float) -> None:
         self.ledger.apply_report(report, now)  # compiled: a direct call, not a bound method's
@@ -117,3 +125,13 @@ class ReplicaHost:
             list(s.pending_cpu),
             list(s.killing_cpu),
         )
+
+
+class Replicas(Recipient):
+    """Several replicas in one process (the virtual engine): each message to replica `key`."""
+
+    def __init__(self, hosts: list[ReplicaHost]) -> None:
+        self.hosts = hosts
+
+    def deliver(self, kind: int, key: int, payload: Any, now: float) -> None:
+        self.hosts[key].deliver(kind, key, payload, now)
