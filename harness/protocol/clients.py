@@ -12,15 +12,21 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from harness.arrivals import ARRIVALS
 from harness.clock import unhandled
+from harness.node import Outcome
 from harness.protocol import Kind, Recipient, Sink
-from harness.recording import RequestLog
+from harness.recording import CreateAnswer, RequestLog
 from harness.request import Shape
 from harness.streams import stream
 from harness.workload import Create, Templates, TraceRow, WorkloadSpec
+
+CreateContext = tuple[float, float, float | None]
+"""What a create's answer brings back to its client: (issued_at, sent_at, lifetime)."""
+KillAnswer = tuple[int, Outcome, int, tuple[float, float]]
+"""(sandbox_id, outcome, node, (issued_at, sent_at)) of an answered kill."""
 
 
 class ClientHost(Recipient):
@@ -45,6 +51,8 @@ class ClientHost(Recipient):
         self.sink = sink
         self.arrival: Any = ARRIVALS[spec.arrival]
         """The arrival kind: open loop (`times`, or `replay` of a trace) or `closed` (`starts`)."""
+        self.closed: bool = self.arrival.closed
+        """Whether clients run closed loops (asked for every answer; the kind is interpreted)."""
         self.templates = Templates(spec)
         self.trace = trace
         """The rows of the trace to replay, read afresh by each call (arrival `trace`)."""
@@ -72,12 +80,15 @@ class ClientHost(Recipient):
 
     def start(self) -> None:
         workload = stream(self.seed, "workload")
-        if self.arrival.closed:
+        if self.closed:
             for client, t in enumerate(self.arrival.starts(self.spec, workload)):
                 if client % self.hosts == self.index and t < self.duration:
                     self.sink.emit(t, Kind.CLIENT_START, client, t)
         else:
-            self._arrivals = self._own_arrivals(self._creates(workload))
+            creates = self._creates(workload)
+            # One host runs every client (the virtual engine): no generator frame per create.
+            one = self.hosts == 1
+            self._arrivals = enumerate(creates) if one else self._own_arrivals(creates)
             self._next_arrival(0.0)
 
     def _creates(self, workload: random.Random) -> Iterator[Create]:
@@ -98,9 +109,11 @@ class ClientHost(Recipient):
                 yield client, create
 
     def _next_arrival(self, now: float) -> None:
-        nxt = next(self._arrivals, None)
-        if nxt is not None:
-            self.sink.emit(max(nxt[1][0], now), Kind.ARRIVAL, nxt[0], nxt)
+        try:  # compiled, `next` with a default is a generic call of the builtin
+            nxt = next(self._arrivals)
+        except StopIteration:
+            return
+        self.sink.emit(max(nxt[1][0], now), Kind.ARRIVAL, nxt[0], nxt)
 
     def on_arrival(self, client: int, payload: tuple[int, Create], now: float) -> None:
         t, shape, life = payload[1]
@@ -126,14 +139,15 @@ class ClientHost(Recipient):
         self.waiting += 1
         self.sink.emit(now, Kind.SUBMIT_CREATE, client % self.replicas, submit)
 
-    def on_create_done(self, client: int, answer: tuple, now: float) -> None:
-        sandbox_id, step, _, _, _, _, _, (issued_at, sent_at, life) = answer
+    def on_create_done(self, client: int, answer: CreateAnswer, now: float) -> None:
+        sandbox_id, step = answer[0], answer[1]
+        issued_at, sent_at, life = cast(CreateContext, answer[7])
         self.log.create(answer, client, client % self.replicas, issued_at, sent_at, now)
         self.waiting -= 1
         if step == "placed":
             if life is not None and now + life < self.duration:
                 self.sink.emit(now + life, Kind.KILL_DUE, client, (sandbox_id, now + life))
-        elif self.arrival.closed:
+        elif self.closed:
             self._next_cycle(client, self.spec.failure_backoff_s, now)
 
     def _next_cycle(self, client: int, pause: float, now: float) -> None:
@@ -146,10 +160,11 @@ class ClientHost(Recipient):
         self.waiting += 1
         self.sink.emit(now, Kind.SUBMIT_KILL, client % self.replicas, (sandbox_id, (intended, now)))
 
-    def on_kill_done(self, client: int, payload: tuple, now: float) -> None:
-        sandbox_id, outcome, node, (issued_at, sent_at) = payload
+    def on_kill_done(self, client: int, payload: KillAnswer, now: float) -> None:
+        sandbox_id, outcome, node, context = payload
+        issued_at, sent_at = context
         self.waiting -= 1
         replica = client % self.replicas
         self.log.kill(sandbox_id, outcome, client, replica, node, issued_at, sent_at, now)
-        if self.arrival.closed:
+        if self.closed:
             self._next_cycle(client, self.spec.think_s, now)

@@ -13,7 +13,7 @@ from harness.clock import unhandled
 from harness.heartbeat import Report
 from harness.protocol import Kind, Recipient, Sink
 from harness.recording import View
-from harness.request import CreateRequest
+from harness.request import CreateRequest, Shape
 from harness.rpc import Rpc, RpcModel
 from harness.scheduler import Scheduler, Step
 
@@ -50,7 +50,9 @@ class ReplicaHost(Recipient):
         else:
             raise unhandled(kind, self)
 
-    def on_submit_create(self, key: int, payload: tuple, now: float) -> None:
+    def on_submit_create(
+        self, key: int, payload: tuple[int, int, Shape, float, object], now: float
+    ) -> None:
         client, sandbox_id, shape, issued_at, context = payload
         # The request fails once the placement's deadline has passed since its issue.
         req = CreateRequest(sandbox_id, shape, issued_at, issued_at + self.deadline_s, client)
