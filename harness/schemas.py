@@ -150,17 +150,22 @@ def repeated(value: Any, type_: pa.DataType, n: int) -> pa.Array:
 
 
 def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, Any]) -> pa.Table:
-    """An Arrow table of `schema` from column lists, with the strategy and seed filled in.
-    Each list is converted to its field's type first: `from_pydict` converts lists at half
-    that speed."""
+    """An Arrow table of `schema` from columns (lists, arrays, or buffers of numbers of the
+    field's width), with the strategy and seed filled in. Each list is converted to its
+    field's type first: `from_pydict` converts lists at half that speed."""
     n = len(next(iter(columns.values()))) if columns else 0
     arrays = {
         "strategy": repeated(strategy, pa.string(), n),
         "seed": repeated(seed, pa.int64(), n),
     }
     for name, values in columns.items():
-        typed = isinstance(values, list | tuple)
-        arrays[name] = pa.array(values, schema.field(name).type) if typed else values
+        type_ = schema.field(name).type
+        if isinstance(values, list | tuple):
+            arrays[name] = pa.array(values, type_)
+        elif isinstance(values, pa.Array | pa.ChunkedArray | np.ndarray):
+            arrays[name] = values
+        else:  # numbers in a buffer (the model's `librt.vecs` columns): read, not visited
+            arrays[name] = pa.array(np.frombuffer(values, type_.to_pandas_dtype()), type_)
     return pa.Table.from_pydict(arrays, schema=schema)
 
 
