@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from harness import sketch
 
@@ -57,6 +58,12 @@ FAILURE_REASONS = ("no_candidate", "attempts_exhausted", "deadline")
 """Why a create failed (`harness.scheduler`); each has a `failed_<reason>` summary column."""
 
 
+def _equals(table: pa.Table, name: str, value: str) -> np.ndarray:
+    """Where string column `name` is `value` (a null is not), compared by Arrow: turning the
+    column into numpy would first make a Python string of every row."""
+    return pc.fill_null(pc.equal(table.column(name), value), False).to_numpy(zero_copy_only=False)
+
+
 def seed_summary(
     nodes: pa.Table, requests: pa.Table, timeline: pa.Table, duration_s: float
 ) -> dict[str, Any]:
@@ -64,14 +71,12 @@ def seed_summary(
     are the final true ones. Rates are per second of model time covered: the run's
     `duration_s`, or later if answers kept coming."""
     counts = nodes.column("sandboxes").to_numpy()
-    kind = requests.column("kind").to_numpy(zero_copy_only=False)
-    outcome = requests.column("outcome").to_numpy(zero_copy_only=False)
-    reason = requests.column("reason").to_numpy(zero_copy_only=False)
     latency = requests.column("latency_ms").to_numpy()
-    creates = kind == "create"
-    placed = creates & (outcome == "placed")
-    failed = creates & (outcome == "failed")
-    kills = kind == "kill"
+    creates = _equals(requests, "kind", "create")
+    kills = _equals(requests, "kind", "kill")
+    placed = creates & _equals(requests, "outcome", "placed")
+    failed_call = _equals(requests, "outcome", "failed")
+    failed = creates & failed_call
     sim_duration = max(duration_s, requests.column("done_at").to_numpy().max(initial=0.0))
     p50, p90, p99 = latency_percentiles(latency[placed])
     return {
@@ -79,9 +84,12 @@ def seed_summary(
         "placed": int(placed.sum()),
         "failed": int(failed.sum()),
         "failed_frac": float(failed.sum() / creates.sum()) if creates.any() else math.nan,
-        **{f"failed_{r}": int((failed & (reason == r)).sum()) for r in FAILURE_REASONS},
+        **{
+            f"failed_{r}": int((failed & _equals(requests, "reason", r)).sum())
+            for r in FAILURE_REASONS
+        },
         "kills": int(kills.sum()),
-        "kills_failed": int((kills & (outcome == "failed")).sum()),
+        "kills_failed": int((kills & failed_call).sum()),
         "creates_per_s": float(creates.sum() / sim_duration),
         "kills_per_s": float(kills.sum() / sim_duration),
         "cv": cv(counts),
