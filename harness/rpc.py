@@ -34,12 +34,14 @@ class RpcModel:
         # A list: compiled, a tuple indexed by a variable is boxed again on every read.
         self.legs = [create_ms / 2000.0, kill_ms / 2000.0]
         self.timeout = timeout_ms / 1000.0
-        self.slow = slow
+        self.slow = slow if slow.slow else None
+        """The slow nodes, if any: a run without asks nothing of them (interpreted) per RPC."""
 
     def leg(self, rpc: int, node_id: int, now: float) -> float:
         """Seconds of one leg of `rpc` to `node_id` sent (or answered) at `now`."""
-        if self.slow.slow:
-            return self.legs[rpc] + self.slow.extra_leg(node_id, now)
+        slow = self.slow
+        if slow is not None:
+            return self.legs[rpc] + slow.extra_leg(node_id, now)
         return self.legs[rpc]
 
     def answer_delay(self, outcome: Outcome, leg: float) -> float:

@@ -57,6 +57,9 @@ class NodeHost(Recipient):
         self.nodes = list(nodes)
         self.first = self.nodes[0].node_id
         self.plan = plan
+        self.interval: float = plan.interval
+        self.duration: float = plan.duration
+        """The plan's, read for every change of a quiet node (the plan is interpreted)."""
         self.firsts = [t for t, _ in beat_groups]
         """Each beat group's first beat."""
         self.fixed_delay = plan.fixed_delay
@@ -186,7 +189,7 @@ class NodeHost(Recipient):
         """A beat of a group with changed nodes: they report (those down do not, and report
         the change of their comeback), and the group's timer sleeps until the next change."""
         self._send_reports(sorted(self.changed.pop(group), key=_node_id), now)
-        self.planned[group] = planned + self.plan.interval
+        self.planned[group] = planned + self.interval
 
     def _change(self, node: Node, now: float) -> None:
         """Quiet nodes: `node` has changed, so it reports at its group's first beat after
@@ -200,9 +203,9 @@ class NodeHost(Recipient):
         planned = self.planned
         t = planned[group]
         while t <= now:  # the beats it skipped, added up one by one as they would have been
-            t += self.plan.interval
+            t += self.interval
         planned[group] = t
-        if t < self.plan.duration:  # else the drain after the run reports it
+        if t < self.duration:  # else the drain after the run reports it
             self.sink.emit(t, Kind.BEAT, group, t)
 
     def on_crash(self, node_id: int, down: bool, now: float) -> None:
