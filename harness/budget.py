@@ -20,10 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import trace
 from harness.arrivals import ARRIVALS
 from harness.config import Config, ConfigError, RayConfig
-from harness.workload import SandboxSpec, WorkloadSpec
+from harness.demand import demand
 
 # Costs per unit, measured with one seed of `harness.runner.run` (the engine, the invariant
 # checks and the Parquet files) per scenario, each in a fresh process: peak RSS above the
@@ -129,63 +128,24 @@ def _down(value: float, default: float) -> float:
     return default / value if value > 0 else math.inf
 
 
-def _mix(w: WorkloadSpec) -> list[tuple[float, SandboxSpec]]:
-    """(share of creates, kind of sandbox) for each template, or the one."""
-    total = sum(t.weight for t in w.templates)
-    return [(t.weight / total, t) for t in w.templates] or [(1.0, w)]
-
-
-def _killed_share(sandbox: SandboxSpec, w: WorkloadSpec, duration: float) -> float:
-    """The share of creates of `sandbox` whose kill falls within the run (lifetimes ending
-    before it); lifetimes other than fixed are taken as exponential of the same mean."""
-    if sandbox.lifetime_s is None:
-        return 0.0
-    life = sandbox.lifetime_s
-    if w.arrival == "burst":
-        window = duration - w.burst_at_s
-        if sandbox.lifetime_dist == "fixed":
-            return 1.0 if life < window else 0.0
-        return 1.0 - math.exp(-window / life)
-    if sandbox.lifetime_dist == "fixed":  # arrivals spread over the run: those before D - life
-        return max(0.0, 1.0 - life / duration)
-    return 1.0 - life / duration * (1.0 - math.exp(-duration / life))
-
-
 def _requests(config: Config) -> tuple[float, float, float, dict[str, float]]:
     """(creates, kills, sandboxes alive at the peak, the keys that drive them)."""
-    w, c, run = config.workload, config.cluster, config.run
-    mix = _mix(w)
-    vcpu = sum(share * s.vcpu for share, s in mix)
-    lifetime = sum(share * (s.lifetime_s or math.inf) for share, s in mix)
-    cpus = sum(p.count * p.cpu_count for p in c.node_pools())
-    slots = config.placement.r * cpus / vcpu
-    duration = run.duration_s
+    w, duration = config.workload, config.run.duration_s
+    d = demand(config)
     if w.arrival == "closed":
-        started = w.clients * (min(1.0, duration / w.ramp_s) if w.ramp_s else 1.0)
-        rtt = (c.create_latency_ms + c.kill_latency_ms) / 1000.0
-        cycle = lifetime + w.think_s + rtt  # validation: closed clients have lifetimes
-        creates = started * (1.0 + duration / cycle)
-        kills = creates - started
-        alive = min(started, slots)
         keys = {
             "workload.clients": _up(w.clients, _D.workload.clients),
             "run.duration_s": _up(duration, _D.run.duration_s),
-            "workload.lifetime_s": _down(cycle, _D.workload.lifetime_s),
+            "workload.lifetime_s": _down(d.cycle, _D.workload.lifetime_s),
         }
-        return creates, kills, alive, keys
-    arrival = ARRIVALS[w.arrival]
-    creates = float(trace.check(config)) if arrival.replay else arrival.expected(w, duration)
-    alive = min(creates, slots)
-    if w.arrival == "burst":
-        keys = {arrival.rate_key: _up(w.burst, _D.workload.burst)}
+    elif w.arrival == "burst":
+        keys = {ARRIVALS[w.arrival].rate_key: _up(w.burst, _D.workload.burst)}
     else:
         keys = {
-            arrival.rate_key: _up(creates / duration, _D.workload.rate_per_s),
+            ARRIVALS[w.arrival].rate_key: _up(d.creates / duration, _D.workload.rate_per_s),
             "run.duration_s": _up(duration, _D.run.duration_s),
         }
-        alive = min(alive, creates / duration * lifetime)
-    kills = creates * sum(share * _killed_share(s, w, duration) for share, s in mix)
-    return creates, kills, alive, keys
+    return d.creates, d.kills, d.alive, keys
 
 
 def seed_terms(config: Config) -> list[Term]:

@@ -14,7 +14,7 @@ from harness.ledgers import make_ledger
 from harness.ledgers.optimistic import OptimisticLedger
 from harness.placement import Scorer
 from harness.request import CreateRequest
-from harness.scenario import quiet_nodes
+from harness.scenario import quiet_allowed, quiet_nodes
 from harness.scheduler import Scheduler
 from tests.conftest import CONFIGS, ask, registered, scenario
 
@@ -74,7 +74,27 @@ def test_a_scorer_named_by_import_path_is_used() -> None:
 def test_nodes_skip_unchanged_reports_only_if_no_part_needs_them(placement, quiet) -> None:
     """A strategy that applies every report, or one plugin that reads report times, keeps
     every node reporting at every beat."""
-    assert quiet_nodes(scenario(placement=placement)) is quiet
+    assert quiet_allowed(scenario(placement=placement)) is quiet
+
+
+@pytest.mark.parametrize(
+    ("nodes", "rate", "quiet"),
+    [(10_000, 2000.0, False), (100_000, 2000.0, True), (10_000, 100.0, True)],
+)
+def test_nodes_are_quiet_where_the_cluster_reports_more_often_than_it_changes(
+    nodes, rate, quiet
+) -> None:
+    """Quiet only where it is cheaper: fewer creates and kills a second (2,000 creates with 30 s
+    lifetimes over 30 s: about 3,300) than reports (nodes / 20 s). `stale` allows it."""
+    config = scenario(
+        cluster={"nodes": nodes},
+        heartbeat={"interval_s": 20.0},
+        run={"duration_s": 30.0},
+        workload={"rate_per_s": rate, "lifetime_s": 30.0, "lifetime_dist": "exponential"},
+    )
+    assert quiet_allowed(config)
+    assert quiet_nodes(config) is quiet
+    assert not quiet_nodes(config.with_value("placement.strategy", "optimistic"))
 
 
 def test_weighted_scorers_add_up() -> None:

@@ -86,6 +86,7 @@ def test_quiet_nodes_give_the_same_tables_as_reporting_every_beat(
     config = load(CONFIGS / name, ["run.seeds=2", *changes])
     strategies = [s for s in LEDGERS.builtins if LEDGERS[s].ignores_unchanged_reports()]
     assert sorted(strategies) == ["in_progress", "stale", "ttl"]
+    monkeypatch.setattr(harness_scenario, "quiet_nodes", harness_scenario.quiet_allowed)
     quiet = tables_of(run(config, strategies, tmp_path / "quiet"))
     monkeypatch.setattr(harness_scenario, "quiet_nodes", lambda config: False)
     loud = tables_of(run(config, strategies, tmp_path / "loud"))
