@@ -7,7 +7,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final, final
 
-from mypy_extensions import mypyc_attr
+from librt.vecs import append, vec
+from mypy_extensions import i64, mypyc_attr
 
 from harness.placement.plugin import Eligible, Sampler, Scorer, Selector
 
@@ -23,16 +24,16 @@ SHORT: Final = 16
 @final
 class _Shuffle:
     """The virtual array 0..n-1 of a partial Fisher-Yates: only positions whose value moved
-    are kept. The first few are kept in two lists and searched: a placement moves about K of
-    them, and compiled, each dict operation boxes its int key (an allocation past 256) and
-    hashes it, several times the cost of comparing a few list items. Past `SHORT` (many
-    candidates skipped as ineligible) they go to a dict, whose lookups do not grow."""
+    are kept. The first few are kept in two native vectors and searched: a placement moves
+    about K of them, and compiled, a list or a dict would box each int (an allocation past
+    256), several times the cost of comparing a few numbers. Past `SHORT` (many candidates
+    skipped as ineligible) they go to a dict, whose lookups do not grow."""
 
     __slots__ = ("at", "far", "was")
 
     def __init__(self) -> None:
-        self.at: list[int] = []
-        self.was: list[int] = []
+        self.at = vec[i64]()
+        self.was = vec[i64]()
         self.far: dict[int, int] | None = None
 
     def value(self, p: int) -> int:
@@ -59,8 +60,8 @@ class _Shuffle:
             self.far = dict(zip(at, self.was, strict=True))
             self.far[p] = v
             return
-        at.append(p)
-        self.was.append(v)
+        self.at = append(at, p)
+        self.was = append(self.was, v)
 
 
 def sample(random: Callable[[], float], n: int, k: int, eligible: Eligible | None) -> list[int]:
