@@ -12,7 +12,6 @@ own (the same with one replica).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mypy_extensions import mypyc_attr
@@ -54,7 +53,7 @@ class CacheAffinity(Scorer):
         self.record[template] = (now, hits)
 
     def scores(
-        self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
+        self, scheduler: Scheduler, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         hits = self.hits(req.shape.template, now)
         cap = self.rules.affinity_max_hits

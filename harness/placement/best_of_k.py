@@ -4,7 +4,7 @@ the reference's selection. Together, Best-of-K exactly as the reference schedule
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, final
 
 from librt.vecs import append, vec
@@ -116,7 +116,7 @@ class Reference(Scorer):
     name = "reference"
 
     def scores(
-        self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
+        self, scheduler: Scheduler, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         # `reserved` is `scheduler.reserved`'s sum written out: a call less per candidate, and
         # compiled, a direct call of the ledger's method.
@@ -144,7 +144,7 @@ class Lowest(Selector):
     name = "lowest"
 
     def select(
-        self, scheduler: Scheduler, candidates: Sequence[int], scores: Sequence[float]
+        self, scheduler: Scheduler, candidates: list[int], scores: list[float]
     ) -> int | None:
         # The first of the lowest scores, by strict `<`, in one pass: what min() then index()
         # find, without two generic calls (compiled, the loop is plain float comparisons).

@@ -5,7 +5,6 @@ the power of two choices."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mypy_extensions import mypyc_attr
@@ -88,7 +87,7 @@ class CpuUsage(Scorer):
     name = "cpu_usage"
 
     def scores(
-        self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
+        self, scheduler: Scheduler, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         views, pending = scheduler.ledger.views, scheduler.pending_cpu
         return [views[n].cpu_percent / 100.0 + pending[n] for n in candidates]
@@ -102,7 +101,7 @@ class BinPack(Scorer):
     name = "bin_pack"
 
     def scores(
-        self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
+        self, scheduler: Scheduler, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         views, reserved, r = scheduler.ledger.views, scheduler.reserved, self.rules.r
         return [
@@ -118,7 +117,7 @@ class Constant(Scorer):
     name = "constant"
 
     def scores(
-        self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
+        self, scheduler: Scheduler, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         return [0.0] * len(candidates)
 
@@ -132,7 +131,7 @@ class LeastBusyQuirk(Selector):
     name = "least_busy_quirk"
 
     def select(
-        self, scheduler: Scheduler, candidates: Sequence[int], scores: Sequence[float]
+        self, scheduler: Scheduler, candidates: list[int], scores: list[float]
     ) -> int | None:
         views = scheduler.ledger.views
         leader = None

@@ -3,7 +3,6 @@ choice."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -189,7 +188,7 @@ class Pipeline:
         self.scorer: Scorer | None = self.scorers[0][0] if single else None
 
     def _weighted(
-        self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
+        self, scheduler: Scheduler, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         scores = [0.0] * len(candidates)
         for scorer, weight in self.scorers:

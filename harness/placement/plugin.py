@@ -11,7 +11,7 @@ overrides `placed` (kube-scheduler's PostBind), as `cache_affinity` does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from mypy_extensions import mypyc_attr
@@ -76,7 +76,7 @@ class Scorer(Plugin):
     """Lower is better; a pipeline adds the scorers' weighted scores."""
 
     def scores(
-        self, scheduler: Scheduler, candidates: Sequence[int], req: CreateRequest, now: float
+        self, scheduler: Scheduler, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         raise NotImplementedError
 
@@ -86,6 +86,6 @@ class Selector(Plugin):
     """Which scored candidate wins; None when there is none."""
 
     def select(
-        self, scheduler: Scheduler, candidates: Sequence[int], scores: Sequence[float]
+        self, scheduler: Scheduler, candidates: list[int], scores: list[float]
     ) -> int | None:
         raise NotImplementedError
