@@ -9,10 +9,10 @@ virtual engine, or the Ray driver polling its actors), from the two parties' own
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final, final
 
 from librt.vecs import append, vec
-from mypy_extensions import i32, i64
+from mypy_extensions import i32, i64, u8
 
 from harness.node import Node, Outcome
 
@@ -45,6 +45,30 @@ TIMELINE_COLUMNS = (
     "cpu_error",
 )
 
+KINDS: Final = ("create", "kill")
+"""The `kind` column's values (`Coded`)."""
+OUTCOMES: Final = ("placed", "failed", "killed")
+"""The `outcome` column's values: a create placed or failed, a kill done or failed."""
+_OUTCOME: Final = {label: code for code, label in enumerate(OUTCOMES)}
+_CREATE: Final = 0
+_KILL: Final = 1
+
+
+@final
+class Coded:
+    """A column of a few strings, kept as a small code per row: the row's value is
+    `labels[code]` (the results layer makes the strings of all rows at once)."""
+
+    __slots__ = ("codes", "labels")
+
+    def __init__(self, labels: tuple[str, ...], codes: vec[u8]) -> None:
+        self.labels = labels
+        self.codes = codes
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+
 CreateAnswer = tuple[int, str, int, int, int, int, str | None, object]
 """(sandbox_id, step, node, rpcs, skips, attempts, failure, context) of a finished create;
 `failure` is None for a placed one (a null `reason`, not an empty string)."""
@@ -73,7 +97,7 @@ class RequestLog:
         self._clear()
 
     def _clear(self) -> None:
-        self.kind: list[str] = []
+        self.kind = vec[u8]()
         self.sandbox_id = vec[i64]()
         self.client = vec[i64]()
         self.replica = vec[i32]()
@@ -85,7 +109,7 @@ class RequestLog:
         self.rpcs = vec[i32]()
         self.skips = vec[i32]()
         self.attempts = vec[i32]()
-        self.outcome: list[str] = []
+        self.outcome = vec[u8]()
         self.reason: list[str | None] = []
 
     def create(
@@ -99,8 +123,8 @@ class RequestLog:
     ) -> None:
         sandbox_id, step, node, rpcs, skips, attempts, failure, _ = answer
         self._add(
-            "create", sandbox_id, client, replica, issued_at, sent_at, done_at, node,
-            rpcs, skips, attempts, step, failure,
+            _CREATE, sandbox_id, client, replica, issued_at, sent_at, done_at, node,
+            rpcs, skips, attempts, _OUTCOME[step], failure,
         )  # fmt: skip
 
     def kill(
@@ -117,13 +141,13 @@ class RequestLog:
         """A kill is one RPC and one attempt, never a skip."""
         ok = outcome is Outcome.OK
         self._add(
-            "kill", sandbox_id, client, replica, issued_at, sent_at, done_at, node,
-            1, 0, 1, "killed" if ok else "failed", None if ok else outcome.value,
+            _KILL, sandbox_id, client, replica, issued_at, sent_at, done_at, node,
+            1, 0, 1, _OUTCOME["killed" if ok else "failed"], None if ok else outcome.value,
         )  # fmt: skip
 
     def _add(
         self,
-        kind: str,
+        kind: int,
         sandbox_id: int,
         client: int,
         replica: int,
@@ -134,10 +158,10 @@ class RequestLog:
         rpcs: int,
         skips: int,
         attempts: int,
-        outcome: str,
+        outcome: int,
         reason: str | None,
     ) -> None:
-        self.kind.append(kind)
+        self.kind = append(self.kind, kind)
         self.sandbox_id = append(self.sandbox_id, sandbox_id)
         self.client = append(self.client, client)
         self.replica = append(self.replica, replica)
@@ -149,13 +173,15 @@ class RequestLog:
         self.rpcs = append(self.rpcs, rpcs)
         self.skips = append(self.skips, skips)
         self.attempts = append(self.attempts, attempts)
-        self.outcome.append(outcome)
+        self.outcome = append(self.outcome, outcome)
         self.reason.append(reason)
 
     def take(self) -> dict[str, Any]:
-        """The rows recorded so far, column by column (a list, or a vector of numbers with the
-        buffer protocol); the log starts empty again."""
+        """The rows recorded so far, column by column (a list, a vector of numbers with the
+        buffer protocol, or `Coded` strings); the log starts empty again."""
         columns = {name: getattr(self, name) for name in REQUEST_COLUMNS}
+        columns["kind"] = Coded(KINDS, self.kind)
+        columns["outcome"] = Coded(OUTCOMES, self.outcome)
         self._clear()
         return columns
 

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from harness.recording import Coded
+
 REQUESTS = pa.schema(
     [
         ("strategy", pa.string()),
@@ -150,9 +152,9 @@ def repeated(value: Any, type_: pa.DataType, n: int) -> pa.Array:
 
 
 def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, Any]) -> pa.Table:
-    """An Arrow table of `schema` from columns (lists, arrays, or buffers of numbers of the
-    field's width), with the strategy and seed filled in. Each list is converted to its
-    field's type first: `from_pydict` converts lists at half that speed."""
+    """An Arrow table of `schema` from columns (lists, arrays, buffers of numbers of the
+    field's width, or `Coded` strings), with the strategy and seed filled in. Each list is
+    converted to its field's type first: `from_pydict` converts lists at half that speed."""
     n = len(next(iter(columns.values()))) if columns else 0
     arrays = {
         "strategy": repeated(strategy, pa.string(), n),
@@ -164,6 +166,9 @@ def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, Any]) 
             arrays[name] = pa.array(values, type_)
         elif isinstance(values, pa.Array | pa.ChunkedArray | np.ndarray):
             arrays[name] = values
+        elif isinstance(values, Coded):  # each row's label, taken at once
+            codes = pa.array(np.frombuffer(values.codes, np.uint8))
+            arrays[name] = pa.array(values.labels, type_).take(codes)
         else:  # numbers in a buffer (the model's `librt.vecs` columns): read, not visited
             arrays[name] = pa.array(np.frombuffer(values, type_.to_pandas_dtype()), type_)
     return pa.Table.from_pydict(arrays, schema=schema)
