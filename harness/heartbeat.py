@@ -85,6 +85,13 @@ class HeartbeatSpec:
         "above the interval, reports of a node arrive out of order.",
         ge=0,
     )
+    quiet_nodes: str = key(
+        "auto",
+        "Where the strategy ignores a report that changes nothing, nodes may skip those: "
+        "auto (when cheaper: fewer creates and kills a second than reports), on (wherever "
+        "allowed), off (every beat). The run is the same; only its speed differs.",
+        choices=("auto", "on", "off"),
+    )
 
 
 class HeartbeatPlan:

@@ -84,10 +84,12 @@ def quiet_nodes(config: Config) -> bool:
     cluster needs (1,000,000 nodes, 2,000 creates/s: 15x real time rather than 6x); where
     nearly every node changes between its beats, reporting on every beat is the cheaper way to
     the same run (10,000 nodes, the same load: 15% faster; 100,000: 7% slower). A trace's rate
-    is not read for this: its nodes are quiet."""
-    if not quiet_allowed(config):
+    is not read for this: its nodes are quiet. `heartbeat.quiet_nodes` may say on or off
+    instead of auto."""
+    mode = config.heartbeat.quiet_nodes
+    if mode == "off" or not quiet_allowed(config):
         return False
-    if config.workload.arrival == "trace":
+    if mode == "on" or config.workload.arrival == "trace":
         return True
     need = demand(config)
     changes = (need.creates + need.kills) / config.run.duration_s

@@ -84,8 +84,9 @@ def test_nodes_skip_unchanged_reports_only_if_no_part_needs_them(placement, quie
 def test_nodes_are_quiet_where_the_cluster_reports_more_often_than_it_changes(
     nodes, rate, quiet
 ) -> None:
-    """Quiet only where it is cheaper: fewer creates and kills a second (2,000 creates with 30 s
-    lifetimes over 30 s: about 3,300) than reports (nodes / 20 s). `stale` allows it."""
+    """Quiet (`auto`) only where it is cheaper: fewer creates and kills a second (2,000
+    creates with 30 s lifetimes over 30 s: about 3,300) than reports (nodes / 20 s). `stale`
+    allows it; `heartbeat.quiet_nodes` forces it on or off, on only where allowed."""
     config = scenario(
         cluster={"nodes": nodes},
         heartbeat={"interval_s": 20.0},
@@ -94,7 +95,11 @@ def test_nodes_are_quiet_where_the_cluster_reports_more_often_than_it_changes(
     )
     assert quiet_allowed(config)
     assert quiet_nodes(config) is quiet
-    assert not quiet_nodes(config.with_value("placement.strategy", "optimistic"))
+    assert quiet_nodes(config.with_value("heartbeat.quiet_nodes", "on"))
+    assert not quiet_nodes(config.with_value("heartbeat.quiet_nodes", "off"))
+    optimistic = config.with_value("placement.strategy", "optimistic")
+    assert not quiet_nodes(optimistic)
+    assert not quiet_nodes(optimistic.with_value("heartbeat.quiet_nodes", "on"))  # not allowed
 
 
 def test_weighted_scorers_add_up() -> None:

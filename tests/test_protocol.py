@@ -409,14 +409,16 @@ def test_sync_reports_at_once_then_start_sets_crash_and_beat_timers() -> None:
     ]
 
 
-def test_a_restart_after_process_deaths_counts_them_and_keeps_to_the_fault_plan() -> None:
+@pytest.mark.parametrize("quiet", ["on", "off"])
+def test_a_restart_after_process_deaths_counts_them_and_keeps_to_the_fault_plan(quiet) -> None:
     """A node side that came back after its process died twice (Ray engine): 2 x 3 crashes,
     unknown losses, node 1 still inside its crash window, node 2's crash still to come,
-    beats from the next one due, reports numbered above any sent before."""
+    beats from the next one due, reports numbered above any sent before. Quiet nodes set
+    their group's timer for the crashes' change; the others resume their beats."""
     config = scenario(
         cluster={"nodes": 3},
         placement={"k": 1},
-        heartbeat={"interval_s": 10.0},
+        heartbeat={"interval_s": 10.0, "quiet_nodes": quiet},
         run={"duration_s": 25.0},
         faults=[
             {"kind": "crash", "node": 1, "at_s": 5.0, "until_s": 15.0},
@@ -442,7 +444,7 @@ def four_staggered(strategy: str, duration: float) -> tuple[Parties, list[float]
     config = scenario(
         cluster={"nodes": 4},
         placement={"k": 1, "strategy": strategy},
-        heartbeat={"interval_s": 20.0, "phase": "staggered"},
+        heartbeat={"interval_s": 20.0, "phase": "staggered", "quiet_nodes": "on"},
         run={"duration_s": duration},
     )
     rng = stream(0, "heartbeat")

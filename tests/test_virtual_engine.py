@@ -12,7 +12,6 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from harness import scenario as harness_scenario
 from harness.config import load
 from harness.engine.virtual import VirtualEngine
 from harness.ledgers import LEDGERS
@@ -77,19 +76,19 @@ QUIET = [
 
 
 @pytest.mark.parametrize(("name", "changes"), QUIET, ids=[q[0] for q in QUIET])
-def test_quiet_nodes_give_the_same_tables_as_reporting_every_beat(
-    tmp_path, monkeypatch, name, changes
-):
+def test_quiet_nodes_give_the_same_tables_as_reporting_every_beat(tmp_path, name, changes):
     """Nodes skip the reports that would change nothing (`scenario.quiet_nodes`), for every
     strategy that ignores them: every table is what it is when every node reports on every beat.
     Staggered phases, crashes and comebacks, a delivery delay, four replicas, short intervals."""
     config = load(CONFIGS / name, ["run.seeds=2", *changes])
     strategies = [s for s in LEDGERS.builtins if LEDGERS[s].ignores_unchanged_reports()]
     assert sorted(strategies) == ["in_progress", "stale", "ttl"]
-    monkeypatch.setattr(harness_scenario, "quiet_nodes", harness_scenario.quiet_allowed)
-    quiet = tables_of(run(config, strategies, tmp_path / "quiet"))
-    monkeypatch.setattr(harness_scenario, "quiet_nodes", lambda config: False)
-    loud = tables_of(run(config, strategies, tmp_path / "loud"))
+    quiet = tables_of(
+        run(config.with_value("heartbeat.quiet_nodes", "on"), strategies, tmp_path / "quiet")
+    )
+    loud = tables_of(
+        run(config.with_value("heartbeat.quiet_nodes", "off"), strategies, tmp_path / "loud")
+    )
     for table in TABLES:
         pd.testing.assert_frame_equal(quiet[table], loud[table])
 
