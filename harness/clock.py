@@ -4,6 +4,9 @@
 in time order, and messages due at the same instant in the order they were scheduled, which is
 what makes a seeded run repeatable to the bit. `WallClock` maps model time onto real time for
 the Ray engine, whose hosts keep their own agenda of messages and wake on it.
+
+`Sink` and `Recipient` are a message's two ends: a party sends through its engine's sink and is
+handed each message as a recipient. Both clocks and the Ray hosts' carrier are sinks.
 """
 
 from __future__ import annotations
