@@ -41,11 +41,6 @@ class Recipient:
         raise NotImplementedError
 
 
-def unhandled(kind: int, recipient: object) -> TypeError:
-    """The error of a message delivered to a party that does not handle its kind."""
-    return TypeError(f"{type(recipient).__name__} does not handle messages of kind {kind}")
-
-
 NEAR_S = 1.0
 """Messages due within this many model seconds wait on a small heap of their own, later ones
 (a lifetime's kill, a node's next beat) on a large one. Most messages are RPC legs due in

@@ -409,6 +409,16 @@ def test_sync_reports_at_once_then_start_sets_crash_and_beat_timers() -> None:
     ]
 
 
+def test_a_party_refuses_a_kind_of_message_it_does_not_handle() -> None:
+    """Each party dispatches on the kind itself; another party's kind is an error naming it."""
+    p = Parties(scenario(cluster={"nodes": 3}))
+    with pytest.raises(TypeError, match="NodeHost does not handle SUBMIT_CREATE messages"):
+        p.nodes.deliver(Kind.SUBMIT_CREATE, 0, None, 0.0)
+    with pytest.raises(TypeError, match="ReplicaHost does not handle BEAT messages"):
+        p.replica.deliver(Kind.BEAT, 0, None, 0.0)
+    assert p.sink.take() == []
+
+
 @pytest.mark.parametrize("quiet", ["on", "off"])
 def test_a_restart_after_process_deaths_counts_them_and_keeps_to_the_fault_plan(quiet) -> None:
     """A node side that came back after its process died twice (Ray engine): 2 x 3 crashes,

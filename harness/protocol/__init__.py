@@ -21,7 +21,18 @@ from typing import Final
 
 from harness.clock import Recipient, Sink
 
-__all__ = ["IS_TIMER", "KINDS", "NAMES", "PARTY", "TIMERS", "Kind", "Party", "Recipient", "Sink"]
+__all__ = [
+    "IS_TIMER",
+    "KINDS",
+    "NAMES",
+    "PARTY",
+    "TIMERS",
+    "Kind",
+    "Party",
+    "Recipient",
+    "Sink",
+    "unhandled",
+]
 
 
 class Kind:
@@ -70,6 +81,12 @@ class Kind:
 KINDS = range(14)
 NAMES = {v: k for k, v in vars(Kind).items() if isinstance(v, int)}
 """Kind value -> name, for messages shown to people."""
+
+
+def unhandled(kind: int, recipient: object) -> TypeError:
+    """The error of a message delivered to a party that does not handle its kind."""
+    name = NAMES.get(kind, "unknown")
+    return TypeError(f"{type(recipient).__name__} does not handle {name} messages (kind {kind})")
 
 
 class Party(IntEnum):

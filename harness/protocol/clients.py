@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, cast
 
 from harness.arrivals import ARRIVALS
-from harness.clock import unhandled
 from harness.node import Outcome
-from harness.protocol import Kind, Recipient, Sink
+from harness.protocol import Kind, Recipient, Sink, unhandled
 from harness.recording import CreateAnswer, RequestLog
 from harness.request import Shape
 from harness.streams import stream

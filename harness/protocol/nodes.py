@@ -12,11 +12,10 @@ from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
-from harness.clock import unhandled
 from harness.faults import Faults
 from harness.heartbeat import HeartbeatPlan
 from harness.node import Node, Outcome
-from harness.protocol import Kind, Recipient, Sink
+from harness.protocol import Kind, Recipient, Sink, unhandled
 from harness.recording import Truth, node_columns
 from harness.rpc import Rpc, RpcModel
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.clock import unhandled
 from harness.heartbeat import Report
-from harness.protocol import Kind, Recipient, Sink
+from harness.protocol import Kind, Recipient, Sink, unhandled
 from harness.recording import View
 from harness.request import CreateRequest, Shape
 from harness.rpc import Rpc, RpcModel
