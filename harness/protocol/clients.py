@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import Any, cast
 
 from harness.arrivals import ARRIVALS
@@ -84,10 +85,10 @@ class ClientHost(Recipient):
                 if client % self.hosts == self.index and t < self.duration:
                     self.sink.emit(t, Kind.CLIENT_START, client, t)
         else:
-            creates = self._creates(workload)
-            # One host runs every client (the virtual engine): no generator frame per create.
-            one = self.hosts == 1
-            self._arrivals = enumerate(creates) if one else self._own_arrivals(creates)
+            # This host's share, clients index, index + hosts, ...: every create is drawn, and
+            # no Python frame runs per create.
+            creates = enumerate(self._creates(workload))
+            self._arrivals = islice(creates, self.index, None, self.hosts)
             self._next_arrival(0.0)
 
     def _creates(self, workload: random.Random) -> Iterator[Create]:
@@ -100,12 +101,6 @@ class ClientHost(Recipient):
             return self.templates.replay(self.trace(), self.duration, lifetimes)
         times = self.arrival.times(self.spec, self.duration, workload)
         return self.templates.draw(times, stream(self.seed, "template"), lifetimes)
-
-    def _own_arrivals(self, creates: Iterator[Create]) -> Iterator[tuple[int, Create]]:
-        """(arrival index, create) of this host's share of the open-loop arrivals."""
-        for client, create in enumerate(creates):
-            if client % self.hosts == self.index:
-                yield client, create
 
     def _next_arrival(self, now: float) -> None:
         try:  # compiled, `next` with a default is a generic call of the builtin
