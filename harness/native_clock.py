@@ -3,12 +3,14 @@
 The same discrete-event environment, in the same order: messages by time, and at one instant
 in the order they were scheduled. Only its queue differs. `VirtualClock` keeps tuples on
 `heapq`, the fastest queue interpreted Python has; compiled, every comparison of two tuples is
-a generic call, and they are most of the queue's cost. Here a message is a typed object and
-the heap compares its two fields directly, which interpreted Python would run many times
-slower: the virtual engine takes this clock only when the model is compiled
-(`harness.COMPILED`). A delivered message's object is kept and used again for the next one
-scheduled. Both clocks keep messages due soon on a small heap of their own
-(`harness.clock.NEAR_S`); `tests/test_compiled.py` checks both paths write the same bytes.
+a generic call, and they are most of the queue's cost. Here the heap is three native vectors:
+each message's time, sequence number and slot. A message's kind, key and payload stay in its
+slot, which the heap never moves, so keeping order compares and moves plain numbers and never
+touches a message's objects (at 10,000 nodes a heap of objects spent most of its time waiting
+for them to come from memory). Interpreted Python would run this many times slower: the virtual
+engine takes this clock only when the model is compiled (`harness.COMPILED`). Both clocks keep
+messages due soon on a small heap of their own (`harness.clock.NEAR_S`);
+`tests/test_compiled.py` checks both paths write the same bytes.
 """
 
 from __future__ import annotations
@@ -16,83 +18,102 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final, final
 
+from librt.vecs import append, pop, vec
+from mypy_extensions import i64
+
 from harness.clock import NEAR_S, Recipient, Sink
 
 _NEAR: Final = NEAR_S
 
 
 @final
-class Message:
-    """One scheduled message; `seq` numbers them in the order they were scheduled."""
+class _Heap:
+    """Slots ordered by (time, sequence number), as `heapq` would order the tuples; the three
+    vectors are parallel."""
 
-    __slots__ = ("at", "key", "kind", "payload", "seq")
+    __slots__ = ("at", "seq", "slot")
 
-    def __init__(self, at: float, seq: int, kind: int, key: int, payload: Any) -> None:
-        self.at = at
-        self.seq = seq
-        self.kind = kind
-        self.key = key
-        self.payload = payload
+    def __init__(self) -> None:
+        self.at = vec[float]()
+        self.seq = vec[i64]()
+        self.slot = vec[i64]()
+
+    def before(self, other: _Heap) -> bool:
+        """Whether this heap's first message is due before `other`'s (both non-empty)."""
+        t, u = self.at[0], other.at[0]
+        return t < u or (t == u and self.seq[0] < other.seq[0])
+
+    def push(self, t: float, s: i64, slot: i64) -> None:
+        at = self.at = append(self.at, t)
+        seq = self.seq = append(self.seq, s)
+        slots = self.slot = append(self.slot, slot)
+        _sift_up(at, seq, slots, len(at) - 1, t, s, slot)
+
+    def pop(self) -> i64:
+        """The first message's slot, taken off the heap. As `heapq.heappop`: the hole left at
+        the top goes down to a leaf along the earlier child, and the last entry comes up into
+        it from there."""
+        top = self.slot[0]
+        at, t = pop(self.at)
+        seq, s = pop(self.seq)
+        slots, slot = pop(self.slot)
+        self.at, self.seq, self.slot = at, seq, slots
+        n = len(at)
+        if n == 0:
+            return top
+        pos: i64 = 0
+        child: i64 = 1
+        while child < n:
+            right = child + 1
+            if right < n:
+                a, b = at[right], at[child]
+                if a < b or (a == b and seq[right] < seq[child]):
+                    child = right
+            at[pos] = at[child]
+            seq[pos] = seq[child]
+            slots[pos] = slots[child]
+            pos = child
+            child = 2 * pos + 1
+        _sift_up(at, seq, slots, pos, t, s, slot)
+        return top
 
 
-def _before(a: Message, b: Message) -> bool:
-    """Whether `a` is due before `b`: by time, then in the order they were scheduled."""
-    return a.at < b.at or (a.at == b.at and a.seq < b.seq)
-
-
-def _sift_up(heap: list[Message], pos: int, item: Message) -> None:
-    """`item` into the hole at `pos`, moved up past every parent due after it."""
+def _sift_up(
+    at: vec[float], seq: vec[i64], slots: vec[i64], pos: i64, t: float, s: i64, slot: i64
+) -> None:
+    """(t, s, slot) into the hole at `pos`, moved up past every parent due after it."""
     while pos > 0:
         up = (pos - 1) >> 1
-        parent = heap[up]
-        if _before(item, parent):
-            heap[pos] = parent
+        u = at[up]
+        if t < u or (t == u and s < seq[up]):
+            at[pos] = u
+            seq[pos] = seq[up]
+            slots[pos] = slots[up]
             pos = up
         else:
             break
-    heap[pos] = item
-
-
-def _push(heap: list[Message], item: Message) -> None:
-    """`heapq.heappush` on (at, seq)."""
-    heap.append(item)
-    _sift_up(heap, len(heap) - 1, item)
-
-
-def _pop(heap: list[Message]) -> Message:
-    """`heapq.heappop` on (at, seq): the hole left at the top goes down to a leaf along the
-    earlier child, and the last message comes up into it from there."""
-    last = heap.pop()
-    n = len(heap)
-    if n == 0:
-        return last
-    top = heap[0]
-    pos = 0
-    child = 1
-    while child < n:
-        right = child + 1
-        if right < n and _before(heap[right], heap[child]):
-            child = right
-        heap[pos] = heap[child]
-        pos = child
-        child = 2 * pos + 1
-    _sift_up(heap, pos, last)
-    return top
+    at[pos] = t
+    seq[pos] = s
+    slots[pos] = slot
 
 
 class NativeClock(Sink):
-    """`harness.clock.VirtualClock`'s interface and order, on a queue of typed messages."""
+    """`harness.clock.VirtualClock`'s interface and order, on native heaps."""
 
     def __init__(self, waits: Sequence[bool] = ()) -> None:
         self.time = 0.0
         """The current time (what `now()` returns)."""
-        self._near: list[Message] = []
-        self._far: list[Message] = []
-        self._seq = 0
+        self._near = _Heap()
+        self._far = _Heap()
+        self._seq: i64 = 0
         self.waits = list(waits)
         self.recipients: list[Recipient] = []
-        self._spare: list[Message] = []
-        """Delivered messages, for `at` to use again."""
+        self._kind = vec[i64]()
+        self._key = vec[i64]()
+        self._payload: list[Any] = []
+        """Each slot's message; a slot is used again once its message is delivered."""
+        self._free = vec[i64]()
+        """Slots free for `at`."""
         self.events = 0
 
     def now(self) -> float:
@@ -101,17 +122,17 @@ class NativeClock(Sink):
     def at(self, t: float, kind: int, key: int, payload: Any) -> None:
         """Schedule a message (`kind`, `key`, `payload`) for time `t`."""
         self._seq += 1
-        spare = self._spare
-        if spare:  # a delivered message's object again: no allocation, and warm in the cache
-            message = spare.pop()
-            message.at = t
-            message.seq = self._seq
-            message.kind = kind
-            message.key = key
-            message.payload = payload
+        if len(self._free):
+            self._free, slot = pop(self._free)
+            self._kind[slot] = kind
+            self._key[slot] = key
+            self._payload[slot] = payload
         else:
-            message = Message(t, self._seq, kind, key, payload)
-        _push(self._near if t < self.time + _NEAR else self._far, message)
+            slot = len(self._kind)
+            self._kind = append(self._kind, kind)
+            self._key = append(self._key, key)
+            self._payload.append(payload)
+        (self._near if t < self.time + _NEAR else self._far).push(t, self._seq, slot)
 
     def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
         if at <= self.time and not self.waits[kind]:
@@ -122,22 +143,23 @@ class NativeClock(Sink):
     def run(self, progress: Callable[[float], None] | None = None, every: int = 8192) -> None:
         """Deliver every message, each to `recipients[kind]`, until none is left;
         `progress(now)` is called every `every` messages."""
-        near, far, recipients, spare = self._near, self._far, self.recipients, self._spare
+        near, far, recipients, payloads = self._near, self._far, self.recipients, self._payload
         n = 0
         while True:
-            if near:
-                heap = far if far and _before(far[0], near[0]) else near
-            elif far:
+            if len(near.at):
+                heap = far if len(far.at) and far.before(near) else near
+            elif len(far.at):
                 heap = far
             else:
                 break
-            message = _pop(heap)
-            t = message.at
+            t = heap.at[0]
+            slot = heap.pop()
             self.time = t
-            kind, key, payload = message.kind, message.key, message.payload
-            message.payload = None
-            spare.append(message)
-            recipients[kind].deliver(kind, key, payload, t)
+            kind = self._kind[slot]
+            payload = payloads[slot]
+            payloads[slot] = None
+            self._free = append(self._free, slot)
+            recipients[kind].deliver(kind, self._key[slot], payload, t)
             n += 1
             if progress is not None and n % every == 0:
                 progress(t)
