@@ -11,6 +11,9 @@ import random
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 
+from librt.vecs import vec
+from mypy_extensions import i64
+
 from harness.heartbeat import Report
 from harness.ledger import Ledger
 from harness.node import NodeInfo, Outcome
@@ -41,11 +44,16 @@ class Scheduler:
         self.ledger = ledger
         self.random = rng.random
         self.n = len(nodes)
-        self.in_progress: list[dict[int, float]] = [{} for _ in nodes]
-        self.pending_cpu = [0.0] * self.n
+        # The in-progress map, node by node: how many creates are in progress and their
+        # vCPUs. Counts and sums in native vectors rather than a dict of sandbox IDs per node:
+        # each create's own ID is its request's, so the map only ever needs these two, and a
+        # vector is read without visiting an object per node (the most frequent reads of a
+        # placement, at 10,000 nodes mostly waits on memory).
+        self.starting = vec[i64]([0] * self.n)
+        self.pending_cpu = vec[float]([0.0] * self.n)
         # Kills sent and not answered yet, per node: the accounting error's other bound.
-        self.killing: list[dict[int, float]] = [{} for _ in nodes]
-        self.killing_cpu = [0.0] * self.n
+        self.killing = vec[i64]([0] * self.n)
+        self.killing_cpu = vec[float]([0.0] * self.n)
         # While every node has at least this many vCPUs, no request needs a CPU filter.
         self.min_cpu_count = min((info.cpu_count for info in nodes), default=0)
         self.reserved = self._reserved_of(ledger)
@@ -75,7 +83,7 @@ class Scheduler:
         if node is None:
             req.failure = "no_candidate"
             return None
-        self.in_progress[node][req.sandbox_id] = req.vcpu
+        self.starting[node] += 1
         self.pending_cpu[node] += req.vcpu
         req.node = node
         req.rpcs += 1
@@ -86,10 +94,12 @@ class Scheduler:
         self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None = None
     ) -> Step:
         node = req.node
-        vcpu = self.in_progress[node].pop(req.sandbox_id)
-        self.pending_cpu[node] -= vcpu
-        if not self.in_progress[node]:
-            self.pending_cpu[node] = 0.0  # no float residue once the node has nothing pending
+        left = self.starting[node] - 1
+        if left < 0:
+            raise ValueError(f"sandbox {req.sandbox_id}: no create in progress on node {node}")
+        self.starting[node] = left
+        # No float residue once the node has nothing pending.
+        self.pending_cpu[node] = self.pending_cpu[node] - req.vcpu if left else 0.0
         self.ledger.create_finished(req, outcome, now, response)
         if outcome is Outcome.OK:
             req.attempts += 1
@@ -114,14 +124,16 @@ class Scheduler:
 
     def start_kill(self, req: CreateRequest, now: float) -> None:
         """Called when the kill RPC for `req` (placed on `req.node`) is sent."""
-        self.killing[req.node][req.sandbox_id] = req.vcpu
+        self.killing[req.node] += 1
         self.killing_cpu[req.node] += req.vcpu
 
     def finish_kill(
         self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None = None
     ) -> None:
         node = req.node
-        self.killing_cpu[node] -= self.killing[node].pop(req.sandbox_id)
-        if not self.killing[node]:
-            self.killing_cpu[node] = 0.0
+        left = self.killing[node] - 1
+        if left < 0:
+            raise ValueError(f"sandbox {req.sandbox_id}: no kill in progress on node {node}")
+        self.killing[node] = left
+        self.killing_cpu[node] = self.killing_cpu[node] - req.vcpu if left else 0.0
         self.ledger.kill_finished(req, outcome, now, response)

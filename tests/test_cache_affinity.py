@@ -125,7 +125,8 @@ def place(s: Scheduler, template: str, node: int, now: float) -> None:
     """A create of `template` this replica placed on `node`, answered OK at `now`."""
     req = CreateRequest(0, shape(template), now, now + 30.0, 0)
     req.node = node
-    s.in_progress[node][0] = 1.0
+    s.starting[node] += 1  # its create in progress there, as start_create leaves it
+    s.pending_cpu[node] += req.vcpu
     assert s.finish_create(req, Outcome.OK, now) is Step.PLACED
 
 

@@ -50,10 +50,35 @@ def test_resource_exhausted_is_a_skip_not_an_attempt():
     req = request()
     for _ in range(5):
         node = s.start_create(req, 0.0)
-        assert s.in_progress[node] == {1: 1.0}
+        assert (s.starting[node], s.pending_cpu[node]) == (1, 1.0)
         assert s.finish_create(req, Outcome.RESOURCE_EXHAUSTED, 0.001) is Step.RETRY
-        assert s.in_progress[node] == {} and s.pending_cpu[node] == 0
+        assert (s.starting[node], s.pending_cpu[node]) == (0, 0.0)
     assert (req.skips, req.attempts, req.excluded) == (5, 0, None)
+
+
+def test_the_in_progress_map_counts_and_sums_each_nodes_creates_and_kills():
+    """Two creates of 0.1 and 0.2 vCPUs on one node: counted, summed, and back to exactly 0
+    when both are answered (no float residue). An answer with nothing in progress on its node
+    is the harness's bug, not a run's outcome: an error."""
+    s = scheduler(nodes=1)
+    a, b = request(1, vcpu=0.1), request(2, vcpu=0.2)
+    s.start_create(a, 0.0)
+    s.start_create(b, 0.0)
+    assert (s.starting[0], s.pending_cpu[0]) == (2, 0.1 + 0.2)
+    s.finish_create(a, Outcome.OK, 0.001)
+    assert (s.starting[0], s.pending_cpu[0]) == (1, 0.1 + 0.2 - 0.1)
+    s.finish_create(b, Outcome.OK, 0.001)
+    assert (s.starting[0], s.pending_cpu[0]) == (0, 0.0)
+    s.start_kill(a, 1.0)
+    s.start_kill(b, 1.0)
+    assert (s.killing[0], s.killing_cpu[0]) == (2, 0.1 + 0.2)
+    s.finish_kill(b, Outcome.OK, 1.001)
+    s.finish_kill(a, Outcome.OK, 1.001)
+    assert (s.killing[0], s.killing_cpu[0]) == (0, 0.0)
+    with pytest.raises(ValueError, match="no create in progress on node 0"):
+        s.finish_create(a, Outcome.OK, 2.0)
+    with pytest.raises(ValueError, match="no kill in progress on node 0"):
+        s.finish_kill(a, Outcome.OK, 2.0)
 
 
 def test_other_failures_exclude_the_node_and_stop_after_three_attempts():

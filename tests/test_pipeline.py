@@ -173,7 +173,7 @@ def test_the_least_busy_quirk_compares_with_the_leaders_reported_usage_alone():
     for scheduler in (quirk, corrected):
         scheduler.ledger.views[0].cpu_percent = 200.0
         scheduler.ledger.views[1].cpu_percent = 400.0
-        scheduler.in_progress[0].update({7: 1.0, 8: 1.0, 9: 1.0})
+        scheduler.starting[0] = 3
         scheduler.pending_cpu[0] = 3.0
     assert quirk.choose(ask(), 0.0) == 0
     assert corrected.choose(ask(), 0.0) == 1

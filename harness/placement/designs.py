@@ -65,7 +65,7 @@ class StartingCap(Filter):
     name = "starting_cap"
 
     def passes(self, scheduler: Scheduler, node: int, req: CreateRequest, now: float) -> bool:
-        return len(scheduler.in_progress[node]) <= self.rules.max_starting
+        return scheduler.starting[node] <= self.rules.max_starting
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

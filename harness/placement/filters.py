@@ -40,7 +40,7 @@ class TooManyStarting(Filter):
         return self.rules.too_many_starting
 
     def passes(self, scheduler: Scheduler, node: int, req: CreateRequest, now: float) -> bool:
-        return len(scheduler.in_progress[node]) <= self.rules.max_starting
+        return scheduler.starting[node] <= self.rules.max_starting
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -122,7 +122,7 @@ class ReplicaHost(Recipient):
         s = self.scheduler
         return (
             self.believed(now),
-            [len(pending) for pending in s.in_progress],
+            list(s.starting),
             list(s.pending_cpu),
             list(s.killing_cpu),
         )
