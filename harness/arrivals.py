@@ -69,8 +69,8 @@ class Constant(OpenLoop):
 
     @staticmethod
     def times(spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
-        i = 0
-        while (t := i / spec.rate_per_s) < duration:
+        i, rate = 0, spec.rate_per_s  # the spec is interpreted: read once, not per create
+        while (t := i / rate) < duration:
             yield t
             i += 1
 

@@ -106,6 +106,8 @@ class Ledger:
         self.checks_seq = self.drops_old_reports
         """`drops_old_reports`, read once: compiled, a class attribute is a lookup on the type
         for every report."""
+        self.counts_pending = self.counts_in_progress
+        """`counts_in_progress`, read once (the score reads it for every create)."""
 
     @classmethod
     def ignores_unchanged_reports(cls) -> bool:

@@ -13,6 +13,7 @@ from mypy_extensions import i64, mypyc_attr
 from harness.placement.plugin import Eligible, Sampler, Scorer, Selector
 
 if TYPE_CHECKING:
+    from harness.placement.spec import PlacementSpec
     from harness.request import CreateRequest
     from harness.scheduler import Scheduler
 
@@ -115,14 +116,21 @@ class Reference(Scorer):
 
     name = "reference"
 
+    def __init__(self, rules: PlacementSpec) -> None:
+        super().__init__(rules)
+        self.r = rules.r
+        self.alpha = rules.alpha
+        """R and alpha, read once: the rules are an interpreted object, and this scores every
+        create."""
+
     def scores(
         self, scheduler: Scheduler, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         # `reserved` is `scheduler.reserved`'s sum written out: a call less per candidate, and
         # compiled, a direct call of the ledger's method.
         ledger, pending = scheduler.ledger, scheduler.pending_cpu
-        views, counts = ledger.views, ledger.counts_in_progress
-        r, alpha, vcpu = self.rules.r, self.rules.alpha, req.vcpu
+        views, counts = ledger.views, ledger.counts_pending
+        r, alpha, vcpu = self.r, self.alpha, req.vcpu
         out = []
         for node in candidates:
             view = views[node]

@@ -17,6 +17,14 @@ from harness.rpc import Rpc, RpcModel
 from harness.scheduler import Scheduler, Step
 
 
+def _take(requests: dict[int, CreateRequest], sandbox_id: int) -> CreateRequest:
+    """`requests.pop(sandbox_id)`. Compiled, `pop` is a generic method call, and an index and a
+    delete are two native ones (the delete finds the entry the index just brought in)."""
+    req = requests[sandbox_id]
+    del requests[sandbox_id]
+    return req
+
+
 class ReplicaHost(Recipient):
     """Replica `index`: its scheduler (view, in-progress map, ledger, random stream) and the
     creates and kills it has in flight."""
@@ -69,7 +77,7 @@ class ReplicaHost(Recipient):
 
     def on_create_answer(self, key: int, payload: tuple, now: float) -> None:
         sandbox_id, outcome, response = payload
-        req = self.creating.pop(sandbox_id)
+        req = _take(self.creating, sandbox_id)
         step = self.scheduler.finish_create(req, outcome, now, response)
         if step is Step.RETRY:
             self._place(req, now)
@@ -95,7 +103,7 @@ class ReplicaHost(Recipient):
 
     def on_submit_kill(self, key: int, payload: tuple, now: float) -> None:
         sandbox_id, context = payload
-        req = self.placed.pop(sandbox_id)
+        req = _take(self.placed, sandbox_id)
         req.context = context
         self.killing[sandbox_id] = req
         self.scheduler.start_kill(req, now)
@@ -104,7 +112,7 @@ class ReplicaHost(Recipient):
 
     def on_kill_answer(self, key: int, payload: tuple, now: float) -> None:
         sandbox_id, outcome, response = payload
-        req = self.killing.pop(sandbox_id)
+        req = _take(self.killing, sandbox_id)
         self.scheduler.finish_kill(req, outcome, now, response)
         answer = (sandbox_id, outcome, req.node, req.context)
         self.sink.emit(now, Kind.KILL_DONE, req.client, answer)
