@@ -11,7 +11,7 @@ import pytest
 from harness.analysis import rank_shares
 from harness.engine.virtual import VirtualEngine
 from harness.ledgers import make_ledger
-from harness.placement.best_of_k import Reference, sample
+from harness.placement.best_of_k import Reference, _Shuffle, sample
 from harness.scheduler import PlacementSpec, Scheduler
 from tests.conftest import ask, registered, scenario
 
@@ -41,6 +41,21 @@ def test_sampler_matches_the_original_draw_for_draw(n, k):
             a = sample(random.Random(seed).random, n, k, eligible)
             b = original_sample(random.Random(seed).random, n, k, eligible)
             assert a == b
+
+
+def test_a_sampler_reusing_its_scratch_draws_as_with_a_fresh_one():
+    """A sampler keeps one `_Shuffle` and clears it for each placement. Placements that move
+    more positions than its vectors hold (and take its dict) and placements that do not,
+    interleaved, draw exactly what a fresh `_Shuffle` each would."""
+    shared = _Shuffle()
+    blocked = {i for i in range(1000) if i % 3 == 1}
+    cases = [(10, 3), (1000, 40), (7, 1), (50, 50), (1000, 2), (10, 10)]
+    filters = [None, lambda node: node not in blocked] * 3
+    for seed in range(100):
+        for (n, k), eligible in zip(cases, filters, strict=True):
+            fresh = sample(random.Random(seed).random, n, k, eligible)
+            assert sample(random.Random(seed).random, n, k, eligible, shared) == fresh
+            assert fresh == original_sample(random.Random(seed).random, n, k, eligible)
 
 
 def test_sampler_is_without_replacement_and_uniform():

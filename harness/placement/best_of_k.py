@@ -28,21 +28,28 @@ class _Shuffle:
     are kept. The first few are kept in two native vectors and searched: a placement moves
     about K of them, and compiled, a list or a dict would box each int (an allocation past
     256), several times the cost of comparing a few numbers. Past `SHORT` (many candidates
-    skipped as ineligible) they go to a dict, whose lookups do not grow."""
+    skipped as ineligible) they go to a dict, whose lookups do not grow. A sampler keeps one
+    and clears it for each placement: the vectors keep their room, and nothing is allocated."""
 
-    __slots__ = ("at", "far", "was")
+    __slots__ = ("at", "far", "size", "was")
 
     def __init__(self) -> None:
         self.at = vec[i64]()
         self.was = vec[i64]()
+        self.size = 0
+        """Moved positions kept in the vectors (their first `size` entries)."""
         self.far: dict[int, int] | None = None
+
+    def clear(self) -> None:
+        self.size = 0
+        self.far = None
 
     def value(self, p: int) -> int:
         far = self.far
         if far is not None:
             return far.get(p, p)
         at = self.at
-        for x in range(len(at)):
+        for x in range(self.size):
             if at[x] == p:
                 return self.was[x]
         return p
@@ -52,28 +59,43 @@ class _Shuffle:
         if far is not None:
             far[p] = v
             return
-        at = self.at
-        for x in range(len(at)):
+        at, size = self.at, self.size
+        for x in range(size):
             if at[x] == p:
                 self.was[x] = v
                 return
-        if len(at) == SHORT:
+        if size == SHORT:
             self.far = dict(zip(at, self.was, strict=True))
             self.far[p] = v
             return
-        self.at = append(at, p)
-        self.was = append(self.was, v)
+        if size < len(at):
+            at[size] = p
+            self.was[size] = v
+        else:
+            self.at = append(at, p)
+            self.was = append(self.was, v)
+        self.size = size + 1
 
 
-def sample(random: Callable[[], float], n: int, k: int, eligible: Eligible | None) -> list[int]:
+def sample(
+    random: Callable[[], float],
+    n: int,
+    k: int,
+    eligible: Eligible | None,
+    shuffle: _Shuffle | None = None,
+) -> list[int]:
     """Partial Fisher-Yates over the virtual array 0..n-1, skipping ineligible nodes.
 
     Same draws, same order and same distribution as the original's array shuffle, but the array
-    is never built: only moved positions are kept (`_Shuffle`), so the cost is O(K + nodes
-    skipped), not O(n). `random` is a seeded `random.Random().random`.
+    is never built: only moved positions are kept (`_Shuffle`: the caller's, cleared, or a new
+    one), so the cost is O(K + nodes skipped), not O(n). `random` is a seeded
+    `random.Random().random`.
     """
     chosen: list[int] = []
-    shuffle = _Shuffle()
+    if shuffle is None:
+        shuffle = _Shuffle()
+    else:
+        shuffle.clear()
     for i in range(n):
         span = n - i
         r = int(random() * span)
@@ -94,8 +116,14 @@ class BestOfK(Sampler):
 
     name = "best_of_k"
 
+    def __init__(self, rules: PlacementSpec) -> None:
+        super().__init__(rules)
+        self.k = rules.k
+        """K, read once: the rules are an interpreted object."""
+        self.shuffle = _Shuffle()
+
     def sample(self, scheduler: Scheduler, eligible: Eligible | None) -> list[int]:
-        return sample(scheduler.random, scheduler.n, self.rules.k, eligible)
+        return sample(scheduler.random, scheduler.n, self.k, eligible, self.shuffle)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
