@@ -36,7 +36,7 @@ class _Shuffle:
     def __init__(self) -> None:
         self.at = vec[i64]()
         self.was = vec[i64]()
-        self.size = 0
+        self.size: i64 = 0
         """Moved positions kept in the vectors (their first `size` entries)."""
         self.far: dict[int, int] | None = None
 
@@ -44,7 +44,7 @@ class _Shuffle:
         self.size = 0
         self.far = None
 
-    def value(self, p: int) -> int:
+    def value(self, p: i64) -> i64:
         far = self.far
         if far is not None:
             return far.get(p, p)
@@ -54,7 +54,7 @@ class _Shuffle:
                 return self.was[x]
         return p
 
-    def put(self, p: int, v: int) -> None:
+    def put(self, p: i64, v: i64) -> None:
         far = self.far
         if far is not None:
             far[p] = v
@@ -96,9 +96,10 @@ def sample(
         shuffle = _Shuffle()
     else:
         shuffle.clear()
-    for i in range(n):
-        span = n - i
-        r = int(random() * span)
+    m: i64 = n  # compiled, positions are machine ints, as the shuffle's vectors keep them
+    for i in range(m):
+        span = m - i
+        r = i64(random() * float(span))
         j = i + (r if r < span else span - 1)  # random() * span can round up to span
         node = shuffle.value(j)
         if j != i:  # position i is never read again: a swap with itself changes nothing
