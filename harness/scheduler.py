@@ -94,12 +94,7 @@ class Scheduler:
         self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None = None
     ) -> Step:
         node = req.node
-        left = self.starting[node] - 1
-        if left < 0:
-            raise ValueError(f"sandbox {req.sandbox_id}: no create in progress on node {node}")
-        self.starting[node] = left
-        # No float residue once the node has nothing pending.
-        self.pending_cpu[node] = self.pending_cpu[node] - req.vcpu if left else 0.0
+        _leave(self.starting, self.pending_cpu, req, "create")
         self.ledger.create_finished(req, outcome, now, response)
         if outcome is Outcome.OK:
             req.attempts += 1
@@ -130,10 +125,17 @@ class Scheduler:
     def finish_kill(
         self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None = None
     ) -> None:
-        node = req.node
-        left = self.killing[node] - 1
-        if left < 0:
-            raise ValueError(f"sandbox {req.sandbox_id}: no kill in progress on node {node}")
-        self.killing[node] = left
-        self.killing_cpu[node] = self.killing_cpu[node] - req.vcpu if left else 0.0
+        _leave(self.killing, self.killing_cpu, req, "kill")
         self.ledger.kill_finished(req, outcome, now, response)
+
+
+def _leave(counts: vec[i64], vcpus: vec[float], req: CreateRequest, what: str) -> None:
+    """`req`'s create or kill (`what`) is no longer in progress on its node: one less in the
+    node's count, its vCPUs out of the node's sum, which is exactly 0 once the count is (no
+    float residue). A count below zero is the harness's bug, not a run's outcome."""
+    node = req.node
+    left = counts[node] - 1
+    if left < 0:
+        raise ValueError(f"sandbox {req.sandbox_id}: no {what} in progress on node {node}")
+    counts[node] = left
+    vcpus[node] = vcpus[node] - req.vcpu if left else 0.0
