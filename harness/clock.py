@@ -80,12 +80,10 @@ class VirtualClock(Sink):
         heapq.heappush(queue, (t, next(self._seq), kind, key, payload))
 
     def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
-        now = self.time
-        if at <= now and not self.waits[kind]:
+        if at <= self.time and not self.waits[kind]:
             self.recipients[kind].deliver(kind, key, payload, at)
         else:
-            queue = self._near if at < now + NEAR_S else self._far
-            heapq.heappush(queue, (at, next(self._seq), kind, key, payload))
+            self.at(at, kind, key, payload)
 
     def run(self, progress: Callable[[float], None] | None = None, every: int = 8192) -> None:
         """Deliver every message, each to `recipients[kind]`, until none is left;
