@@ -1,7 +1,8 @@
 """A Ray host's hot path: its agenda, the delivery to its party and its outboxes.
 
 Every message carries the model time `at` it is due: the carrier keeps those not yet due on a
-heap and handles them, in (time, arrival) order, on a wall clock (`harness.clock.WallClock`);
+heap and handles them, in (time, arrival) order, on a wall clock
+(`harness.model.event_queue.WallClock`);
 one that arrives late is handled at once. A message for another party goes into the outbox of
 the actor hosting its key (`actors.outbox`); while an RPC's item is handled, into its reply.
 
@@ -20,9 +21,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, final
 
 from actors.outbox import PROTOCOL, Outbox
-from harness.clock import Recipient, Sink, WallClock
-from harness.protocol import IS_TIMER, PARTY, Kind, Party
-from harness.protocol.nodes import died
+from harness.model.event_queue import Recipient, Sink, WallClock
+from harness.model.protocol import IS_TIMER, PARTY, Kind, Party
+from harness.model.protocol.node_party import died
 
 Message = tuple[float, int, int, Any]
 """(at, kind, key, payload), as messages travel."""
@@ -167,7 +168,7 @@ class Carrier(Sink):
         return box
 
     def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
-        """The party's sink (`harness.protocol`): a timer waits on the heap; a message for
+        """The party's sink (`harness.model.protocol`): a timer waits on the heap; a message for
         another party goes into the outbox of the actor hosting its key, or into the reply
         while a call's item is handled."""
         if _IS_TIMER[kind]:
@@ -327,6 +328,6 @@ class Carrier(Sink):
 
 def _died(item: Message) -> tuple[Message]:
     """What an RPC's handling sends back when the node group died before answering: the
-    failed answer (`harness.protocol.nodes.died`)."""
+    failed answer (`harness.model.protocol.node_party.died`)."""
     at, kind, _, payload = item
     return (died(kind, payload, at),)

@@ -25,15 +25,15 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.host import ClientPool, NodeGroup, Replica, Restarted
 from actors.spool import Spool
-from harness import sketch
-from harness.clock import WallClock
 from harness.config import Config
-from harness.engine import EngineError, Progress, Snapshot
-from harness.load import LoadMeter
-from harness.ray_setup import connect, plugin_sources
-from harness.recording import TimelineLog, next_sample
-from harness.schemas import NODES, REQUESTS, TIMELINE, table
-from harness.seed_result import SeedResult, seed_result
+from harness.engines import EngineError, Progress, Snapshot
+from harness.model.event_queue import WallClock
+from harness.model.recording import TimelineLog, next_sample
+from harness.results import percentiles
+from harness.results.arrow_schemas import NODES, REQUESTS, TIMELINE, table
+from harness.results.seed_result import SeedResult, seed_result
+from harness.running.live_load import LoadMeter
+from harness.running.ray_setup import connect, plugin_sources
 
 POLL_S = 0.25
 """Wall seconds between two polls of the driver (streamed rows, live view)."""
@@ -328,7 +328,7 @@ class RaySeedRun:
             finals = self._on_groups("final")
             if sum(self.deaths) == deaths:
                 break
-        rpc = sketch.merged(self._get(self.replicas, "rpc_times"))
+        rpc = percentiles.merged(self._get(self.replicas, "rpc_times"))
         return finals, drained, rpc
 
     def _partial(self, requests: pa.Table, timeline: pa.Table) -> SeedResult:
@@ -376,9 +376,9 @@ class RaySeedRun:
                 columns.setdefault(name, []).extend(values)
             faults.update(part["faults"])
         self.sandbox_ids = [ids for part in finals for ids in part["sandbox_ids"]]
-        lateness = sketch.merged(part["lateness"] for part in finals)
-        rpc_p50, rpc_p99 = sketch.quantiles(rpc, (0.5, 0.99))
-        late_p50, late_p99 = sketch.quantiles(lateness, (0.5, 0.99))
+        lateness = percentiles.merged(part["lateness"] for part in finals)
+        rpc_p50, rpc_p99 = percentiles.quantiles(rpc, (0.5, 0.99))
+        late_p50, late_p99 = percentiles.quantiles(lateness, (0.5, 0.99))
         return seed_result(
             RayEngine.name,
             config,
@@ -395,8 +395,8 @@ class RaySeedRun:
                 "create_rpc_p99_ms": rpc_p99,
                 "heartbeat_late_p50_ms": late_p50,
                 "heartbeat_late_p99_ms": late_p99,
-                "create_rpc_sketch": sketch.to_bytes(rpc),
-                "heartbeat_late_sketch": sketch.to_bytes(lateness),
+                "create_rpc_sketch": percentiles.to_bytes(rpc),
+                "heartbeat_late_sketch": percentiles.to_bytes(lateness),
             },
             sandbox_ids=self.sandbox_ids,
             lost_ids=[i for part in finals for i in part["lost_ids"]],

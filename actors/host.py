@@ -1,6 +1,6 @@
 """The Ray transport of the protocol: one actor hosts one party and carries its messages.
 
-A party (`harness.protocol`) decides everything; its host only moves messages and keeps time.
+A party (`harness.model.protocol`) decides everything; its host only moves messages and keeps time.
 The hot path, its agenda, dispatch and outboxes, is a `Carrier` (`actors.carrier`, compiled
 where the model is); the actor wraps it, builds the party and answers the driver. RPCs to the
 node side travel as calls: what handling them sends back (the answers) returns in the call's
@@ -25,10 +25,11 @@ from ray.exceptions import RayActorError
 
 from actors.carrier import Carrier
 from actors.outbox import PROTOCOL
-from harness import scenario, sketch
 from harness.config import Config
-from harness.protocol import Party
-from harness.schemas import REQUESTS, table
+from harness.model.protocol import Party
+from harness.results import percentiles
+from harness.results.arrow_schemas import REQUESTS, table
+from harness.wiring import scenario
 
 GC_THRESHOLDS = (20_000, 20, 100)
 """The collector's thresholds in an actor's process. Handling a message allocates a few tuples;
@@ -175,7 +176,7 @@ class NodeGroup(Host):
         hosted = scenario.nodes(config, seed)[lo:hi]
         self.host = scenario.node_host(config, seed, hosted, self.carrier)
         self.carrier.set_party(self.host)
-        self.lateness = sketch.new()
+        self.lateness = percentiles.new()
         """Heartbeat lateness, model ms."""
         self.carrier.beat_late = lambda model_s: self.lateness.add(model_s * 1000.0)
         self.deaths = 0
@@ -261,7 +262,7 @@ class Replica(Host):
             return
         self.host = scenario.replica_host(config, seed, self.index, self.carrier)
         self.carrier.set_party(self.host)
-        self.round_trips = sketch.new()
+        self.round_trips = percentiles.new()
         """Create RPC round trips, model ms."""
         ms_per_wall_s = 1000.0 / config.run.time_scale
         self.carrier.round_trip = lambda wall_s: self.round_trips.add(wall_s * ms_per_wall_s)

@@ -1,10 +1,12 @@
-"""Measures the per-unit costs `harness/budget.py` estimates with: memory and CPU time per node,
+"""Measures the per-unit costs `harness/running/cost_check.py` estimates with: memory and CPU time
+per node,
 per extra replica's view, per request row, per live sandbox, per timeline row, per report
 (delivered, and in flight) and per closed-loop client.
 
     PYTHONPATH=. python bench/budget.py
 
-Each scenario runs one seed of `harness.runner.run` (engine, checks, Parquet files) in a fresh
+Each scenario runs one seed of `harness.running.runner.run` (engine, checks, Parquet files) in a
+fresh
 process, which reports its peak RSS above its size before the run, and the CPU time of the run;
 a unit's cost is the difference between two scenarios that differ in that unit only, divided
 by the units. Takes some minutes and ~1.5 GB.
@@ -22,7 +24,7 @@ import json, resource, sys, tempfile, time
 from pathlib import Path
 import pyarrow.parquet  # loaded by every run: not part of the difference
 from harness.config import from_dict
-from harness.runner import run
+from harness.running.runner import run
 
 config = from_dict(json.loads(sys.argv[1]))
 base = int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize()

@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.ray_setup import start_ray, stop_ray
-from harness.sweep import run_seed, run_sweep
-from harness.sweep_spec import Sweep, load_sweep
-from harness.sweep_store import load_sweep_results
+from harness.config.sweep_file import Sweep, load_sweep
+from harness.results.sweep_folder import load_sweep_results
+from harness.running.ray_setup import start_ray, stop_ray
+from harness.running.sweep_runner import run_seed, run_sweep
 
 SWEEP = Path(__file__).resolve().parent.parent / "configs" / "sweep-heartbeat.toml"
 

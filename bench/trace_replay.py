@@ -4,7 +4,8 @@ the way a client host replays it, and what replay costs the virtual engine.
     python bench/trace_replay.py [--rows 1000000] [--engine-rows 100000]
 
 1. The trace (bench/make_trace.py) as CSV and as Parquet. Each is read in a fresh process, as
-   a client host does (`harness.trace.rows`, every row checked, then `Templates.replay`: the
+   a client host does (`harness.config.trace_file.rows`, every row checked, then
+   `Templates.replay`: the
    shape and lifetime of each create), and, for scale, loaded whole by pyarrow and turned into
    the same rows. Peak RSS is the process's high-water mark less its size before reading.
 2. The virtual engine on `--engine-rows` creates of configs/trace-replay.toml's templates on
@@ -26,11 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.make_trace import write  # noqa: E402
-from harness import trace  # noqa: E402
 from harness.config import load  # noqa: E402
-from harness.engine.virtual import VirtualEngine  # noqa: E402
-from harness.streams import stream  # noqa: E402
-from harness.workload import Templates  # noqa: E402
+from harness.config import trace_file as trace  # noqa: E402
+from harness.engines.virtual import VirtualEngine  # noqa: E402
+from harness.model.random_streams import stream  # noqa: E402
+from harness.model.workload.templates import Templates  # noqa: E402
 
 REPLAY = ROOT / "configs" / "trace-replay.toml"
 RATE = 50.0

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import harness
 from harness.config import from_dict, load
-from harness.engine.virtual import VirtualEngine
+from harness.engines.virtual import VirtualEngine
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 

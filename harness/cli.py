@@ -15,21 +15,20 @@ from typing import Any, NoReturn, Protocol
 from rich.console import Console
 
 import harness
-from harness import trace
-from harness.budget import check_run, check_sweep, this_machine
-from harness.config import Config, ConfigError, load
-from harness.display import LazyProgress, SweepBar, print_keys, print_run, print_sweep
-from harness.engine import ENGINES, EngineError
-from harness.invariants import InvariantError
-from harness.ledgers import LEDGERS
-from harness.placement.framework import plugin_catalogue
-from harness.ray_setup import ray_scope
-from harness.registry import RegistryError
-from harness.run_store import ResultsError, load_run
-from harness.runner import default_out_dir, run
-from harness.sweep_spec import load_sweep
-from harness.sweep_store import is_sweep, load_sweep_results
-from harness.thresholds import FORM, not_run
+from harness.config import Config, ConfigError, load, trace_file
+from harness.config.sweep_file import load_sweep
+from harness.engines import ENGINES, EngineError
+from harness.model.registry import RegistryError
+from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.placement.framework import plugin_catalogue
+from harness.presentation.terminal import LazyProgress, SweepBar, print_keys, print_run, print_sweep
+from harness.results.invariants import InvariantError
+from harness.results.run_folder import ResultsError, load_run
+from harness.results.sweep_folder import is_sweep, load_sweep_results
+from harness.results.thresholds import FORM, not_run
+from harness.running.cost_check import check_run, check_sweep, this_machine
+from harness.running.ray_setup import ray_scope
+from harness.running.runner import default_out_dir, run
 
 THRESHOLD_FAILED = 99
 """Exit code of a run or sweep that finished but failed a threshold (k6 uses 99 too)."""
@@ -213,7 +212,7 @@ def run_config(args: argparse.Namespace) -> tuple[Config, list[str]]:
     if args.seeds is not None:
         overrides.append(f"run.seeds={args.seeds}")
     config = load(args.config, overrides, args.thresholds)
-    trace.check(config)
+    trace_file.check(config)
     strategies = _strategies(args.compare, config.placement.strategy)
     _check_threshold_strategies(config, strategies)
     return config, strategies
@@ -253,7 +252,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
-    from harness.sweep import run_sweep  # ray: only loaded when sweeping
+    from harness.running.sweep_runner import run_sweep  # ray: only loaded when sweeping
 
     sweep = load_sweep(args.sweep, args.overrides, args.seeds, args.thresholds)
     _check_threshold_strategies(
@@ -305,7 +304,9 @@ def _threshold_code(records: list[dict[str, Any]]) -> int:
 
 
 def _write_report(folder: Path, console: Console) -> None:
-    from harness.report_html import write_report  # matplotlib: only loaded when drawing
+    from harness.presentation.html_report import (
+        write_report,  # matplotlib: only loaded when drawing
+    )
 
     console.print(f"report: {write_report(folder)}")
 

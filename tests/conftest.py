@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from harness.config import Config, ConfigError, from_dict
-from harness.node import NodeInfo
-from harness.request import CreateRequest, Shape
+from harness.model.cluster.node import NodeInfo
+from harness.model.workload.request import CreateRequest, Shape
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
@@ -60,20 +60,21 @@ def make_config():
 @pytest.fixture(scope="session")
 def _ray_stopped_at_the_end() -> Iterator[None]:
     yield
-    from harness.ray_setup import stop_ray
+    from harness.running.ray_setup import stop_ray
 
     stop_ray()
 
 
 @pytest.fixture(scope="module")
 def local_ray(_ray_stopped_at_the_end: None) -> None:
-    """The embedded local Ray (`harness.ray_setup.connect`: loopback, private folder, sized to
+    """The embedded local Ray (`harness.running.ray_setup.connect`: loopback, private folder, sized
+    to
     the machine) that every module needing no Ray of its own shares, as a `harness` command
     started in this process would: starting one costs seconds. Started on first use, again
     after a module that stopped it for a Ray of its own (`ray_cluster`, tests/test_sweep.py),
     stopped at the end of the session. A test that runs Ray through `harness.cli.main` joins
     it (`ray_scope` leaves a Ray that was up before alone)."""
-    from harness.ray_setup import connect
+    from harness.running.ray_setup import connect
 
     connect()
 
@@ -86,7 +87,7 @@ def ray_cluster(nodes: int = 2) -> Iterator[Any]:
     import ray
     from ray.cluster_utils import Cluster
 
-    from harness.ray_setup import stop_ray
+    from harness.running.ray_setup import stop_ray
 
     stop_ray()
     ray.shutdown()

@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.config import load  # noqa: E402
-from harness.invariants import InvariantError  # noqa: E402
-from harness.ledgers import LEDGERS  # noqa: E402
-from harness.runner import run  # noqa: E402
+from harness.model.scheduling.ledgers import LEDGERS  # noqa: E402
+from harness.results.invariants import InvariantError  # noqa: E402
+from harness.running.runner import run  # noqa: E402
 from tests.conftest import SCENARIOS  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "golden.json"

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-import harness.sweep
-from harness import budget, cli
-from harness.budget import Machine, check_run, check_sweep, seed_terms
+import harness.running.sweep_runner
+from harness import cli
 from harness.cli import main
 from harness.config import ConfigError, from_dict, load
-from harness.engine.virtual import VirtualEngine
-from harness.ledgers import LEDGERS
-from harness.sweep_spec import load_sweep
+from harness.config.sweep_file import load_sweep
+from harness.engines.virtual import VirtualEngine
+from harness.model.scheduling.ledgers import LEDGERS
+from harness.running import cost_check as budget
+from harness.running.cost_check import Machine, check_run, check_sweep, seed_terms
 from tests.conftest import CONFIGS, SCENARIOS, SWEEPS
 
 SMALL = Machine(memory_bytes=4e9, cpus=2)
@@ -35,7 +36,7 @@ def small_machine(monkeypatch):
 
     monkeypatch.setattr(cli, "this_machine", lambda: SMALL)
     monkeypatch.setattr(cli, "run", started)
-    monkeypatch.setattr(harness.sweep, "run_sweep", started)
+    monkeypatch.setattr(harness.running.sweep_runner, "run_sweep", started)
 
 
 @pytest.mark.parametrize(

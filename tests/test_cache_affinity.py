@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-import harness.scenario as sc
+import harness.wiring.scenario as sc
 from harness.config import Config, ConfigError
-from harness.engine.virtual import VirtualEngine
-from harness.ledgers import make_ledger
-from harness.node import Node, Outcome
-from harness.placement.affinity import CacheAffinity
-from harness.protocol import Kind
-from harness.request import CreateRequest, Shape
-from harness.scheduler import Scheduler, Step
+from harness.engines.virtual import VirtualEngine
+from harness.model.cluster.node import Node, Outcome
+from harness.model.protocol import Kind
+from harness.model.scheduling.ledgers import make_ledger
+from harness.model.scheduling.placement.affinity import CacheAffinity
+from harness.model.scheduling.scheduler import Scheduler, Step
+from harness.model.workload.request import CreateRequest, Shape
 from tests.conftest import registered, scenario
 from tests.test_protocol import Sink
 

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-import harness.sweep
+import harness.running.sweep_runner
 from harness.cli import main, parse_args, run_config
 from harness.config import ConfigError
 from tests.conftest import CONFIGS
@@ -65,7 +65,7 @@ def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
     def started(*args: Any, **kwargs: Any) -> None:
         raise SweepStarted
 
-    monkeypatch.setattr(harness.sweep, "run_sweep", started)
+    monkeypatch.setattr(harness.running.sweep_runner, "run_sweep", started)
 
 
 def target(kind: str, tmp: Path, finished: Path) -> str:

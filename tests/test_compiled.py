@@ -39,10 +39,10 @@ def test_pure_forced_is_pure_throughout():
     """HARNESS_PURE=1 loads every harness module, and the Ray hosts' hot path (`actors`), from
     its source, compiled or not."""
     code = (
-        "import actors.carrier as c, actors.outbox as o, harness.clock, harness.protocol.nodes, "
-        "harness.ledgers.stale as s, harness; "
+        "import actors.carrier as c, actors.outbox as o, harness.model.event_queue, "
+        "harness.model.protocol.node_party, harness.model.scheduling.ledgers.stale as s, harness; "
         "print(harness.COMPILED, all(m.__file__.endswith('.py') for m in "
-        "(harness.clock, harness.protocol.nodes, s, c, o)))"
+        "(harness.model.event_queue, harness.model.protocol.node_party, s, c, o)))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], env=_env(pure=True), capture_output=True, text=True
@@ -108,12 +108,12 @@ def test_compiled_and_pure_write_the_same_parquet_bytes(tmp_path):
 def _run_every_scenario(out: Path) -> None:
     """Every shipped scenario under every strategy, one seed, into `out/<scenario>/`, with the
     two things that differ from run to run held still: the run id and the engine's wall time."""
-    from harness import run_store
     from harness.config import load
-    from harness.engine import virtual
-    from harness.invariants import InvariantError
-    from harness.ledgers import LEDGERS
-    from harness.runner import run
+    from harness.engines import virtual
+    from harness.model.scheduling.ledgers import LEDGERS
+    from harness.results import run_folder as run_store
+    from harness.results.invariants import InvariantError
+    from harness.running.runner import run
 
     run_store.new_run_id = lambda name: f"{name}-same"
 

@@ -8,7 +8,7 @@ import pytest
 
 from harness.cli import main
 from harness.config import ConfigError, from_dict, parse_override
-from harness.config.keys import defaults_table
+from harness.config.key_tables import defaults_table
 from tests.conftest import CONFIGS, SCENARIOS
 
 
@@ -152,8 +152,8 @@ def test_user_mistakes_give_one_line_and_exit_2(argv, message, tmp_path, capsys)
 
 
 def test_an_interrupted_run_leaves_readable_partial_results(tmp_path, monkeypatch):
-    from harness.engine.virtual import VirtualEngine
-    from harness.run_store import load_run
+    from harness.engines.virtual import VirtualEngine
+    from harness.results.run_folder import load_run
 
     real = VirtualEngine.run_seed
     calls = 0

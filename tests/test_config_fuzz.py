@@ -15,16 +15,16 @@ from typing import Any, get_type_hints
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from harness import trace
-from harness.arrivals import ARRIVALS
 from harness.cli import main
-from harness.cluster import SINGLE_POOL_KEYS
 from harness.config import Config, ConfigError, from_dict
-from harness.config.keys import defaults_table, entry_keys_table, fault_keys_table
-from harness.engine.virtual import VirtualEngine
-from harness.faults import FAULT_KINDS
-from harness.spec import choice_names
-from harness.workload import TemplateSpec, WorkloadSpec
+from harness.config import trace_file as trace
+from harness.config.key_tables import defaults_table, entry_keys_table, fault_keys_table
+from harness.engines.virtual import VirtualEngine
+from harness.model.cluster.faults import FAULT_KINDS
+from harness.model.cluster.pools import SINGLE_POOL_KEYS
+from harness.model.tunables import choice_names
+from harness.model.workload.arrivals import ARRIVALS
+from harness.model.workload.templates import TemplateSpec, WorkloadSpec
 from tests.conftest import CONFIGS
 
 SECTION_KEYS: dict[str, dict[str, str]] = {}

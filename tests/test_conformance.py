@@ -58,8 +58,8 @@ import pytest
 
 from actors.engine import Layout, RayEngine, layout
 from harness.config import Config, load
-from harness.engine.virtual import VirtualEngine
-from harness.seed_result import SeedResult
+from harness.engines.virtual import VirtualEngine
+from harness.results.seed_result import SeedResult
 from tests.conftest import CONFIGS, SCENARIOS
 
 pytestmark = pytest.mark.conformance

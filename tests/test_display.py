@@ -12,16 +12,16 @@ from rich.cells import cell_len
 from rich.console import Console
 
 import harness
-from harness.analysis import by_strategy
 from harness.cli import main
-from harness.config.keys import defaults_table, entry_keys_table, fault_keys_table
-from harness.display import SweepBar, clock, print_keys, print_run, print_sweep
-from harness.ledgers import LEDGERS
-from harness.report_html import _table
-from harness.run_store import load_run
-from harness.sweep import run_seed
-from harness.sweep_spec import load_sweep
-from harness.sweep_store import SweepStore, load_sweep_results
+from harness.config.key_tables import defaults_table, entry_keys_table, fault_keys_table
+from harness.config.sweep_file import load_sweep
+from harness.model.scheduling.ledgers import LEDGERS
+from harness.presentation.html_report import _table
+from harness.presentation.terminal import SweepBar, clock, print_keys, print_run, print_sweep
+from harness.results.run_folder import load_run
+from harness.results.statistics import by_strategy
+from harness.results.sweep_folder import SweepStore, load_sweep_results
+from harness.running.sweep_runner import run_seed
 from tests.conftest import CONFIGS
 
 WIDTHS = (80, 120)

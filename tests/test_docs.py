@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.keys import defaults_table, entry_keys_table, fault_keys_table
-from harness.schemas import TABLES
-from harness.trace import COLUMNS
+from harness.config.key_tables import defaults_table, entry_keys_table, fault_keys_table
+from harness.config.trace_file import COLUMNS
+from harness.results.arrow_schemas import TABLES
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-import harness.runner
+import harness.running.runner
 from harness.cli import main
-from harness.ledgers import LEDGERS
+from harness.model.scheduling.ledgers import LEDGERS
 from tests.conftest import CONFIGS
 
 FAULTS = sorted(CONFIGS.glob("faults-*.toml"))
@@ -56,6 +56,6 @@ def ray_engine(local_ray: None) -> Iterator[Kept]:
 def test_every_fault_scenario_runs_clean_on_ray(path, tmp_path, ray_engine, monkeypatch) -> None:
     """Its own strategy, at a time scale that plays 30 s of model time in 1.5 s, on the
     shared Ray (tests/conftest.py), which `harness run` joins, and the module's actors."""
-    monkeypatch.setattr(harness.runner, "get_engine", lambda name: ray_engine)
+    monkeypatch.setattr(harness.running.runner, "get_engine", lambda name: ray_engine)
     argv = ["run", str(path), "--engine", "ray", "--seeds", "5", "--set", "run.time_scale=0.05"]
     assert main([*argv, "--quiet", "--no-report", "--out", str(tmp_path / "out")]) == 0

@@ -18,11 +18,11 @@ import pytest
 
 from harness.cli import main
 from harness.config import Config, ConfigError, from_dict, load
-from harness.engine.virtual import VirtualEngine
-from harness.faults import Faults, SlowNodes
-from harness.invariants import check
-from harness.run_store import load_run
-from harness.seed_result import SeedResult
+from harness.engines.virtual import VirtualEngine
+from harness.model.cluster.faults import Faults, SlowNodes
+from harness.results.invariants import check
+from harness.results.run_folder import load_run
+from harness.results.seed_result import SeedResult
 from tests.conftest import CONFIGS
 
 FAULT_CONFIGS = sorted(p.stem for p in CONFIGS.glob("faults-*.toml"))

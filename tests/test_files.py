@@ -8,10 +8,10 @@ import json
 import pyarrow.parquet as pq
 
 from harness.config import load
-from harness.engine.virtual import VirtualEngine
-from harness.run_store import PARTS, RunWriter, load_run
-from harness.runner import run
-from harness.schemas import TABLES
+from harness.engines.virtual import VirtualEngine
+from harness.results.arrow_schemas import TABLES
+from harness.results.run_folder import PARTS, RunWriter, load_run
+from harness.running.runner import run
 from tests.conftest import CONFIGS, scenario
 
 

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from harness.ledgers import LEDGERS, make_ledger
-from harness.node import Node, Outcome
-from harness.request import CreateRequest, Shape
-from harness.scheduler import PlacementSpec, Scheduler, Step
+from harness.model.cluster.node import Node, Outcome
+from harness.model.scheduling.ledgers import LEDGERS, make_ledger
+from harness.model.scheduling.scheduler import PlacementSpec, Scheduler, Step
+from harness.model.workload.request import CreateRequest, Shape
 from tests.conftest import registered
 
 

@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 
 from harness.config import Config, ConfigError, load
-from harness.engine.virtual import VirtualEngine
-from harness.ledgers import make_ledger
-from harness.ledgers.optimistic import OptimisticLedger
-from harness.placement import Scorer
-from harness.request import CreateRequest
-from harness.scenario import quiet_allowed, quiet_nodes
-from harness.scheduler import Scheduler
+from harness.engines.virtual import VirtualEngine
+from harness.model.scheduling.ledgers import make_ledger
+from harness.model.scheduling.ledgers.optimistic import OptimisticLedger
+from harness.model.scheduling.placement import Scorer
+from harness.model.scheduling.scheduler import Scheduler
+from harness.model.workload.request import CreateRequest
+from harness.wiring.scenario import quiet_allowed, quiet_nodes
 from tests.conftest import CONFIGS, ask, registered, scenario
 
 CONFIG_HERD = CONFIGS / "seed-herd.toml"

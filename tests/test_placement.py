@@ -8,11 +8,11 @@ from collections import Counter
 
 import pytest
 
-from harness.analysis import rank_shares
-from harness.engine.virtual import VirtualEngine
-from harness.ledgers import make_ledger
-from harness.placement.best_of_k import Reference, _Shuffle, sample
-from harness.scheduler import PlacementSpec, Scheduler
+from harness.engines.virtual import VirtualEngine
+from harness.model.scheduling.ledgers import make_ledger
+from harness.model.scheduling.placement.best_of_k import Reference, _Shuffle, sample
+from harness.model.scheduling.scheduler import PlacementSpec, Scheduler
+from harness.results.statistics import rank_shares
 from tests.conftest import ask, registered, scenario
 
 

@@ -7,14 +7,14 @@ import random
 
 import pytest
 
-from harness import scenario as sc
-from harness.cluster import registrations
+from harness.wiring import scenario as sc
 from harness.config import Config, ConfigError
-from harness.engine.virtual import VirtualEngine
-from harness.ledgers import make_ledger
-from harness.node import NodeInfo, Outcome
-from harness.request import CreateRequest, Shape
-from harness.scheduler import Scheduler
+from harness.engines.virtual import VirtualEngine
+from harness.model.cluster.node import NodeInfo, Outcome
+from harness.model.cluster.pools import registrations
+from harness.model.scheduling.ledgers import make_ledger
+from harness.model.scheduling.scheduler import Scheduler
+from harness.model.workload.request import CreateRequest, Shape
 from tests.conftest import refused, scenario
 from tests.test_protocol import Sink
 

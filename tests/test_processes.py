@@ -20,7 +20,7 @@ import pytest
 import ray  # noqa: F401  (puts the psutil that ships with Ray on the path)
 
 from harness.cli import main
-from harness.run_store import RunWriter, load_run
+from harness.results.run_folder import RunWriter, load_run
 from tests.conftest import CONFIGS
 
 psutil = importlib.import_module("psutil")

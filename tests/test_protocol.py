@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-import harness.scenario as sc
-from harness import protocol
+import harness.wiring.scenario as sc
 from harness.config import Config, ConfigError
-from harness.node import Outcome
-from harness.protocol import Kind
-from harness.request import Shape
-from harness.streams import stream
+from harness.model import protocol
+from harness.model.cluster.node import Outcome
+from harness.model.protocol import Kind
+from harness.model.random_streams import stream
+from harness.model.workload.request import Shape
 from tests.conftest import scenario
 
 Message = tuple[float, int, int, Any]

@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import harness.scenario as scenario
-from harness.analysis import cv_shift
+import harness.wiring.scenario as scenario
 from harness.config import Config, load
-from harness.engine.virtual import VirtualEngine
-from harness.ledgers.optimistic import OptimisticLedger
-from harness.seed_result import SeedResult
+from harness.engines.virtual import VirtualEngine
+from harness.model.scheduling.ledgers.optimistic import OptimisticLedger
+from harness.results.seed_result import SeedResult
+from harness.results.statistics import cv_shift
 from tests.conftest import CONFIGS, SCENARIOS
 
 TOL = 1e-9

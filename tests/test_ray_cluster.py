@@ -7,8 +7,8 @@ import pytest
 
 from actors.engine import ActorSet
 from harness.cli import main
-from harness.ray_setup import plugin_sources
-from harness.run_store import load_run
+from harness.results.run_folder import load_run
+from harness.running.ray_setup import plugin_sources
 from tests.conftest import CONFIGS, ray_cluster, scenario
 
 NODES = 3
@@ -67,8 +67,8 @@ def test_every_kind_of_actor_is_spread_over_the_nodes_and_every_row_arrives(
 
 
 PLUGIN = '''
-from harness.ledgers.optimistic import OptimisticLedger
-from harness.placement import Scorer
+from harness.model.scheduling.ledgers.optimistic import OptimisticLedger
+from harness.model.scheduling.placement import Scorer
 
 
 class NodeZero(Scorer):

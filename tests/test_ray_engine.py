@@ -14,15 +14,15 @@ import ray
 
 from actors.carrier import BEAT_TICK_S
 from actors.engine import ActorSet, RayEngine, RaySeedRun
-from harness import sketch
 from harness.cli import main
-from harness.cluster import registrations
 from harness.config import Config, load
-from harness.engine import get_engine
-from harness.engine.virtual import VirtualEngine
-from harness.run_store import load_run
-from harness.scenario import nodes as nodes_at_start
-from harness.schemas import TABLES
+from harness.engines import get_engine
+from harness.engines.virtual import VirtualEngine
+from harness.model.cluster.pools import registrations
+from harness.results import percentiles as sketch
+from harness.results.arrow_schemas import TABLES
+from harness.results.run_folder import load_run
+from harness.wiring.scenario import nodes as nodes_at_start
 from tests.conftest import CONFIGS, scenario
 from tests.test_pools import GIB, memory_in_use, memory_run
 

@@ -18,9 +18,9 @@ import ray
 from actors.engine import RayEngine, RaySeedRun
 from harness.cli import main
 from harness.config import load
-from harness.engine import EngineError
-from harness.run_store import load_run
-from harness.runner import run
+from harness.engines import EngineError
+from harness.results.run_folder import load_run
+from harness.running.runner import run
 from tests.conftest import CONFIGS
 from tests.test_faults import EXPECT, FAULT_CONFIGS
 from tests.test_processes import Tree

@@ -20,10 +20,10 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.image import imread
 
-from harness import plots
 from harness.cli import main
-from harness.ledgers import LEDGERS
-from harness.report_html import _beats, write_report
+from harness.model.scheduling.ledgers import LEDGERS
+from harness.presentation import plots
+from harness.presentation.html_report import _beats, write_report
 from tests.conftest import CONFIGS, scenario
 
 IMAGE = re.compile(r'<img alt="([^"]*)" src="data:image/png;base64,([^"]+)">')

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import run_store
 from harness.cli import main
 from harness.config import ConfigError, from_dict
-from harness.run_store import ResultsError, RunWriter, load_run
-from harness.sweep_spec import load_sweep
-from harness.sweep_store import SweepStore
+from harness.config.sweep_file import load_sweep
+from harness.results import run_folder as run_store
+from harness.results.run_folder import ResultsError, RunWriter, load_run
+from harness.results.sweep_folder import SweepStore
 from tests.conftest import CONFIGS
 
 HERD = str(CONFIGS / "seed-herd.toml")
@@ -72,7 +72,7 @@ def test_two_runs_in_the_same_second_get_folders_of_their_own(tmp_path, monkeypa
 
             return datetime(2026, 11, 29, 16, 15, 0)
 
-    monkeypatch.setattr("harness.runner.datetime", Frozen)
+    monkeypatch.setattr("harness.running.runner.datetime", Frozen)
     assert main(["run", HERD, *SHORT]) == 0
     assert main(["run", HERD, *SHORT, "--set", "run.first_seed=7"]) == 0
     folders = sorted((tmp_path / "results").iterdir())

@@ -11,16 +11,16 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from harness.analysis import accounting_error, cv_shift
 from harness.config import ConfigError, from_dict, load
-from harness.invariants import InvariantError
-from harness.ledger import LedgerOptions
-from harness.ledgers import LEDGERS, make_ledger
-from harness.node import Node, Outcome
-from harness.recording import TIMELINE_COLUMNS
-from harness.request import CreateRequest, Shape
-from harness.runner import run
-from harness.schemas import TIMELINE, table
+from harness.model.cluster.node import Node, Outcome
+from harness.model.recording import TIMELINE_COLUMNS
+from harness.model.scheduling.ledger import LedgerOptions
+from harness.model.scheduling.ledgers import LEDGERS, make_ledger
+from harness.model.workload.request import CreateRequest, Shape
+from harness.results.arrow_schemas import TIMELINE, table
+from harness.results.invariants import InvariantError
+from harness.results.statistics import accounting_error, cv_shift
+from harness.running.runner import run
 from tests.conftest import CONFIGS
 
 

@@ -1,4 +1,5 @@
-"""Many draws at once (`harness.streams.randints`, `uniforms`) are the draws one call at a time
+"""Many draws at once (`harness.model.random_streams.randints`, `uniforms`) are the draws one call
+at a time
 would make, and leave the stream where those calls would; so is `expovariate`'s one draw."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import random
 
 import pytest
 
-from harness.streams import expovariate, randints, uniforms
+from harness.model.random_streams import expovariate, randints, uniforms
 
 
 @pytest.mark.parametrize(

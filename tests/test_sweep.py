@@ -13,12 +13,12 @@ import pytest
 
 from harness.cli import main
 from harness.config import ConfigError
-from harness.ledgers import LEDGERS
-from harness.ray_setup import stop_ray
-from harness.run_store import ResultsError
-from harness.sweep import run_sweep
-from harness.sweep_spec import load_sweep
-from harness.sweep_store import SweepStore, load_sweep_results, read_cells
+from harness.config.sweep_file import load_sweep
+from harness.model.scheduling.ledgers import LEDGERS
+from harness.results.run_folder import ResultsError
+from harness.results.sweep_folder import SweepStore, load_sweep_results, read_cells
+from harness.running.ray_setup import stop_ray
+from harness.running.sweep_runner import run_sweep
 from tests.conftest import CONFIGS
 
 FAILING_CPU_COUNT = 13  # the fault injected into Ray workers hits seed 1 of these cells
@@ -30,7 +30,7 @@ def ray_instance():
 
     def inject_fault() -> None:
         # Defined in here so that Ray ships it by value: workers cannot import this module.
-        from harness.engine.virtual import VirtualEngine
+        from harness.engines.virtual import VirtualEngine
 
         run_seed = VirtualEngine.run_seed
 

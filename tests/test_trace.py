@@ -15,13 +15,13 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 
-from harness import trace
 from harness.cli import main
 from harness.config import ConfigError, load
-from harness.engine.virtual import VirtualEngine
-from harness.protocol import Kind
-from harness.streams import stream
-from harness.trace import TraceError, rows
+from harness.config import trace_file as trace
+from harness.config.trace_file import TraceError, rows
+from harness.engines.virtual import VirtualEngine
+from harness.model.protocol import Kind
+from harness.model.random_streams import stream
 from tests.conftest import CONFIGS, scenario
 from tests.test_protocol import Sink
 from tests.test_protocol import sc as wiring

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.config import load
-from harness.engine.virtual import VirtualEngine
-from harness.ledgers import LEDGERS
-from harness.runner import run
-from harness.schemas import TABLES
+from harness.engines.virtual import VirtualEngine
+from harness.model.scheduling.ledgers import LEDGERS
+from harness.results.arrow_schemas import TABLES
+from harness.running.runner import run
 from tests.conftest import CONFIGS, scenario
 
 # A scenario that reaches every path: churn, full nodes, retries, kills, staggered reports.

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.arrivals import ARRIVALS
-from harness.engine.virtual import VirtualEngine
-from harness.lifetimes import LIFETIMES, lifetime
-from harness.protocol import Kind
-from harness.streams import stream
-from harness.workload import SandboxSpec, Templates, WorkloadSpec
+from harness.engines.virtual import VirtualEngine
+from harness.model.protocol import Kind
+from harness.model.random_streams import stream
+from harness.model.workload.arrivals import ARRIVALS
+from harness.model.workload.lifetimes import LIFETIMES, lifetime
+from harness.model.workload.templates import SandboxSpec, Templates, WorkloadSpec
 from tests.conftest import refused, scenario
 from tests.test_protocol import clients, open_loop
 
@@ -37,7 +37,7 @@ def normal_cdf(z: float) -> float:
 
 def theory_cdf(dist: str, mean: float, sigma: float = 1.0, alpha: float = 2.0):
     """P(lifetime <= x) of each distribution with the documented parameterisation, written
-    out here rather than taken from harness.lifetimes."""
+    out here rather than taken from harness.model.workload.lifetimes."""
     if dist == "exponential":
         return lambda x: 1.0 - math.exp(-x / mean)
     if dist == "lognormal":

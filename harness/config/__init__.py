@@ -5,9 +5,9 @@ checks a raw dict against it, `load` reads files and `--set` overrides, `keys` l
 for the docs.
 """
 
-from harness.config.load import load, parse_override, parse_toml, with_thresholds
-from harness.config.schema import SECTIONS, Config, RayConfig, RunConfig
-from harness.config.validate import (
+from harness.config.reading import load, parse_override, parse_toml, with_thresholds
+from harness.config.sections import SECTIONS, Config, RayConfig, RunConfig
+from harness.config.validation import (
     ConfigError,
     check_folder_name,
     flatten,

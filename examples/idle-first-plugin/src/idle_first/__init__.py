@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.ledgers.optimistic import OptimisticLedger
-from harness.placement import Scorer
+from harness.model.scheduling.ledgers.optimistic import OptimisticLedger
+from harness.model.scheduling.placement import Scorer
 
 
 class IdleFirst(Scorer):

@@ -1,0 +1,54 @@
+"""Every config key with its default and help, for the README's tables: one source, so the
+reference cannot drift from the schema."""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, fields
+from typing import Any, get_type_hints
+
+from harness.config.sections import SECTIONS
+from harness.config.validation import entry_class
+from harness.model.cluster.faults import FaultSpec
+
+
+def _toml(value: Any) -> str:
+    """A default as it would be written in a config file."""
+    if value is None:
+        return '"none"'
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, tuple):
+        return str(list(value))
+    return str(value)
+
+
+def _rows(prefix: str, cls: type) -> list[tuple[str, str, str]]:
+    rows = []
+    for f in fields(cls):
+        default = f.default if f.default is not MISSING else f.default_factory()
+        rows.append((f"{prefix}{f.name}", _toml(default), f.metadata["help"]))
+    return rows
+
+
+def defaults_table() -> list[tuple[str, str, str]]:
+    """(dotted key, default, help) for every key: the README's reference comes from here."""
+    return [row for section, cls in SECTIONS.items() for row in _rows(f"{section}.", cls)]
+
+
+def entry_keys_table() -> list[tuple[str, str, str]]:
+    """(key of an entry of a list of tables such as `workload.templates[].vcpu`, default,
+    help), for the README."""
+    rows = []
+    for section, cls in SECTIONS.items():
+        for name, tp in get_type_hints(cls).items():
+            entry = entry_class(tp)
+            if entry is not None:
+                rows += _rows(f"{section}.{name}[].", entry)
+    return rows
+
+
+def fault_keys_table() -> list[tuple[str, str, str]]:
+    """(key of a `[[faults]]` entry, default, help), for the README."""
+    return [(f"faults[].{f.name}", _toml(f.default), f.metadata["help"]) for f in fields(FaultSpec)]

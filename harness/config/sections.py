@@ -1,0 +1,116 @@
+"""The scenario schema: which sections a config has and which keys each takes.
+
+The model's sections are the model's own dataclasses (`ClusterSpec`, `HeartbeatSpec`,
+`PlacementSpec`, `WorkloadSpec`, `FaultSpec`): each key is declared once, there, with its
+default, bounds and help (`harness.model.tunables.key`). Only what the model does not know (how a
+run is
+driven, where Ray is) is declared here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, get_type_hints
+
+from harness.model.cluster.faults import FAULT_KINDS, FaultSpec
+from harness.model.cluster.heartbeat import HeartbeatSpec
+from harness.model.cluster.pools import ClusterSpec
+from harness.model.scheduling.scheduler import PlacementSpec
+from harness.model.tunables import key
+from harness.model.workload.templates import WorkloadSpec
+from harness.results.thresholds import Threshold
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    name: str = key(
+        "run",
+        "Names the folder under results/ (a file name: no /, at most 200 bytes); "
+        "a config file defaults it to its own name.",
+    )
+    duration_s: float = key(25.0, "Arrivals, heartbeats and samples stop at this time.", gt=0)
+    seeds: int = key(20, "How many seeds to run, from first_seed on.", ge=1)
+    first_seed: int = key(0, "The first seed.", ge=0)
+    engine: str = key(
+        "virtual",
+        "virtual: deterministic, in simulated time; ray: real time, on Ray actors.",
+        choices="harness.engines:ENGINES",
+    )
+    time_scale: float = key(
+        1.0,
+        "Ray engine: wall seconds per model second (0.2 runs 5x faster, rates 5x higher).",
+        gt=0,
+    )
+    sample_interval_s: float = key(1.0, "Timeline sampling period; 0 turns the timeline off.", ge=0)
+
+    @property
+    def seed_numbers(self) -> list[int]:
+        """The seeds a run goes through: `seeds` of them, from `first_seed` on."""
+        return list(range(self.first_seed, self.first_seed + self.seeds))
+
+
+NODES_PER_GROUP = 5000
+"""Nodes per node-group actor when `ray.node_groups` is 0."""
+
+
+@dataclass(frozen=True)
+class RayConfig:
+    address: str = key(
+        "", "Ray cluster to join (host:port); empty: RAY_ADDRESS, else an embedded local Ray."
+    )
+    node_groups: int = key(0, "Node-group actors hosting the nodes; 0: sized to the cluster.", ge=0)
+    client_pools: int = key(0, "Client-pool actors running the clients; 0: one per CPU.", ge=0)
+
+    def sizes(self, nodes: int, cpus: int) -> tuple[int, int]:
+        """(node groups, client pools) a seed starts on a Ray cluster of `cpus` CPUs: as set,
+        or when 0 a group per `NODES_PER_GROUP` nodes up to one per CPU, and a pool per CPU.
+        The Ray engine sizes its actors here, and the budget counts them."""
+        groups = self.node_groups or min(cpus, math.ceil(nodes / NODES_PER_GROUP))
+        return min(groups, nodes), self.client_pools or cpus
+
+
+@dataclass(frozen=True)
+class Config:
+    run: RunConfig = field(default_factory=RunConfig)
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    heartbeat: HeartbeatSpec = field(default_factory=HeartbeatSpec)
+    placement: PlacementSpec = field(default_factory=PlacementSpec)
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    ray: RayConfig = field(default_factory=RayConfig)
+    faults: tuple[FaultSpec, ...] = ()
+    thresholds: tuple[Threshold, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        raw = asdict(self)
+        # As a config file has them: a list of tables, each with only its kind's keys.
+        raw["faults"] = [
+            {k: v for k, v in entry.items() if k == "kind" or k in FAULT_KINDS[entry["kind"]].keys}
+            for entry in raw["faults"]
+        ]
+        # And a table of conditions by selector: {"optimistic.cv_median": ["< 0.05"]}.
+        raw["thresholds"] = {}
+        for t in self.thresholds:
+            raw["thresholds"].setdefault(t.selector, []).append(t.condition)
+        return raw
+
+    def with_value(self, key: str, value: Any) -> Config:
+        """A copy with one dotted key changed and the whole config validated again."""
+        return self.with_values({key: value})
+
+    def with_values(self, values: dict[str, Any]) -> Config:
+        """A copy with several dotted keys changed at once, validated once: keys that must
+        agree (say cluster.nodes and cluster.initial_cpu_per_node) can change together."""
+        from harness.config.validation import from_dict, set_dotted
+
+        raw = self.to_dict()
+        for dotted, value in values.items():
+            set_dotted(raw, dotted, value)
+        return from_dict(raw)
+
+
+SECTIONS: dict[str, type] = {
+    k: v for k, v in get_type_hints(Config).items() if k not in ("faults", "thresholds")
+}
+"""The sections of a config made of keys (`[[faults]]` is a list of `FaultSpec` entries,
+`[thresholds]` a table of conditions, `harness.results.thresholds`)."""

@@ -1,0 +1,454 @@
+"""Validation of a raw scenario (a dict as TOML gives it) against the schema.
+
+A generic part checks every key against its field's declared type and bounds; the cross-checks
+test what no single key can say (say, K against the cluster's size). Every error names the
+dotted key and the reason; nothing unknown is silently ignored.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import types
+from dataclasses import fields, is_dataclass
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from harness.config.sections import SECTIONS, Config
+from harness.model.cluster.faults import FAULT_KINDS, FaultSpec, SlowNodes
+from harness.model.cluster.pools import SINGLE_POOL_KEYS, ClusterSpec, PoolSpec
+from harness.model.registry import RegistryError
+from harness.model.scheduling.placement import PluginError, resolve
+from harness.model.scheduling.placement.framework import ALGORITHMS, parse_weighted
+from harness.model.scheduling.scheduler import PlacementSpec
+from harness.model.tunables import choice_names
+from harness.model.workload.arrivals import ARRIVALS
+from harness.model.workload.templates import SandboxSpec, WorkloadSpec
+from harness.results.thresholds import Threshold, ThresholdError, parse
+
+
+class ConfigError(ValueError):
+    """A user mistake in a config file or override; the CLI prints it and exits with 2."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}" if key else reason)
+        self.key = key
+        self.reason = reason
+
+
+def _type_name(tp: Any) -> str:
+    if get_origin(tp) is list:
+        return f"a list of {_type_name(get_args(tp)[0])}"
+    if get_origin(tp) in (Union, types.UnionType):
+        return " or ".join(_type_name(a) if a is not type(None) else '"none"' for a in get_args(tp))
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}[tp]
+
+
+def _coerce(key: str, value: Any, tp: Any) -> Any:
+    """Check `value` against the declared type; ints are accepted where floats are."""
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        if value is None or (isinstance(value, str) and value.lower() == "none"):
+            return None
+        (inner,) = [a for a in get_args(tp) if a is not type(None)]
+        try:
+            return _coerce(key, value, inner)
+        except ConfigError:
+            raise ConfigError(key, f"must be {_type_name(tp)}, got {value!r}") from None
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(key, f"must be {_type_name(tp)}, got {value!r}")
+        (inner,) = get_args(tp)
+        return [_coerce(f"{key}[{i}]", v, inner) for i, v in enumerate(value)]
+    ok = {
+        bool: isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, int | float) and not isinstance(value, bool),
+        str: isinstance(value, str),
+    }[tp]
+    if not ok:
+        raise ConfigError(key, f"must be {_type_name(tp)}, got {value!r}")
+    return float(value) if tp is float else value
+
+
+def _check_range(key: str, value: Any, meta: dict[str, Any]) -> None:
+    values = value if isinstance(value, list) else [value]
+    for v in values:
+        if v is None or isinstance(v, str | bool):
+            continue
+        if v != v or v in (float("inf"), float("-inf")):
+            raise ConfigError(key, f"must be a finite number, got {v}")
+        if meta["ge"] is not None and v < meta["ge"]:
+            raise ConfigError(key, f"must be >= {meta['ge']:g}, got {v:g}")
+        if meta["gt"] is not None and v <= meta["gt"]:
+            raise ConfigError(key, f"must be > {meta['gt']:g}, got {v:g}")
+        if meta["le"] is not None and v > meta["le"]:
+            raise ConfigError(key, f"must be <= {meta['le']:g}, got {v:g}")
+    if meta["registry"] is not None:
+        try:
+            meta["registry"].resolve(value)
+        except RegistryError as e:
+            raise ConfigError(key, str(e)) from None
+        return
+    names = choice_names(meta)
+    if names and value not in names:
+        raise ConfigError(key, f"must be one of {', '.join(names)}; got {value!r}")
+
+
+def _unknown(key: str, known: list[str]) -> ConfigError:
+    leaf = key.rsplit(".", 1)[-1]
+    close = difflib.get_close_matches(leaf, known, n=1)
+    prefix = key.rsplit(".", 1)[0] + "." if "." in key else ""
+    hint = f"; did you mean {prefix}{close[0]}?" if close else f"; known: {', '.join(known)}"
+    return ConfigError(key, "unknown key" + hint)
+
+
+def not_a_table(name: str, raw: Any, header: str) -> ConfigError:
+    """A section TOML gave as something else: a scalar, an array or an array of tables."""
+    tables = isinstance(raw, list) and raw and all(isinstance(v, dict) for v in raw)
+    got = "an array of tables" if tables else repr(raw)
+    return ConfigError(name, f"must be a table ({header}), got {got}")
+
+
+def entry_class(tp: Any) -> type | None:
+    """The class of the entries of a key declared `tuple[Entry, ...]` (a list of tables in
+    the file, such as `[[workload.templates]]`); None for any other key."""
+    args = get_args(tp)
+    if get_origin(tp) is tuple and args and is_dataclass(args[0]):
+        return args[0]
+    return None
+
+
+def _section(name: str, cls: type, raw: Any, header: str) -> Any:
+    if not isinstance(raw, dict):
+        raise not_a_table(name, raw, header)
+    hints = get_type_hints(cls)
+    known = {f.name: f for f in fields(cls)}
+    values = {}
+    for key, value in raw.items():
+        dotted = f"{name}.{key}"
+        if key not in known:
+            raise _unknown(dotted, list(known))
+        entry = entry_class(hints[key])
+        if entry is not None:
+            values[key] = _entries(dotted, entry, value, f"[[{dotted}]]")
+            continue
+        coerced = _coerce(dotted, value, hints[key])
+        _check_range(dotted, coerced, known[key].metadata)
+        values[key] = coerced
+    return cls(**values)
+
+
+def _entries(name: str, cls: type, raw: Any, header: str) -> tuple[Any, ...]:
+    """A list of tables (`header`), each entry checked like a section."""
+    if not isinstance(raw, list | tuple):
+        raise ConfigError(name, f"must be a list of tables ({header}), got {raw!r}")
+    return tuple(
+        _section(f"{name}[{i}]", cls, entry, f"one {header} entry") for i, entry in enumerate(raw)
+    )
+
+
+def _faults(raw: Any) -> tuple[FaultSpec, ...]:
+    """`[[faults]]` entries, each checked like a section and against its kind's keys."""
+    entries = _entries("faults", FaultSpec, raw, "[[faults]]")
+    for i, (fault, entry) in enumerate(zip(entries, raw, strict=True)):
+        for key in entry:
+            if key != "kind" and key not in FAULT_KINDS[fault.kind].keys:
+                raise ConfigError(f"faults[{i}].{key}", f"does not apply to kind {fault.kind}")
+    return entries
+
+
+def flatten(table: dict[str, Any], prefix: str = "", leaf: str | None = None) -> dict[str, Any]:
+    """`{"a": {"b": 1}}` and `{"a.b": 1}` both give `{"a.b": 1}`; a sub-table holding `leaf`
+    is a value, not a level (the inline tables of a sweep's [linked])."""
+    flat = {}
+    for key, value in table.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and (leaf is None or leaf not in value):
+            flat.update(flatten(value, dotted + ".", leaf))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+def parse_threshold(text: str, key: str) -> Threshold:
+    """One threshold expression; a mistake is a ConfigError naming `key` (or the flag)."""
+    try:
+        return parse(text, origin=key)
+    except ThresholdError as e:
+        raise ConfigError(key, str(e)) from None
+
+
+def thresholds_table(raw: Any) -> tuple[Threshold, ...]:
+    """A `[thresholds]` table: `"optimistic.cv_median" = "< 0.05"`, or a list of conditions
+    (`"*.cv" = ["> 0", "< 0.1"]`); a bare dotted key (`optimistic.cv_median = ...`) works too."""
+    if not isinstance(raw, dict):
+        raise ConfigError("thresholds", f'must be a table of "SELECTOR" = "OP NUMBER", got {raw!r}')
+    found = []
+    for selector, conditions in flatten(raw).items():
+        key = f"thresholds.{selector}"
+        listed = [conditions] if isinstance(conditions, str) else conditions
+        if not (isinstance(listed, list) and listed and all(isinstance(c, str) for c in listed)):
+            raise ConfigError(
+                key, f'must be a condition such as "< 0.05", or a list of them; got {conditions!r}'
+            )
+        found += [parse_threshold(f"{selector} {c}", key) for c in listed]
+    return tuple(found)
+
+
+def from_dict(raw: dict[str, Any]) -> Config:
+    """Build and validate a Config; raises ConfigError naming the first bad key."""
+    sections: dict[str, Any] = {}
+    for name, value in raw.items():
+        if name == "faults":
+            sections[name] = _faults(value)
+            continue
+        if name == "thresholds":
+            sections[name] = thresholds_table(value)
+            continue
+        if name not in SECTIONS:
+            raise _unknown(name, [*SECTIONS, "faults", "thresholds"])
+        sections[name] = _section(name, SECTIONS[name], value, f"[{name}]")
+    config = Config(**sections)
+    _cross_check(config)
+    return config
+
+
+NAME_MAX_BYTES = 200
+"""Longest name a results folder may start with: a file name may have 255 bytes, and a run's
+folder adds its time and run id (`-YYYYmmdd-HHMMSS-1a2b3c`) to the name."""
+
+
+def check_folder_name(key: str, name: str) -> None:
+    """`name` names a folder under results/, so it must be one plain file name there: no
+    path (it would write elsewhere), nothing unprintable (a NUL cannot be in a path at all, a
+    newline is a trap in every listing), and short enough for the file system."""
+    if not name:
+        raise ConfigError(key, "must not be empty")
+    if not name.isprintable():
+        raise ConfigError(key, f"has a control character (such as a newline or NUL), got {name!r}")
+    if "/" in name or "\\" in name or name in (".", ".."):
+        raise ConfigError(
+            key, f"must be a file name, without / or \\ and not . or .., got {name!r}"
+        )
+    size = len(name.encode())
+    if size > NAME_MAX_BYTES:
+        raise ConfigError(key, f"must be at most {NAME_MAX_BYTES} bytes, got {size}")
+
+
+def _nodes_named(c: ClusterSpec) -> str:
+    """How messages name the cluster's size: its key, or the pools' sum."""
+    return "the pools' count" if c.pools else "cluster.nodes"
+
+
+def _check_pools(c: Config) -> None:
+    """The pools, or the single-pool keys, each with its own initial load; never both."""
+    cluster = c.cluster
+    if cluster.pools:
+        default = ClusterSpec()
+        for name in SINGLE_POOL_KEYS:
+            if getattr(cluster, name) != getattr(default, name):
+                raise ConfigError(
+                    "cluster.pools",
+                    f"cannot be used with cluster.{name}: each pool has its own count, "
+                    "cpu_count, memory_mib and initial_cpu_*",
+                )
+    prefixes = [f"cluster.pools[{i}]" for i in range(len(cluster.pools))] or ["cluster"]
+    for prefix, pool in zip(prefixes, cluster.node_pools(), strict=True):
+        _check_pool(prefix, pool, c.placement.r)
+
+
+def _check_pool(prefix: str, pool: PoolSpec, r: float) -> None:
+    lo_hi = pool.initial_cpu_allocated
+    if len(lo_hi) != 2 or lo_hi[0] < 0 or lo_hi[0] > lo_hi[1]:
+        raise ConfigError(
+            f"{prefix}.initial_cpu_allocated", f"must be [lo, hi] with 0 <= lo <= hi, got {lo_hi}"
+        )
+    per_node = pool.initial_cpu_per_node
+    if per_node and len(per_node) != pool.count:
+        raise ConfigError(
+            f"{prefix}.initial_cpu_per_node", f"has {len(per_node)} values for {pool.count} nodes"
+        )
+    if any(v < 0 for v in per_node):
+        raise ConfigError(f"{prefix}.initial_cpu_per_node", "values must be >= 0")
+    capacity = r * pool.cpu_count
+    if max([lo_hi[1], *per_node]) > capacity:
+        raise ConfigError(
+            f"{prefix}.initial_cpu_allocated",
+            f"exceeds a node's capacity R * cpu_count = {capacity:g}",
+        )
+
+
+def _cross_check(c: Config) -> None:
+    check_folder_name("run.name", c.run.name)
+    _check_pools(c)
+    nodes = c.cluster.node_count
+    if c.placement.k > nodes:
+        raise ConfigError(
+            "placement.k", f"{c.placement.k} exceeds {_nodes_named(c.cluster)} {nodes}"
+        )
+    _check_workload(c)
+    if c.cluster.create_warm_ms > c.cluster.create_cold_ms:
+        raise ConfigError(
+            "cluster.create_warm_ms",
+            f"{c.cluster.create_warm_ms:g} exceeds cluster.create_cold_ms "
+            f"{c.cluster.create_cold_ms:g}: a cached template cannot make a create slower",
+        )
+    for i, fault in enumerate(c.faults):
+        _check_fault(f"faults[{i}]", fault, c)
+    _check_placement(c.placement)
+    slow = SlowNodes(c.faults).slowest_ms()
+    slowest = c.cluster.create_latency_ms + c.cluster.create_cold_ms + slow
+    if c.placement.rpc_timeout_ms <= slowest:
+        raise ConfigError(
+            "placement.rpc_timeout_ms",
+            f"{c.placement.rpc_timeout_ms:g} is not above the slowest create round trip "
+            f"({slowest:g} ms with a cold create and slow nodes, overlapping entries of a node "
+            "added up): the timeout models lost answers, not slow ones",
+        )
+
+
+NEVER = "no node could ever take a sandbox"
+
+
+def _check_placeable(prefix: str, sandbox: SandboxSpec, c: Config) -> None:
+    """Some node could take the sandbox, else every create of it fails: a pool with the
+    labels and CPU family it requires (when those filters are on), its vCPUs, and with the
+    memory filter on, its memory within M x the pool's."""
+    pools = c.cluster.node_pools()
+    p = c.placement
+    filters = p.filters or ALGORITHMS[p.algorithm].filters
+    if "labels" in filters:
+        pools = [pool for pool in pools if set(sandbox.labels) <= set(pool.labels)]
+        if not pools:
+            raise ConfigError(
+                f"{prefix}.labels", f"{sandbox.labels}: no pool has them all: {NEVER}"
+            )
+    if "cpu_family" in filters and sandbox.cpu_family:
+        pools = [pool for pool in pools if pool.cpu_family == sandbox.cpu_family]
+        if not pools:
+            raise ConfigError(
+                f"{prefix}.cpu_family", f"{sandbox.cpu_family!r}: no pool of it takes it: {NEVER}"
+            )
+    cpus = max(pool.cpu_count for pool in pools)
+    if sandbox.vcpu > cpus:
+        where = "the largest pool's cpu_count" if c.cluster.pools else "cluster.cpu_count"
+        raise ConfigError(f"{prefix}.vcpu", f"{sandbox.vcpu:g} exceeds {where} {cpus}: {NEVER}")
+    m = p.memory_overcommit
+    limit = m * max(pool.memory_mib for pool in pools if pool.cpu_count >= sandbox.vcpu)
+    if m and sandbox.memory_mib > limit:
+        raise ConfigError(
+            f"{prefix}.memory_mib",
+            f"{sandbox.memory_mib:g} exceeds placement.memory_overcommit x the memory_mib of "
+            f"every pool that could take it (at most {limit:g}): {NEVER}",
+        )
+
+
+def _check_workload(c: Config) -> None:
+    w = c.workload
+    prefixes = [f"workload.templates[{i}]" for i in range(len(w.templates))] or ["workload"]
+    ids: dict[str, str] = {}
+    for prefix, sandbox in zip(prefixes, w.sandboxes, strict=True):
+        if w.arrival == "closed" and sandbox.lifetime_s is None:
+            raise ConfigError(
+                f"{prefix}.lifetime_s",
+                "must be a number for closed-loop clients (they kill, then create)",
+            )
+        _check_placeable(prefix, sandbox, c)
+        if w.templates and sandbox.template in ids:
+            raise ConfigError(
+                f"{prefix}.template",
+                f"{sandbox.template!r} is already the ID of {ids[sandbox.template]}: "
+                "each template needs an ID of its own",
+            )
+        ids[sandbox.template] = prefix
+    if w.arrival == "burst" and w.burst_at_s >= c.run.duration_s:
+        raise ConfigError(
+            "workload.burst_at_s",
+            f"{w.burst_at_s:g} is not before run.duration_s {c.run.duration_s:g}: "
+            "the run would send nothing",
+        )
+    if w.arrival in ("steps", "ramp"):
+        _check_profile(w, c.run.duration_s)
+    if w.arrival == "trace" and not w.trace:
+        raise ConfigError("workload.trace", "arrival trace needs a file: a .csv or .parquet path")
+
+
+def _check_profile(w: WorkloadSpec, duration: float) -> None:
+    """The points of a steps or ramp profile: times from 0 on, increasing, a rate each, and
+    some creates before the end."""
+    times, rates = w.profile_s, w.profile_rates
+    if not times:
+        raise ConfigError(
+            "workload.profile_s", f"arrival {w.arrival} needs the times of its points, e.g. [0, 10]"
+        )
+    if len(rates) != len(times):
+        raise ConfigError(
+            "workload.profile_rates",
+            f"has {len(rates)} rates for the {len(times)} points of workload.profile_s",
+        )
+    if times[0] != 0:
+        raise ConfigError("workload.profile_s", f"must start at 0, got {times[0]:g}")
+    for before, after in itertools.pairwise(times):
+        if after <= before:
+            raise ConfigError(
+                "workload.profile_s", f"must increase, got {after:g} after {before:g}"
+            )
+    if ARRIVALS[w.arrival].expected(w, duration) <= 0:
+        raise ConfigError(
+            "workload.profile_rates",
+            f"are 0 until run.duration_s {duration:g}: the run would send nothing",
+        )
+
+
+def _check_placement(p: PlacementSpec) -> None:
+    """Every plugin the placement names resolves to a plugin of its kind."""
+    refs = {
+        "placement.sampler": ("samplers", [p.sampler] if p.sampler else []),
+        "placement.filters": ("filters", p.filters),
+        "placement.scorers": ("scorers", p.scorers),
+        "placement.selector": ("selectors", [p.selector] if p.selector else []),
+    }
+    for key, (kind, entries) in refs.items():
+        for entry in entries:
+            try:
+                name = parse_weighted(entry)[0] if kind == "scorers" else entry
+                resolve(kind, name)
+            except PluginError as e:
+                raise ConfigError(key, str(e)) from None
+
+
+def _check_fault(name: str, fault: FaultSpec, c: Config) -> None:
+    if fault.node is None and FAULT_KINDS[fault.kind].needs_node:
+        raise ConfigError(f"{name}.node", f"a {fault.kind} needs a target node")
+    nodes = c.cluster.node_count
+    if fault.node is not None and fault.node >= nodes:
+        raise ConfigError(
+            f"{name}.node", f"{fault.node} is not a node ({_nodes_named(c.cluster)} = {nodes})"
+        )
+    if fault.until_s is not None and fault.until_s <= fault.at_s:
+        raise ConfigError(f"{name}.until_s", f"must be after at_s ({fault.at_s:g})")
+    if fault.at_s >= c.run.duration_s:
+        raise ConfigError(
+            f"{name}.at_s", f"{fault.at_s:g} is not before run.duration_s {c.run.duration_s:g}"
+        )
+
+
+def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
+    """Put `value` at the dotted `key` of a raw config, refusing keys the schema lacks."""
+    if key.startswith("faults"):
+        raise ConfigError(key, "faults are set in the config file ([[faults]]), not with --set")
+    if key.startswith("thresholds"):
+        raise ConfigError(key, "thresholds are set in [thresholds] or with --threshold, not --set")
+    parts = key.split(".")
+    if len(parts) != 2 or not all(parts):
+        raise ConfigError(key, "must be section.key, e.g. placement.k")
+    section, leaf = parts
+    if section not in SECTIONS:
+        raise _unknown(section, list(SECTIONS))
+    known = [f.name for f in fields(SECTIONS[section])]
+    if leaf not in known:
+        raise _unknown(key, known)
+    table = raw.setdefault(section, {})
+    if not isinstance(table, dict):
+        raise not_a_table(section, table, f"[{section}]")
+    table[leaf] = value

@@ -1,0 +1,164 @@
+"""The client side: who sends what when. Open-loop arrivals or closed-loop clients, each
+sandbox's template and lifetime and its kill, think and back-off pauses, and one request row
+per call.
+
+One `ClientHost` runs the clients `c` with `c % hosts == index`: all of them in the virtual
+engine, one client pool's share on Ray. Every host walks the whole arrival sequence (drawing
+every template and lifetime, or reading every row of a trace), so the same client gets the same
+arrival time, template and lifetime wherever it runs.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from typing import Any, cast
+
+from harness.model.cluster.node import Outcome
+from harness.model.protocol import Kind, Recipient, Sink, unhandled
+from harness.model.random_streams import stream
+from harness.model.recording import CreateAnswer, RequestLog
+from harness.model.workload.arrivals import ARRIVALS
+from harness.model.workload.request import Shape
+from harness.model.workload.templates import Create, Templates, TraceRow, WorkloadSpec
+
+CreateContext = tuple[float, float, float | None]
+"""What a create's answer brings back to its client: (issued_at, sent_at, lifetime)."""
+KillAnswer = tuple[int, Outcome, int, tuple[float, float]]
+"""(sandbox_id, outcome, node, (issued_at, sent_at)) of an answered kill."""
+
+
+class ClientHost(Recipient):
+    def __init__(
+        self,
+        index: int,
+        hosts: int,
+        spec: WorkloadSpec,
+        duration: float,
+        replicas: int,
+        seed: int,
+        sink: Sink,
+        trace: Callable[[], Iterable[TraceRow]] | None = None,
+    ) -> None:
+        self.index = index
+        self.hosts = hosts
+        self.spec = spec
+        self.duration = duration
+        self.replicas = replicas
+        """Client c talks to scheduler replica c % replicas."""
+        self.seed = seed
+        self.sink = sink
+        self.arrival: Any = ARRIVALS[spec.arrival]
+        """The arrival kind: open loop (`times`, or `replay` of a trace) or `closed` (`starts`)."""
+        self.closed: bool = self.arrival.closed
+        """Whether clients run closed loops (asked for every answer; the kind is interpreted)."""
+        self.templates = Templates(spec)
+        self.trace = trace
+        """The rows of the trace to replay, read afresh by each call (arrival `trace`)."""
+        self.log = RequestLog()
+        self.waiting = 0
+        """Creates and kills sent and not answered yet."""
+        self.issued = 0
+        self._arrivals: Iterator[tuple[int, Create]] = iter(())
+        self._streams: dict[int, tuple[random.Random, random.Random | None]] = {}
+        """A closed-loop client's lifetime stream, and its template stream if it picks."""
+
+    def deliver(self, kind: int, key: int, payload: Any, now: float) -> None:
+        if kind == Kind.ARRIVAL:
+            self.on_arrival(key, payload, now)
+        elif kind == Kind.CREATE_DONE:
+            self.on_create_done(key, payload, now)
+        elif kind == Kind.KILL_DUE:
+            self.on_kill_due(key, payload, now)
+        elif kind == Kind.KILL_DONE:
+            self.on_kill_done(key, payload, now)
+        elif kind == Kind.CLIENT_START:
+            self.on_client_start(key, payload, now)
+        else:
+            raise unhandled(kind, self)
+
+    def start(self) -> None:
+        workload = stream(self.seed, "workload")
+        if self.closed:
+            for client, t in enumerate(self.arrival.starts(self.spec, workload)):
+                if client % self.hosts == self.index and t < self.duration:
+                    self.sink.emit(t, Kind.CLIENT_START, client, t)
+        else:
+            # This host's share, clients index, index + hosts, ...: every create is drawn, and
+            # no Python frame runs per create.
+            creates = enumerate(self._creates(workload))
+            self._arrivals = islice(creates, self.index, None, self.hosts)
+            self._next_arrival(0.0)
+
+    def _creates(self, workload: random.Random) -> Iterator[Create]:
+        """Every open-loop create in order. Lifetimes come from a stream of their own, drawn
+        for every create in order (none for a trace row that gives its own), and so do the
+        picks of a template."""
+        lifetimes = stream(self.seed, "lifetime")
+        if self.arrival.replay:
+            assert self.trace is not None, "a trace arrival needs the trace's rows"
+            return self.templates.replay(self.trace(), self.duration, lifetimes)
+        times = self.arrival.times(self.spec, self.duration, workload)
+        return self.templates.draw(times, stream(self.seed, "template"), lifetimes)
+
+    def _next_arrival(self, now: float) -> None:
+        try:  # compiled, `next` with a default is a generic call of the builtin
+            nxt = next(self._arrivals)
+        except StopIteration:
+            return
+        self.sink.emit(max(nxt[1][0], now), Kind.ARRIVAL, nxt[0], nxt)
+
+    def on_arrival(self, client: int, payload: tuple[int, Create], now: float) -> None:
+        t, shape, life = payload[1]
+        self._create(client, t, now, shape, life)
+        self._next_arrival(now)
+
+    def on_client_start(self, client: int, intended: float, now: float) -> None:
+        streams = self._streams.get(client)
+        if streams is None:
+            picks = stream(self.seed, f"template/{client}") if self.templates.several else None
+            streams = self._streams[client] = (stream(self.seed, f"lifetime/{client}"), picks)
+        template = self.templates.pick(streams[1])
+        self._create(client, intended, now, template.shape, template.life(streams[0]))
+
+    def _create(
+        self, client: int, issued_at: float, now: float, shape: Shape, life: float | None
+    ) -> None:
+        """Send a create; the answer brings back (issued_at, sent_at, lifetime)."""
+        sandbox_id = self.index + self.hosts * self.issued
+        self.issued += 1
+        context = (issued_at, now, life)
+        submit = (client, sandbox_id, shape, issued_at, context)
+        self.waiting += 1
+        self.sink.emit(now, Kind.SUBMIT_CREATE, client % self.replicas, submit)
+
+    def on_create_done(self, client: int, answer: CreateAnswer, now: float) -> None:
+        sandbox_id, step = answer[0], answer[1]
+        issued_at, sent_at, life = cast(CreateContext, answer[7])
+        self.log.create(answer, client, client % self.replicas, issued_at, sent_at, now)
+        self.waiting -= 1
+        if step == "placed":
+            if life is not None and now + life < self.duration:
+                self.sink.emit(now + life, Kind.KILL_DUE, client, (sandbox_id, now + life))
+        elif self.closed:
+            self._next_cycle(client, self.spec.failure_backoff_s, now)
+
+    def _next_cycle(self, client: int, pause: float, now: float) -> None:
+        if now + pause < self.duration:
+            self.sink.emit(now + pause, Kind.CLIENT_START, client, now + pause)
+
+    def on_kill_due(self, client: int, payload: tuple[int, float], now: float) -> None:
+        """The kill is sent when due; its answer brings back (issued_at, sent_at)."""
+        sandbox_id, intended = payload
+        self.waiting += 1
+        self.sink.emit(now, Kind.SUBMIT_KILL, client % self.replicas, (sandbox_id, (intended, now)))
+
+    def on_kill_done(self, client: int, payload: KillAnswer, now: float) -> None:
+        sandbox_id, outcome, node, context = payload
+        issued_at, sent_at = context
+        self.waiting -= 1
+        replica = client % self.replicas
+        self.log.kill(sandbox_id, outcome, client, replica, node, issued_at, sent_at, now)
+        if self.closed:
+            self._next_cycle(client, self.spec.think_s, now)

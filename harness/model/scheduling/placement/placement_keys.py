@@ -1,0 +1,67 @@
+"""The `[placement]` keys: a replica's placement rules and strategy (`PlacementSpec`).
+
+Declared apart from `harness.model.scheduling.scheduler`, which reads them, so the scheduler can be
+compiled
+(see README, "Compiled hot path") while the config layer still reads this dataclass's type hints
+as written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.placement.framework import ALGORITHMS
+from harness.model.tunables import key
+
+
+@dataclass(frozen=True)
+class PlacementSpec:
+    strategy: str = key(
+        "stale", 'Ledger strategy: a name (`harness plugins`) or "module:Class".', registry=LEDGERS
+    )
+    algorithm: str = key(
+        "best_of_k",
+        "Placement pipeline by name; sampler, filters, scorers, selector override its parts.",
+        choices=ALGORITHMS,
+    )
+    sampler: str = key("", 'Candidate sampler (a name or "module:Class"); empty: the algorithm\'s.')
+    filters: list[str] = key([], "Filters a candidate must pass; empty: the algorithm's.")
+    scorers: list[str] = key(
+        [], 'Scorers as "name" or "name=weight", added up; empty: the algorithm\'s.'
+    )
+    selector: str = key("", "Which scored candidate wins; empty: the algorithm's.")
+    k: int = key(3, "Candidates sampled per placement (Best-of-K).", ge=1)
+    r: float = key(4.0, "CPU over-commit ratio.", gt=0)
+    alpha: float = key(0.5, "Weight of actual CPU usage in the score.", ge=0)
+    too_many_starting: bool = key(False, "Skip nodes with more than max_starting in progress.")
+    max_starting: int = key(3, "In-progress creates above which a node is skipped.", ge=0)
+    max_attempts: int = key(
+        3, "Failed create RPCs (other than ResourceExhausted) per request.", ge=1
+    )
+    deadline_s: float = key(30.0, "A create still unplaced this long after issue fails.", gt=0)
+    rpc_timeout_ms: float = key(
+        1000.0, "The scheduler gives up on an unanswered create RPC after this long.", gt=0
+    )
+    replicas: int = key(1, "Scheduler replicas, each with its own view and in-progress map.", ge=1)
+    ttl_s: float = key(20.0, "How long an optimistic entry of the ttl strategy counts.", gt=0)
+    memory_overcommit: float = key(
+        0.0,
+        "Memory over-commit ratio M: the memory_overcommit filter skips a node whose reported "
+        "allocated memory + the request exceeds M x its reported total; 0: off.",
+        ge=0,
+    )
+    affinity_max_hits: int = key(
+        10,
+        "cache_affinity: placements of a template on a node that add to its bonus; more add "
+        "nothing.",
+        ge=1,
+    )
+    affinity_top_nodes: int = key(
+        20, "cache_affinity: nodes remembered per template, those with the most placements.", ge=1
+    )
+    affinity_ttl_s: float = key(
+        28800.0,
+        "cache_affinity: a template's record is forgotten this long after its last placement.",
+        gt=0,
+    )

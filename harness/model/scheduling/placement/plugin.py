@@ -1,0 +1,92 @@
+"""The extension points of placement: what a sampler, a filter, a scorer and a selector are.
+
+A plugin is constructed once per scheduler replica with the replica's `PlacementSpec` (its
+tunables) and then asked, for each choice, about the request (`req`: its vCPUs, memory, shape,
+excluded nodes) and the replica's state (`scheduler`: the nodes' static facts in
+`scheduler.nodes`, its view through `scheduler.ledger.views` and `scheduler.reserved`, its
+in-progress map, its random stream). It reads; it never changes the state, and it never reads a
+clock: `now` is given. A plugin that learns from its own placements keeps its own record and
+overrides `placed` (kube-scheduler's PostBind), as `cache_affinity` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar
+
+from mypy_extensions import mypyc_attr
+
+if TYPE_CHECKING:
+    from harness.model.scheduling.placement.placement_keys import PlacementSpec
+    from harness.model.scheduling.scheduler import Scheduler
+    from harness.model.workload.request import CreateRequest
+
+Eligible = Callable[[int], bool]
+"""Whether a node passes every filter that applies to the request being placed."""
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Plugin:
+    name: ClassVar[str] = ""
+    reads_report_times: ClassVar[bool] = False
+    """Whether the plugin reads when a node's view was reported (`NodeView.seq`,
+    `taken_at`). One that does must say so: otherwise nodes whose state has not changed may skip
+    their reports (`harness.wiring.scenario.quiet_nodes`), and those two fields then tell the last
+    report
+    that changed something."""
+
+    def __init__(self, rules: PlacementSpec) -> None:
+        self.rules = rules
+
+    def placed(self, scheduler: Scheduler, req: CreateRequest, now: float) -> None:
+        """After a create this replica placed on `req.node` succeeded. A pipeline calls only
+        the plugins that override it, so the others cost nothing."""
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Sampler(Plugin):
+    """Which nodes are candidates, in the order that breaks ties."""
+
+    def sample(self, scheduler: Scheduler, eligible: Eligible | None) -> list[int]:
+        raise NotImplementedError
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Filter(Plugin):
+    """A predicate every candidate must pass."""
+
+    per_shape: ClassVar[bool] = False
+    """Whether `applies` depends on the request's shape alone: a pipeline then asks once per
+    shape (a workload shares one `Shape` per template), not for every create."""
+
+    def needed(self) -> bool:
+        """Whether the filter can ever reject a node under these rules; a pipeline drops one
+        that cannot (say `too_many_starting` with its flag off)."""
+        return True
+
+    def applies(self, scheduler: Scheduler, req: CreateRequest) -> bool:
+        """Whether this request can fail the filter at all; False spares it per node."""
+        return True
+
+    def passes(self, scheduler: Scheduler, node: int, req: CreateRequest, now: float) -> bool:
+        raise NotImplementedError
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Scorer(Plugin):
+    """Lower is better; a pipeline adds the scorers' weighted scores."""
+
+    def scores(
+        self, scheduler: Scheduler, candidates: list[int], req: CreateRequest, now: float
+    ) -> list[float]:
+        raise NotImplementedError
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Selector(Plugin):
+    """Which scored candidate wins; None when there is none."""
+
+    def select(
+        self, scheduler: Scheduler, candidates: list[int], scores: list[float]
+    ) -> int | None:
+        raise NotImplementedError

@@ -1,0 +1,49 @@
+"""How a tunable of the model is declared: a dataclass field carrying its help and bounds.
+
+The model's own small dataclasses (`WorkloadSpec`, `PlacementSpec`, ...) declare their fields
+with `key`, once; the config layer reads the same fields to validate a scenario and to list
+every key with its default. This module depends on nothing, so the model can use it without
+importing the config layer.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import field
+from typing import Any
+
+Choices = Iterable[str] | Callable[[], Iterable[str]]
+
+
+def key(
+    default: Any,
+    help: str,
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    choices: Choices | str | None = None,
+    registry: Any = None,
+) -> Any:
+    """A dataclass field with `help` and constraints in its metadata. `choices` may be a
+    registry (any iterable of names, read when a value is checked, so names registered later
+    count), a callable returning one, or "module:attribute" naming one (see `choice_names`).
+    `registry` (a `harness.model.registry.Registry`) takes any name it has or an import path."""
+    meta = {"help": help, "ge": ge, "gt": gt, "le": le, "choices": choices, "registry": registry}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def choice_names(meta: dict[str, Any]) -> tuple[str, ...]:
+    """The names a key's `choices` (or `registry`) allow now. A "module:attribute" string names
+    a registry in a layer above the declaring one, imported only when a value is checked."""
+    choices = meta.get("choices")
+    if choices is None:
+        registry = meta.get("registry")
+        return tuple(registry) if registry is not None else ()
+    if isinstance(choices, str):
+        module, _, attribute = choices.partition(":")
+        choices = getattr(importlib.import_module(module), attribute)
+    return tuple(choices() if callable(choices) else choices)

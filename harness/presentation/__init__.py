@@ -1,0 +1,1 @@
+"""What a person sees: the terminal output, the pictures and the HTML report."""

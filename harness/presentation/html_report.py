@@ -1,0 +1,334 @@
+"""`harness report`: one HTML file per run or sweep folder, with its pictures inside as PNG
+data URIs and no script or outside link, so it opens in any browser without the harness."""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+
+import pandas as pd
+
+from harness.config import Config, from_dict
+from harness.config.sweep_file import get_value
+from harness.model.cluster.heartbeat import HeartbeatPlan
+from harness.presentation import plots
+from harness.results.run_folder import load_run
+from harness.results.statistics import (
+    accounting_over_time,
+    bin_width,
+    by_strategy,
+    cv_by,
+    cv_over_time,
+    latency_over_time,
+    median_seed,
+    throughput_over_time,
+)
+from harness.results.sweep_folder import is_sweep, load_sweep_results, read_cells
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; }
+figure { margin: 1em 0; } img { max-width: 100%; }
+figcaption, .note { color: #555; font-size: 0.9em; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.4em; text-align: right; }
+td { white-space: nowrap; }
+.wide { overflow-x: auto; }
+.bad { color: #b00; }
+"""
+MAX_BEATS = 60
+PLACE_MS = ("p50_place_ms", "p90_place_ms", "p99_place_ms")
+LATE_MS = ("heartbeat_late_p50_ms", "heartbeat_late_p99_ms")
+
+
+def write_report(folder: str | Path) -> Path:
+    """Write `report.html` into a run's or a sweep's folder and return its path."""
+    folder = Path(folder)
+    title, body = _sweep(folder) if is_sweep(folder) else _run(folder)
+    page = (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>"
+        f"<body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n"
+    )
+    out = folder / "report.html"
+    out.write_text(page, encoding="utf-8")
+    return out
+
+
+def _figure(png: bytes, alt: str, caption: str) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return (
+        f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+    )
+
+
+def _table(frame: pd.DataFrame) -> str:
+    """A table that scrolls on its own when wider than the window, rather than the page.
+    Numbers to 3 decimals, but a column of whole numbers (counts, or their means over equal
+    seeds) as integers: 500, not 500.000."""
+    whole = [c for c in frame.select_dtypes("float") if (frame[c].dropna() % 1 == 0).all()]
+    table = frame.to_html(
+        index=False,
+        na_rep="-",
+        float_format=lambda x: f"{x:.3f}",
+        formatters=dict.fromkeys(whole, lambda x: f"{x:.0f}"),
+        border=0,
+    )
+    return f'<div class="wide">{table}</div>'
+
+
+COUNT = "{:.1f}"
+"""The form of a count column (a mean over seeds), unless all its values are whole."""
+RUN_COLUMNS = [
+    ("strategy", ("strategy",), "{}"),
+    ("seeds", ("seeds",), "{}"),
+    ("CV mean", ("cv_mean",), "{:.3f}"),
+    ("CV 95% CI", ("cv_lo", "cv_hi"), "{:.3f}-{:.3f}"),
+    ("CV median", ("cv_median",), "{:.3f}"),
+    ("busiest", ("max_count",), COUNT),
+    ("idlest", ("min_count",), COUNT),
+    ("placed", ("placed",), COUNT),
+    ("failed", ("failed_frac",), "{:.1%}"),
+    ("creates/s", ("creates_per_s",), "{:.1f}"),
+    ("kills/s", ("kills_per_s",), "{:.1f}"),
+    ("latency ms p50 / p90 / p99", PLACE_MS, "{:.1f} / {:.1f} / {:.1f}"),
+    ("|err| vCPU", ("err_mean_abs",), "{:.2f}"),
+    ("err %", ("err_nonzero_frac",), "{:.1%}"),
+    ("create RPC ms p50 / p99", ("create_rpc_p50_ms", "create_rpc_p99_ms"), "{:.1f} / {:.1f}"),
+    ("beat late ms p50 / p99", LATE_MS, "{:.1f} / {:.1f}"),
+]
+"""The run table of the report: header, the columns of `by_strategy` it shows, and how.
+Means over seeds are of the per-seed figures; rates and latencies are pooled over every
+request of every seed. A column with nothing in it (the interval of one seed, the Ray figures
+of a virtual run) is left out."""
+
+
+def _run_table(rows: pd.DataFrame) -> str:
+    cells = {}
+    for header, columns, form in RUN_COLUMNS:
+        values = rows[list(columns)]
+        known = values.notna().all(axis=1)
+        if form == COUNT and (values.dropna() % 1 == 0).all(axis=None):
+            form = "{:.0f}"  # counts (or means of equal counts) as integers: 500, not 500.0
+        if known.any():
+            cells[header] = [
+                form.format(*v) if ok else "-"
+                for v, ok in zip(values.itertuples(index=False), known, strict=True)
+            ]
+    return _table(pd.DataFrame(cells))
+
+
+def _beats(config: Config) -> tuple[list[float], str]:
+    """When reports are applied (the run's own heartbeat plan), to mark on time axes, and how
+    the caption names them."""
+    interval = config.heartbeat.interval_s
+    applied = HeartbeatPlan(config.heartbeat, config.run.duration_s).applied_at()
+    if applied is None:
+        return [], f"none drawn: each node reports every {interval:g} s at its own phase"
+    if len(applied) > MAX_BEATS:
+        return [], f"none drawn: all nodes report every {interval:g} s"
+    return applied, f"all nodes report every {interval:g} s, the first at t = 0"
+
+
+def _over_seeds(seeds: int) -> str:
+    """How a figure sums up its seeds, true for their number: no band from one seed."""
+    if seeds == 1:
+        return "One seed, so no band"
+    return f"Mean over {seeds} seeds with its 95% bootstrap band"
+
+
+SAME = (
+    "Strategies whose lines are identical are drawn once and named together in the legend "
+    '("a = b (identical)"); markers and dashes tell the others apart.'
+)
+
+
+def _scenario(
+    summary: pd.DataFrame,
+    nodes: pd.DataFrame,
+    requests: pd.DataFrame,
+    timeline: pd.DataFrame,
+    config: Config,
+) -> str:
+    """The pictures of one scenario, every strategy side by side: herd, load (latency and
+    throughput over time), CV over time, and how wrong each scheduler's view was."""
+    strategies = list(dict.fromkeys(summary["strategy"]))
+    seeds = int(summary.groupby("strategy")["seed"].nunique().min())
+    seeds_text = "the one seed" if seeds == 1 else f"the {seeds} seeds"
+    per_seed = "in the one seed" if seeds == 1 else f"mean over the {seeds} seeds"
+    requests = requests.merge(summary[["strategy", "seed"]], on=["strategy", "seed"])
+    palette = plots.colors(strategies)
+    panels = []
+    for strategy in strategies:
+        seed = median_seed(summary, strategy)
+        row = summary[(summary["strategy"] == strategy) & (summary["seed"] == seed)].iloc[0]
+        picked = nodes[(nodes["strategy"] == strategy) & (nodes["seed"] == seed)]
+        panels.append(
+            plots.NodeCounts(
+                strategy,
+                seed,
+                float(row["cv"]),
+                picked["sandboxes"].tolist(),
+                int(row["k"]),
+                int(row["placed"] - row["kills"]),
+            )
+        )
+    parts = [
+        "<h2>Sandboxes per node</h2>",
+        _figure(
+            plots.node_counts(panels, palette),
+            "sandboxes per node for each strategy",
+            "Final sandboxes per node of each strategy's median-CV seed, busiest node first. "
+            "Dashed: the shares C(n-i, K-1)/C(n, K) a view that never updates gives the node "
+            "of rank i (the herd at its worst); dotted: every node equal.",
+        ),
+    ]
+    width = bin_width(config.run.duration_s)
+    if not requests.empty:
+        parts += [
+            "<h2>Placement latency over time</h2>",
+            _figure(
+                plots.latency_over_time(latency_over_time(requests, width), palette),
+                "placement latency over time for each strategy",
+                f"p50 and p99 latency of the placed creates issued in each {width:g} s "
+                f"interval, over every request of {seeds_text} at once. The value axis is "
+                "logarithmic (and says so) when a strategy's line would sit in the bottom tenth "
+                "of a linear one. " + SAME,
+            ),
+            "<h2>Throughput over time</h2>",
+            _figure(
+                plots.throughput_over_time(throughput_over_time(requests, width), palette),
+                "throughput over time for each strategy",
+                f"Creates placed, creates failed and kills answered per second in each "
+                f"{width:g} s interval, {per_seed}; a kind that never "
+                "happened has no panel. " + SAME,
+            ),
+        ]
+    if timeline.empty:
+        parts.append('<p class="note">No timeline was recorded (run.sample_interval_s = 0).</p>')
+        return "\n".join(parts)
+    beats, note = _beats(config)
+    parts += [
+        "<h2>CV over time</h2>",
+        _figure(
+            plots.cv_over_time(cv_over_time(timeline), palette, beats),
+            "CV of sandboxes per node over time for each strategy",
+            f"{_over_seeds(seeds)}. Heartbeats: {note}. Dashed: the CV of throwing the same "
+            "number of sandboxes uniformly at random, sqrt((n-1)/m). The value axis is "
+            "logarithmic (and says so) when a strategy's line would sit in the bottom tenth of "
+            "a linear one. " + SAME,
+        ),
+    ]
+    if timeline["view_cpu_allocated"].notna().any():  # an engine may not know the view
+        parts += [
+            "<h2>Accounting error over time</h2>",
+            _figure(
+                plots.accounting(accounting_over_time(timeline), palette),
+                "accounting error over time for each strategy",
+                "What the scheduler believes a node has allocated minus what it truly has, per "
+                f"node, {per_seed}. Below zero: placed sandboxes it cannot see "
+                "yet; above: sandboxes counted twice or already gone. " + SAME,
+            ),
+        ]
+    return "\n".join(parts)
+
+
+def _run(folder: Path) -> tuple[str, str]:
+    meta, frames = load_run(folder)
+    config = from_dict(meta["config"])
+    summary = frames["summary"]
+    title = f"{config.run.name}: {meta.get('engine')} engine, {config.cluster.node_count} nodes"
+    state = "" if meta.get("completed") else ' <span class="bad">(incomplete run)</span>'
+    head = f"<p>{len(meta.get('seeds', []))} seeds, K = {config.placement.k}{state}</p>"
+    if summary.empty:
+        return title, head + '<p class="bad">No seed finished: nothing to show.</p>'
+    table = _run_table(by_strategy(summary, frames["requests"]))
+    scenario = _scenario(summary, frames["nodes"], frames["requests"], frames["timeline"], config)
+    return title, "\n".join([head, table, scenario])
+
+
+def _sweep(folder: Path) -> tuple[str, str]:
+    meta, summary = load_sweep_results(folder)
+    base = from_dict(meta["identity"]["base"])
+    cells = meta["cells"]
+    done = [c for c in cells if c["status"] == "complete"]
+    title = f"Sweep {meta['name']}"
+    parts = [
+        f"<p>{len(done)} of {len(cells)} cells complete, {len(meta['seeds'])} seeds each; "
+        f"varied: {html.escape(', '.join(meta['keys']))}.</p>"
+    ]
+    failed = [c for c in cells if c["status"] == "failed"]
+    if failed:
+        rows = pd.DataFrame(
+            [{"cell": c["cell"], **c["values"], "error": c["error"]} for c in failed]
+        )
+        parts += ['<h2 class="bad">Failed cells</h2>', _table(rows)]
+    if summary.empty:
+        return title, "\n".join([*parts, '<p class="bad">No cell complete: nothing to show.</p>'])
+    strategies = list(dict.fromkeys(summary["strategy"]))
+    palette = plots.colors(strategies)
+    axes = [k for k in meta["grid_keys"] if k != "placement.strategy"]
+    linked = meta["identity"]["linked"]
+    if len(axes) == 2:
+        parts += [
+            "<h2>CV across the grid</h2>",
+            _figure(
+                plots.heatmaps(cv_by(summary, ["strategy", *axes]), *axes),
+                "heat maps of CV mean per strategy",
+                f"CV mean over {len(meta['seeds'])} seeds for each {axes[0]} (rows) and "
+                f"{axes[1]} (columns).",
+            ),
+        ]
+    else:
+        for key in axes:
+            along = [k for k, spec in linked.items() if spec["with"] == key]
+            name = key + (f" (with {', '.join(along)})" if along else "")
+            others = [k for k in axes if k != key]
+            lines = cv_by(summary, ["strategy", key])
+            runs = int(lines["seeds"].min())  # seeds, times the cells pooled over `others`
+            pooled = f" Each point pools the seeds of every {', '.join(others)}." if others else ""
+            parts += [
+                f"<h2>CV against {html.escape(key)}</h2>",
+                _figure(
+                    plots.sweep_lines(lines, key, name, palette),
+                    f"CV against {key} for each strategy",
+                    f"{_over_seeds(runs)}.{pooled} Dashed: uniform random placement of the "
+                    "same sandboxes, sqrt((n-1)/m). The value axis is logarithmic (and says "
+                    "so) when a strategy's line would sit in the bottom tenth of a linear "
+                    "one. " + SAME,
+                ),
+            ]
+    featured, why = _featured(done, axes, base)
+    chosen = [c["cell"] for c in featured]
+    config = base.with_values(featured[0]["values"])
+    parts.append(f"<h2>One point of the grid</h2><p>{html.escape(why)}</p>")
+    parts.append(
+        _scenario(
+            summary[summary["cell"].isin(chosen)],
+            read_cells(folder, "nodes", chosen),
+            read_cells(folder, "requests", chosen),
+            read_cells(folder, "timeline", chosen),
+            config,
+        )
+    )
+    parts += ["<h2>Every cell</h2>", _table(cv_by(summary, ["cell", *meta["keys"]]))]
+    return title, "\n".join(parts)
+
+
+def _featured(done: list[dict], axes: list[str], base: Config) -> tuple[list[dict], str]:
+    """The complete cells (one per strategy) at the base config's values of the swept keys,
+    else at the first complete cell's: the scenario drawn in detail."""
+    if not axes:
+        return done, "Every cell: only the strategy varies."
+    at_base = {k: get_value(base, k) for k in axes}
+    matching = [c for c in done if all(c["values"][k] == v for k, v in at_base.items())]
+    if matching:
+        where = ", ".join(f"{k} = {plots.label(v)}" for k, v in at_base.items())
+        return matching, f"Cells at {where} (the base config's values)."
+    first = {k: done[0]["values"][k] for k in axes}
+    where = ", ".join(f"{k} = {plots.label(v)}" for k, v in first.items())
+    return [c for c in done if all(c["values"][k] == v for k, v in first.items())], (
+        f"Cells at {where} (the base config's values are not among the complete cells)."
+    )

@@ -1,0 +1,181 @@
+"""The Arrow schemas of a run's four tables, and how column lists become tables of them.
+
+Engines build the tables without `run_id`; the run's folder stamps it on as each table is
+written (`stamped`), so `TABLES` holds the schemas as stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from harness.model.recording import Coded
+
+REQUESTS = pa.schema(
+    [
+        ("strategy", pa.string()),
+        ("seed", pa.int64()),
+        ("kind", pa.string()),
+        ("sandbox_id", pa.int64()),
+        ("client", pa.int64()),
+        ("replica", pa.int32()),
+        ("issued_at", pa.float64()),
+        ("sent_at", pa.float64()),
+        ("done_at", pa.float64()),
+        ("latency_ms", pa.float64()),
+        ("node_id", pa.int32()),
+        ("rpcs", pa.int32()),
+        ("skips", pa.int32()),
+        ("attempts", pa.int32()),
+        ("outcome", pa.string()),
+        ("reason", pa.string()),
+    ]
+)
+TIMELINE = pa.schema(
+    [
+        ("strategy", pa.string()),
+        ("seed", pa.int64()),
+        ("t", pa.float64()),
+        ("node_id", pa.int32()),
+        ("replica", pa.int32()),
+        ("cpu_allocated", pa.float64()),
+        ("sandboxes", pa.int32()),
+        ("view_cpu_allocated", pa.float64()),
+        ("in_progress", pa.int32()),
+        ("in_progress_cpu", pa.float64()),
+        ("kill_in_progress_cpu", pa.float64()),
+        ("cpu_error", pa.float64()),
+    ]
+)
+NODES = pa.schema(
+    [
+        ("strategy", pa.string()),
+        ("seed", pa.int64()),
+        ("node_id", pa.int32()),
+        ("sandboxes", pa.int32()),
+        ("cpu_allocated", pa.float64()),
+        ("initial_cpu_allocated", pa.float64()),
+        ("peak_cpu_allocated", pa.float64()),
+        ("capacity", pa.float64()),
+        ("down", pa.bool_()),
+        ("lost", pa.int32()),
+        ("lost_unknown", pa.bool_()),
+    ]
+)
+SUMMARY = pa.schema(
+    [
+        ("engine", pa.string()),
+        ("strategy", pa.string()),
+        ("seed", pa.int64()),
+        ("nodes", pa.int32()),
+        ("k", pa.int32()),
+        ("replicas", pa.int32()),
+        ("requests", pa.int64()),
+        ("placed", pa.int64()),
+        ("failed", pa.int64()),
+        ("failed_frac", pa.float64()),
+        ("failed_no_candidate", pa.int64()),
+        ("failed_attempts_exhausted", pa.int64()),
+        ("failed_deadline", pa.int64()),
+        ("kills", pa.int64()),
+        ("kills_failed", pa.int64()),
+        ("creates_per_s", pa.float64()),
+        ("kills_per_s", pa.float64()),
+        ("cv", pa.float64()),
+        ("max_count", pa.int64()),
+        ("min_count", pa.int64()),
+        ("p50_place_ms", pa.float64()),
+        ("p90_place_ms", pa.float64()),
+        ("p99_place_ms", pa.float64()),
+        ("err_mean_abs", pa.float64()),
+        ("err_over_max", pa.float64()),
+        ("err_under_max", pa.float64()),
+        ("err_nonzero_frac", pa.float64()),
+        ("sim_duration_s", pa.float64()),
+        ("engine_wall_s", pa.float64()),
+        # Faults injected (harness.model.cluster.faults.COUNTS) and what they cost
+        # (harness.results.invariants).
+        ("fault_rpc_failed", pa.int64()),
+        ("fault_rpc_exhausted", pa.int64()),
+        ("fault_timeouts", pa.int64()),
+        ("fault_down_creates", pa.int64()),
+        ("fault_down_kills", pa.int64()),
+        ("fault_lost_reports", pa.int64()),
+        ("fault_crashes", pa.int64()),
+        ("lost_sandboxes", pa.int64()),
+        ("unknown_sandboxes", pa.int64()),
+        ("orphans", pa.int64()),
+        ("invariants_ok", pa.bool_()),
+        # Engines in real time only (null for the virtual engine); times in model ms.
+        ("time_scale", pa.float64()),
+        ("create_rpc_p50_ms", pa.float64()),
+        ("create_rpc_p99_ms", pa.float64()),
+        ("heartbeat_late_p50_ms", pa.float64()),
+        ("heartbeat_late_p99_ms", pa.float64()),
+        # DDSketch protobuf of every value (harness.results.percentiles.from_bytes): merged over
+        # seeds.
+        ("create_rpc_sketch", pa.binary()),
+        ("heartbeat_late_sketch", pa.binary()),
+        ("ray_nodes", pa.int32()),
+    ]
+)
+RUN_ID = pa.field("run_id", pa.string())
+"""The first column of every stored table: which run (or sweep) wrote the row, to join on."""
+TABLES = {
+    name: schema.insert(0, RUN_ID)
+    for name, schema in (
+        ("summary", SUMMARY),
+        ("nodes", NODES),
+        ("requests", REQUESTS),
+        ("timeline", TIMELINE),
+    )
+}
+"""The tables of a run as stored, by name."""
+
+
+def stamped(part: pa.Table, run_id: str) -> pa.Table:
+    """`part` with the run's id as its first column, as stored."""
+    return part.add_column(0, RUN_ID, repeated(run_id, pa.string(), part.num_rows))
+
+
+def repeated(value: Any, type_: pa.DataType, n: int) -> pa.Array:
+    """`value` `n` times, a string (strategy, run_id) or a number (seed). A string column is
+    laid out directly, its offsets a range, and a number's filled by numpy: a list, or
+    `pa.repeat` for a string, takes a fifth of a second per million rows, and `pa.repeat` or
+    `take` as long the first time a process uses Arrow's compute functions."""
+    if type_ != pa.string():
+        return pa.array(np.full(n, value, type_.to_pandas_dtype()), type_)
+    data = value.encode()
+    if n * len(data) >= 2**31:  # beyond a string array's offsets
+        return pa.array([value] * n, type_)
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(data))
+    return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+
+
+def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, Any]) -> pa.Table:
+    """An Arrow table of `schema` from columns (lists, arrays, buffers of numbers of the
+    field's width, or `Coded` strings), with the strategy and seed filled in. Each list is
+    converted to its field's type first: `from_pydict` converts lists at half that speed."""
+    n = len(next(iter(columns.values()))) if columns else 0
+    arrays = {
+        "strategy": repeated(strategy, pa.string(), n),
+        "seed": repeated(seed, pa.int64(), n),
+    }
+    for name, values in columns.items():
+        type_ = schema.field(name).type
+        if isinstance(values, list | tuple):
+            arrays[name] = pa.array(values, type_)
+        elif isinstance(values, pa.Array | pa.ChunkedArray | np.ndarray):
+            arrays[name] = values
+        elif isinstance(values, Coded):  # each row's label, taken at once
+            codes = pa.array(np.frombuffer(values.codes, np.uint8))
+            arrays[name] = pa.array(values.labels, type_).take(codes)
+        else:  # numbers in a buffer (the model's `librt.vecs` columns): read, not visited
+            arrays[name] = pa.array(np.frombuffer(values, type_.to_pandas_dtype()), type_)
+    return pa.Table.from_pydict(arrays, schema=schema)
+
+
+def summary_table(summaries: list[dict[str, Any]]) -> pa.Table:
+    """Summary rows (one dict per (strategy, seed)) as a table of the SUMMARY schema."""
+    return pa.Table.from_pylist(summaries, schema=SUMMARY)

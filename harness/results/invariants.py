@@ -1,0 +1,119 @@
+"""Checks at the end of every (strategy, seed): the harness's own numbers must add up, faults
+or not. A broken check is a bug in the harness (or a fault the accounting missed), so the run
+records it in run.json and fails loudly rather than publishing numbers nobody should trust.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from harness.results.seed_result import SeedResult
+
+if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
+    from harness.config import Config
+
+TOLERANCE = 1e-6
+"""vCPUs of float residue allowed where two sums must agree."""
+
+
+class InvariantError(Exception):
+    """Some check failed; the results are on disk, with the checks in run.json."""
+
+    def __init__(self, where: str, broken: list[str]) -> None:
+        more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
+        super().__init__(f"invariant broken in {where}: {broken[0]}{more}")
+        self.broken = broken
+
+
+def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:
+    return {"check": name, "ok": bool(ok), "detail": detail}
+
+
+def _first(items: list[Any], n: int = 5) -> str:
+    return ", ".join(map(str, items[:n])) + (", ..." if len(items) > n else "")
+
+
+def check(config: Config, result: SeedResult) -> list[dict[str, Any]]:
+    """The checks (name, ok, detail); what they found goes into the result's summary
+    (`lost_sandboxes`, `unknown_sandboxes`, `orphans`, `invariants_ok`), so every engine's
+    summary has it."""
+    req = result.requests
+    kind = req.column("kind").to_numpy(zero_copy_only=False)
+    outcome = req.column("outcome").to_numpy(zero_copy_only=False)
+    ids = req.column("sandbox_id").to_numpy()
+    node_ids = req.column("node_id").to_numpy()
+
+    def pairs(rows: np.ndarray) -> set[tuple[int, int]]:
+        return set(zip(node_ids[rows].tolist(), ids[rows].tolist(), strict=True))
+
+    killed = pairs((kind == "kill") & (outcome == "killed"))
+    alive = pairs((kind == "create") & (outcome == "placed")) - killed
+    truth = {(n, i) for n, on_node in enumerate(result.sandbox_ids) for i in on_node}
+    lost = set(result.lost_ids)
+    unknown_nodes = set(
+        np.flatnonzero(result.nodes.column("lost_unknown").to_numpy(zero_copy_only=False)).tolist()
+    )
+    gone = [(n, i) for n, i in alive - truth if i not in lost]
+    # On a node whose process died, what was lost is not known: counted apart, not missing.
+    unknown = [i for n, i in gone if n in unknown_nodes]
+    missing = sorted(i for n, i in gone if n not in unknown_nodes)
+    still_there = sorted(i for _, i in killed & truth)
+    orphans = len(truth - alive)
+    timeouts = int(result.summary.get("fault_timeouts", 0))
+    checks = [
+        _check(
+            "acknowledged_sandboxes",
+            not missing and not still_there,
+            f"{len(alive)} acknowledged and not killed: each on its node or lost to a crash "
+            f"({len(lost)} lost, {len(unknown)} gone with a node's process); "
+            f"missing: [{_first(missing)}]; "
+            f"killed yet still on a node: [{_first(still_there)}]",
+        ),
+        _check(
+            "orphans_from_timeouts",
+            orphans <= timeouts,
+            f"{orphans} sandboxes on nodes that no create answer acknowledged there, "
+            f"{timeouts} create RPCs timed out",
+        ),
+    ]
+    nodes = result.nodes
+    peak = nodes.column("peak_cpu_allocated").to_numpy()
+    capacity = nodes.column("capacity").to_numpy()
+    over = np.flatnonzero(peak > capacity + TOLERANCE).tolist()
+    checks.append(
+        _check("capacity", not over, f"nodes whose peak exceeded R * cpu_count: [{_first(over)}]")
+    )
+    s = result.summary
+    checks.append(
+        _check(
+            "requests_accounted",
+            s["placed"] + s["failed"] == s["requests"],
+            f"placed {s['placed']} + failed {s['failed']} vs requests {s['requests']}",
+        )
+    )
+    if config.placement.strategy == "reconcile" and result.drained_views is not None:
+        true_cpu = nodes.column("cpu_allocated").to_numpy()
+        live = ~nodes.column("down").to_numpy(zero_copy_only=False)
+        wrong = sorted(
+            {
+                int(n)
+                for view in result.drained_views
+                for n in np.flatnonzero(live & (np.abs(np.asarray(view) - true_cpu) > TOLERANCE))
+            }
+        )
+        checks.append(
+            _check(
+                "reconcile_drained",
+                not wrong,
+                f"live nodes whose drained view differs from the truth: [{_first(wrong)}]",
+            )
+        )
+    result.summary.update(
+        lost_sandboxes=len(lost),
+        unknown_sandboxes=len(unknown),
+        orphans=orphans,
+        invariants_ok=all(c["ok"] for c in checks),
+    )
+    return checks

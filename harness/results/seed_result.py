@@ -1,0 +1,77 @@
+"""What one (strategy, seed) produced, in the same form whichever engine ran, and the summary
+row built from it: engines hand over their raw figures and compute no statistics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from harness.model.cluster.faults import COUNTS
+from harness.results.arrow_schemas import NODES, REQUESTS, TIMELINE, table
+from harness.results.statistics import seed_summary
+
+if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
+    from harness.config import Config
+
+
+@dataclass
+class SeedResult:
+    """Everything one (strategy, seed) produced, and the end state the invariant checks need
+    (`harness.results.invariants`), in the same form whichever engine ran."""
+
+    summary: dict[str, Any]
+    nodes: pa.Table
+    requests: pa.Table
+    timeline: pa.Table
+    sandbox_ids: list[list[int]] = field(default_factory=list)
+    """The sandbox IDs each node runs at the end, node by node."""
+    lost_ids: list[int] = field(default_factory=list)
+    """IDs of sandboxes that were on a node when it crashed."""
+    drained_views: list[list[float]] | None = None
+    """Believed vCPUs per replica and node after the run drained and every live node sent one
+    last report; None when the engine could not take it."""
+
+
+def seed_result(
+    engine: str,
+    config: Config,
+    seed: int,
+    nodes: Mapping[str, Sequence],
+    requests: pa.Table | Mapping[str, Sequence],
+    timeline: pa.Table | Mapping[str, Sequence],
+    engine_wall_s: float,
+    faults: Mapping[str, int],
+    extra: Mapping[str, Any] | None = None,
+    **end_state: Any,
+) -> SeedResult:
+    """Tables and summary row of one finished seed. `nodes` are the end state's columns,
+    `requests` and `timeline` tables or columns, `faults` the injected-fault counters,
+    `extra` what only some engines measure; `end_state` goes to the SeedResult as is."""
+    strategy = config.placement.strategy
+    nodes_t = table(NODES, strategy, seed, dict(nodes))
+    requests_t = (
+        requests
+        if isinstance(requests, pa.Table)
+        else table(REQUESTS, strategy, seed, dict(requests))
+    )
+    timeline_t = (
+        timeline
+        if isinstance(timeline, pa.Table)
+        else table(TIMELINE, strategy, seed, dict(timeline))
+    )
+    summary = {
+        "engine": engine,
+        "strategy": strategy,
+        "seed": seed,
+        "nodes": config.cluster.node_count,
+        "k": config.placement.k,
+        "replicas": config.placement.replicas,
+        **seed_summary(nodes_t, requests_t, timeline_t, config.run.duration_s),
+        "engine_wall_s": engine_wall_s,
+        **{name: int(faults.get(name, 0)) for name in COUNTS},
+        **(extra or {}),
+    }
+    return SeedResult(summary, nodes_t, requests_t, timeline_t, **end_state)

@@ -1,0 +1,334 @@
+"""Numbers drawn from results: CV, per-seed summaries, intervals over seeds, and theory lines."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from harness.results import percentiles
+
+
+def cv(counts: np.ndarray | list[float]) -> float:
+    """Coefficient of variation: population std / mean (the reference benchmark's measure)."""
+    a = np.asarray(counts, dtype=float)
+    mean = a.mean() if a.size else 0.0
+    return float(a.std() / mean) if mean > 0 else float("nan")
+
+
+ERROR_TOLERANCE = 1e-6
+"""vCPUs of believed-minus-true below which a sample counts as exact (float residue)."""
+
+
+def accounting_error(timeline: pa.Table) -> dict[str, float]:
+    """How wrong the scheduler's belief was over one run, from the timeline's `cpu_error`.
+
+    Each sample holds until the next sample of the same (replica, node), so the mean and the
+    fraction are time-weighted (the last sample of a series closes it and weighs nothing).
+    Over- and under-count are reported as positive vCPUs; NaN when nothing was sampled.
+    """
+    if timeline.num_rows == 0:
+        return dict.fromkeys(
+            ("err_mean_abs", "err_over_max", "err_under_max", "err_nonzero_frac"), math.nan
+        )
+    replica = timeline.column("replica").to_numpy()
+    node = timeline.column("node_id").to_numpy()
+    t = timeline.column("t").to_numpy()
+    error = timeline.column("cpu_error").to_numpy()
+    order = np.lexsort((t, node, replica))
+    replica, node, t, error = replica[order], node[order], t[order], error[order]
+    same_series = (replica[1:] == replica[:-1]) & (node[1:] == node[:-1])
+    weight = np.append(np.where(same_series, np.diff(t), 0.0), 0.0)
+    if weight.sum() <= 0:
+        weight = np.ones_like(t)
+    wrong = np.abs(error) > ERROR_TOLERANCE
+    return {
+        "err_mean_abs": float(np.average(np.abs(error), weights=weight)),
+        "err_over_max": float(max(0.0, error.max())),  # 0.0 first: never print -0.0
+        "err_under_max": float(max(0.0, -error.min())),
+        "err_nonzero_frac": float(weight[wrong].sum() / weight.sum()),
+    }
+
+
+FAILURE_REASONS = ("no_candidate", "attempts_exhausted", "deadline")
+"""Why a create failed (`harness.model.scheduling.scheduler`); each has a `failed_<reason>` summary
+column."""
+
+
+def _equals(table: pa.Table, name: str, value: str) -> np.ndarray:
+    """Where string column `name` is `value` (a null is not), compared by Arrow: turning the
+    column into numpy would first make a Python string of every row."""
+    return pc.fill_null(pc.equal(table.column(name), value), False).to_numpy(zero_copy_only=False)
+
+
+def seed_summary(
+    nodes: pa.Table, requests: pa.Table, timeline: pa.Table, duration_s: float
+) -> dict[str, Any]:
+    """Counts, load, latency and accounting error of one (strategy, seed); sandboxes per node
+    are the final true ones. Rates are per second of model time covered: the run's
+    `duration_s`, or later if answers kept coming."""
+    counts = nodes.column("sandboxes").to_numpy()
+    latency = requests.column("latency_ms").to_numpy()
+    creates = _equals(requests, "kind", "create")
+    kills = _equals(requests, "kind", "kill")
+    placed = creates & _equals(requests, "outcome", "placed")
+    failed_call = _equals(requests, "outcome", "failed")
+    failed = creates & failed_call
+    sim_duration = max(duration_s, requests.column("done_at").to_numpy().max(initial=0.0))
+    p50, p90, p99 = latency_percentiles(latency[placed])
+    return {
+        "requests": int(creates.sum()),
+        "placed": int(placed.sum()),
+        "failed": int(failed.sum()),
+        "failed_frac": float(failed.sum() / creates.sum()) if creates.any() else math.nan,
+        **{
+            f"failed_{r}": int((failed & _equals(requests, "reason", r)).sum())
+            for r in FAILURE_REASONS
+        },
+        "kills": int(kills.sum()),
+        "kills_failed": int((kills & failed_call).sum()),
+        "creates_per_s": float(creates.sum() / sim_duration),
+        "kills_per_s": float(kills.sum() / sim_duration),
+        "cv": cv(counts),
+        "max_count": int(counts.max()) if counts.size else 0,
+        "min_count": int(counts.min()) if counts.size else 0,
+        "p50_place_ms": p50,
+        "p90_place_ms": p90,
+        "p99_place_ms": p99,
+        "sim_duration_s": float(sim_duration),
+        **accounting_error(timeline),
+    }
+
+
+PERCENTILES = (50, 90, 99)
+"""The latency percentiles every table and summary reports."""
+
+
+def latency_percentiles(latency_ms: np.ndarray | pd.Series) -> tuple[float, float, float]:
+    """p50, p90 and p99 of latencies (exact, linear interpolation); NaN for none."""
+    a = np.asarray(latency_ms, dtype=float)
+    if a.size == 0:
+        return math.nan, math.nan, math.nan
+    p50, p90, p99 = np.percentile(a, PERCENTILES)
+    return float(p50), float(p90), float(p99)
+
+
+def mean_interval(
+    values: np.ndarray | list[float], level: float = 0.95, resamples: int = 4000
+) -> tuple[float, float, float]:
+    """Mean and a bootstrap percentile interval; seeded, so a report is reproducible."""
+    a = np.asarray(values, dtype=float)
+    a = a[~np.isnan(a)]
+    if a.size == 0:
+        return math.nan, math.nan, math.nan
+    if a.size == 1:
+        return float(a[0]), math.nan, math.nan
+    rng = np.random.default_rng(0)
+    means = rng.choice(a, size=(resamples, a.size), replace=True).mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(means, [tail, 100 - tail])
+    return float(a.mean()), float(lo), float(hi)
+
+
+def by_strategy(summary: pd.DataFrame, requests: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per strategy (in first-seen order): CV mean with 95% interval, and the rest;
+    with `requests`, the load figures pooled over all seeds (`pooled_load`) too."""
+    rows = []
+    for strategy, group in summary.groupby("strategy", sort=False):
+        mean, lo, hi = mean_interval(group["cv"])
+        rows.append(
+            {
+                "strategy": strategy,
+                "seeds": len(group),
+                "cv_mean": mean,
+                "cv_lo": lo,
+                "cv_hi": hi,
+                "cv_median": float(group["cv"].median()),
+                "max_count": float(group["max_count"].mean()),
+                "min_count": float(group["min_count"].mean()),
+                "placed": float(group["placed"].mean()),
+                "failed": float(group["failed"].mean()),
+                "err_mean_abs": float(group["err_mean_abs"].mean()),
+                "err_over_max": float(group["err_over_max"].max()),
+                "err_under_max": float(group["err_under_max"].max()),
+                "err_nonzero_frac": float(group["err_nonzero_frac"].mean()),
+            }
+        )
+    table = pd.DataFrame(rows)
+    if requests is None:
+        return table
+    return table.merge(pooled_load(summary, requests), on="strategy", how="left")
+
+
+def pooled_load(summary: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy, over every finished seed at once: creates and kills per second of model
+    time, failed creates, the placed creates' p50/p90/p99 latency over all their requests
+    (not a mean of per-seed percentiles), and where the engine measured them (Ray) the create
+    RPC and heartbeat lateness p50/p99 of the merged per-seed sketches."""
+    finished = summary[["strategy", "seed"]]
+    requests = requests.merge(finished, on=["strategy", "seed"])  # not a partial seed's rows
+    rows = []
+    for strategy, group in summary.groupby("strategy", sort=False):
+        mine = requests[requests["strategy"] == strategy]
+        creates = mine[mine["kind"] == "create"]
+        placed = creates.loc[creates["outcome"] == "placed", "latency_ms"]
+        duration = float(group["sim_duration_s"].sum())
+        row = {
+            "strategy": strategy,
+            "creates_per_s": len(creates) / duration if duration > 0 else math.nan,
+            "kills_per_s": (len(mine) - len(creates)) / duration if duration > 0 else math.nan,
+            "failed_frac": float((creates["outcome"] == "failed").mean())
+            if len(creates)
+            else math.nan,
+            **dict(
+                zip(
+                    [f"p{p}_place_ms" for p in PERCENTILES],
+                    latency_percentiles(placed),
+                    strict=True,
+                )
+            ),
+        }
+        for figure in ("create_rpc", "heartbeat_late"):
+            found = [percentiles.from_bytes(b) for b in group[f"{figure}_sketch"] if b is not None]
+            quantiles = percentiles.quantiles(percentiles.merged(found), (0.5, 0.99))
+            row[f"{figure}_p50_ms"], row[f"{figure}_p99_ms"] = quantiles
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def median_seed(summary: pd.DataFrame, strategy: str) -> int:
+    """The seed whose CV is the median one for this strategy: the run to draw as typical."""
+    group = summary[summary["strategy"] == strategy].sort_values(["cv", "seed"])
+    return int(group.iloc[(len(group) - 1) // 2]["seed"])
+
+
+def rank_shares(n: int, k: int) -> list[float]:
+    """Share of requests won by the node of rank i (1 = least loaded) with static scores."""
+    total = math.comb(n, k)
+    return [math.comb(n - i, k - 1) / total for i in range(1, n + 1)]
+
+
+def uniform_cv(n: int, m: int) -> float:
+    """Expected CV of m requests thrown uniformly at random into n nodes."""
+    return math.sqrt((n - 1) / m)
+
+
+def cv_shift(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy, how far CV moves from the `base` run to the `other` one (same seeds, one
+    setting changed, e.g. more replicas): the mean per-seed difference with its 95% interval.
+    Pairing by seed cancels what both runs share (requests, initial loads), so the interval
+    is much tighter than comparing two means."""
+    keys = ["strategy", "seed"]
+    paired = base[[*keys, "cv"]].merge(other[[*keys, "cv"]], on=keys, suffixes=("_base", ""))
+    rows = []
+    for strategy, group in paired.groupby("strategy", sort=False):
+        mean, lo, hi = mean_interval(group["cv"] - group["cv_base"])
+        rows.append(
+            {
+                "strategy": strategy,
+                "seeds": len(group),
+                "cv_base": float(group["cv_base"].mean()),
+                "cv": float(group["cv"].mean()),
+                "shift": mean,
+                "shift_lo": lo,
+                "shift_hi": hi,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def cv_over_time(timeline: pd.DataFrame) -> pd.DataFrame:
+    """CV of the true sandboxes per node at each sample, per strategy: mean over seeds with its
+    95% interval, and the mean sandboxes in all (the m of the uniform-random line)."""
+    true = timeline[timeline["replica"] == timeline["replica"].min()]
+    per_seed = true.groupby(["strategy", "seed", "t"], sort=False)["sandboxes"].agg(
+        mean="mean", std=lambda s: s.std(ddof=0), total="sum", nodes="size"
+    )
+    per_seed["cv"] = (per_seed["std"] / per_seed["mean"]).where(per_seed["mean"] > 0)
+    rows = []
+    for (strategy, t), group in per_seed.groupby(["strategy", "t"], sort=False):
+        mean, lo, hi = mean_interval(group["cv"])
+        rows.append(
+            {
+                "strategy": strategy,
+                "t": t,
+                "cv_mean": mean,
+                "cv_lo": lo,
+                "cv_hi": hi,
+                "sandboxes": float(group["total"].mean()),
+                "nodes": int(group["nodes"].iloc[0]),
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["strategy", "t", "cv_mean", "cv_lo", "cv_hi", "sandboxes", "nodes"]
+    )
+
+
+def accounting_over_time(timeline: pd.DataFrame) -> pd.DataFrame:
+    """How far each scheduler's view of a node is from the node's true allocated vCPUs, at each
+    sample, per strategy: the mean signed error (+: counted twice, -: invisible) and the mean
+    absolute error per node, both averaged over seeds."""
+    error = timeline["cpu_error"]
+    frame = timeline[["strategy", "seed", "t"]].assign(error=error, abs_error=error.abs())
+    per_seed = frame.groupby(["strategy", "seed", "t"], sort=False).mean()
+    return per_seed.groupby(["strategy", "t"], sort=False).mean().reset_index()
+
+
+BIN_WIDTHS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
+"""Bin widths (s) a chart over time may use: round numbers a reader can count with."""
+
+
+def bin_width(duration_s: float, bins: int = 50) -> float:
+    """The smallest round bin width that cuts `duration_s` into at most `bins` bins."""
+    return next((w for w in BIN_WIDTHS if w * bins >= duration_s), BIN_WIDTHS[-1])
+
+
+def latency_over_time(requests: pd.DataFrame, width: float) -> pd.DataFrame:
+    """p50 and p99 of the placed creates' latency by when they were issued, in bins of
+    `width` seconds, per strategy, pooled over seeds (every request of a bin at once)."""
+    creates = requests[(requests["kind"] == "create") & (requests["outcome"] == "placed")]
+    t = (creates["issued_at"] // width) * width
+    grouped = creates.groupby([creates["strategy"], t.rename("t")], sort=False)["latency_ms"]
+    # Both columns even when nothing was placed (no quantile to unstack).
+    frame = grouped.quantile([0.5, 0.99]).unstack().reindex(columns=[0.5, 0.99])
+    frame.columns = ["p50", "p99"]
+    return frame.reset_index().sort_values("t", kind="stable", ignore_index=True)
+
+
+def throughput_over_time(requests: pd.DataFrame, width: float) -> pd.DataFrame:
+    """Creates placed, creates failed and kills answered per second, by when they were
+    answered, in bins of `width` seconds, per strategy: the mean over its seeds."""
+    seeds = requests.groupby("strategy", sort=False)["seed"].nunique()
+    what = np.where(requests["kind"] == "kill", "kills", "creates_" + requests["outcome"])
+    t = (requests["done_at"] // width) * width
+    counts = requests.groupby([requests["strategy"], t.rename("t"), what], sort=False).size()
+    frame = counts.unstack(fill_value=0).reindex(
+        columns=["creates_placed", "creates_failed", "kills"], fill_value=0
+    )
+    frame = frame.div(frame.index.get_level_values("strategy").map(seeds) * width, axis=0)
+    return frame.reset_index().sort_values("t", kind="stable", ignore_index=True)
+
+
+def cv_by(summary: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """CV mean with its 95% interval over the seeds (and any other cells) at each combination
+    of `keys`, with the mean nodes and live sandboxes that give the uniform-random CV."""
+    rows = []
+    for values, group in summary.groupby(keys, sort=False, dropna=False):
+        mean, lo, hi = mean_interval(group["cv"])
+        n = float(group["nodes"].mean())
+        live = float((group["placed"] - group["kills"]).mean())
+        rows.append(
+            {
+                **dict(zip(keys, values, strict=True)),
+                "cv_mean": mean,
+                "cv_lo": lo,
+                "cv_hi": hi,
+                "seeds": len(group),
+                "uniform_cv": uniform_cv(round(n), round(live)) if live >= 1 else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,206 @@
+"""A sweep's folder on disk, written cell by cell so that whatever finished stays readable.
+
+    sweep.json              the sweep (base config, grid, seeds, run id), each cell's status
+    summary.parquet         one row per (cell, seed) of every complete cell, with the varied keys
+    nodes/cell=<n>/...      hive-partitioned Parquet datasets, one per table schema, one file
+    requests/cell=<n>/...   per cell, each row with the cell's values of the varied keys
+    timeline/cell=<n>/...
+
+The sweep holds its folder under a lock until it closes (`harness.results.run_folder.lock_folder`),
+so
+no run or second sweep writes into it meanwhile.
+Every table has the sweep's `run_id` (kept when a sweep is resumed), so results of several
+sweeps and runs can be stacked and told apart.
+
+A cell is complete once sweep.json says so. Its tables are written first (replacing whatever
+an earlier, interrupted attempt left in its partition), then summary.parquet, then sweep.json,
+each file replaced atomically: a crash at any point leaves the cell either complete or to be
+run again, never half counted.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+import harness
+from harness.results.arrow_schemas import TABLES, stamped, summary_table
+from harness.results.atomic_files import write_json, write_parquet
+from harness.results.run_folder import ResultsError, holder, lock_folder, new_run_id
+from harness.results.seed_result import SeedResult
+from harness.results.thresholds import evaluate
+
+if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
+    from harness.config.sweep_file import Cell, Sweep
+
+CELL_TABLES = ("nodes", "requests", "timeline")
+PARTITIONING = ds.partitioning(pa.schema([("cell", pa.int32())]), flavor="hive")
+COMPLETE, FAILED, PENDING = "complete", "failed", "pending"
+
+
+class SweepStore:
+    """Opens (or creates) the folder of one sweep, and holds it until `close`; refuses a
+    folder holding a run or another sweep, or held by a run or sweep still going."""
+
+    def __init__(self, out_dir: Path, sweep: Sweep) -> None:
+        self.out_dir = Path(out_dir)
+        self.sweep = sweep
+        self._lock = lock_folder(self.out_dir)
+        try:
+            self._open()
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _open(self) -> None:
+        sweep = self.sweep
+        if holder(self.out_dir) == "run":
+            raise ResultsError(f"{self.out_dir} holds a run, not a sweep; give another --out")
+        old = _read_meta(self.out_dir) if is_sweep(self.out_dir) else None
+        if old is not None and old.get("identity") != _jsonable(sweep.identity()):
+            raise ResultsError(
+                f"{self.out_dir} holds the results of a different sweep (base config, grid or "
+                "seeds differ); give another --out"
+            )
+        previous = {c["cell"]: c for c in old["cells"]} if old else {}
+        self.run_id = old["run_id"] if old and "run_id" in old else new_run_id(sweep.name)
+        # One Arrow type per varied key over all cells, so every partition agrees.
+        self.key_types = {
+            key: pa.array([cell.values[key] for cell in sweep.cells]).type for key in sweep.keys
+        }
+        self.meta: dict[str, Any] = {
+            "run_id": self.run_id,
+            "harness_version": harness.__version__,
+            "kind": "sweep",
+            "name": sweep.name,
+            "keys": sweep.keys,
+            "grid_keys": list(sweep.grid),
+            "seeds": sweep.seeds,
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "completed": False,
+            "identity": _jsonable(sweep.identity()),
+            "cells": [
+                previous.get(cell.index)
+                or {"cell": cell.index, "values": _jsonable(cell.values), "status": PENDING}
+                for cell in sweep.cells
+            ],
+        }
+        self._summaries: dict[int, pa.Table] = {}
+        summary_path = self.out_dir / "summary.parquet"
+        if summary_path.is_file():
+            done = pq.read_table(summary_path)
+            for cell in self.complete():
+                self._summaries[cell] = done.filter(pc.equal(done["cell"], cell))
+                self._judge(sweep.cells[cell])  # this sweep's thresholds, maybe not the last's
+        self._write_meta()
+
+    def complete(self) -> set[int]:
+        return {c["cell"] for c in self.meta["cells"] if c["status"] == COMPLETE}
+
+    def pending(self) -> list[Cell]:
+        """Cells still to run: never run, interrupted, or failed last time."""
+        done = self.complete()
+        return [cell for cell in self.sweep.cells if cell.index not in done]
+
+    def add_cell(self, cell: Cell, results: list[SeedResult], wall_s: float) -> None:
+        """Write a finished cell; `results` in seed order, so reruns give identical files. Its
+        partition of each table is one file, replaced whole (an earlier, interrupted attempt's
+        file included)."""
+        for name in CELL_TABLES:
+            parts = [self._stamped(getattr(r, name), cell) for r in results]
+            folder = self.out_dir / name / f"cell={cell.index}"
+            folder.mkdir(parents=True, exist_ok=True)
+            write_parquet(folder / "part-0.parquet", parts[0].schema, parts)
+        rows = summary_table([r.summary for r in results])
+        rows = rows.append_column("cell", pa.array([cell.index] * len(rows), pa.int32()))
+        self._summaries[cell.index] = self._stamped(rows, cell)
+        self._write_summary()
+        self._judge(cell)
+        self._set(cell, status=COMPLETE, error=None, traceback=None, wall_s=round(wall_s, 3))
+
+    def _judge(self, cell: Cell) -> None:
+        """The cell's threshold checks, on its summary rows, into its entry of sweep.json."""
+        rows = self._summaries[cell.index].to_pandas()
+        self.meta["cells"][cell.index]["thresholds"] = evaluate(cell.config.thresholds, rows)
+
+    def fail_cell(self, cell: Cell, error: str, trace: str) -> None:
+        """Record a cell that raised; the sweep goes on and a rerun tries it again."""
+        self._set(cell, status=FAILED, error=error, traceback=trace)
+
+    def close(self) -> None:
+        """Write the summary and sweep.json in full, then let the folder go."""
+        try:
+            self.meta["completed"] = len(self.complete()) == len(self.sweep.cells)
+            self.meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+            self._write_summary()
+            self._write_meta()
+        finally:
+            self._lock.release()
+
+    def _stamped(self, part: pa.Table, cell: Cell) -> pa.Table:
+        """`part` with the sweep's run id first and the cell's value of each varied key last."""
+        part = stamped(part, self.run_id)
+        for key, kind in self.key_types.items():
+            part = part.append_column(key, pa.repeat(pa.scalar(cell.values[key], kind), len(part)))
+        return part
+
+    def _set(self, cell: Cell, **fields: Any) -> None:
+        self.meta["cells"][cell.index].update(fields)
+        self._write_meta()
+
+    def _write_summary(self) -> None:
+        parts = [self._summaries[c] for c in sorted(self._summaries)]
+        if parts:
+            write_parquet(self.out_dir / "summary.parquet", parts[0].schema, parts)
+
+    def _write_meta(self) -> None:
+        write_json(self.out_dir / "sweep.json", self.meta)
+
+
+def _jsonable(value: Any) -> Any:
+    """As JSON gives it back (tuples as lists), so a fresh identity compares with a stored one."""
+    return json.loads(json.dumps(value))
+
+
+def _read_meta(folder: Path) -> dict[str, Any]:
+    path = folder / "sweep.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{path} is not readable: {e}") from None
+
+
+def is_sweep(path: str | Path) -> bool:
+    return (Path(path) / "sweep.json").is_file()
+
+
+def load_sweep_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
+    """(sweep.json, summary of the complete cells), or ResultsError saying why not."""
+    folder = Path(path)
+    holder(folder)  # a folder a run also wrote into cannot be read as a sweep
+    meta = _read_meta(folder)
+    summary_path = folder / "summary.parquet"
+    if not summary_path.is_file():
+        columns = [*TABLES["summary"].names, "cell", *meta["keys"]]
+        return meta, pd.DataFrame(columns=columns)
+    summary = pq.read_table(summary_path).to_pandas()
+    complete = {c["cell"] for c in meta["cells"] if c["status"] == COMPLETE}
+    return meta, summary[summary["cell"].isin(complete)].reset_index(drop=True)
+
+
+def read_cells(path: str | Path, table: str, cells: list[int]) -> pd.DataFrame:
+    """One table's rows for some cells, read from its partitions only."""
+    folder = Path(path) / table
+    if not folder.is_dir():
+        return TABLES[table].empty_table().to_pandas()
+    dataset = ds.dataset(folder, format="parquet", partitioning=PARTITIONING)
+    table = dataset.to_table(filter=ds.field("cell").isin(cells))
+    return table.to_pandas().sort_values("cell", kind="stable", ignore_index=True)

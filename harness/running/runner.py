@@ -1,0 +1,96 @@
+"""The runner owns the wiring: which engine, which strategies and seeds, where results go."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from contextlib import closing
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harness.config import Config
+from harness.engines import Engine, Progress, Snapshot, get_engine
+from harness.results.arrow_schemas import summary_table
+from harness.results.invariants import InvariantError, check
+from harness.results.run_folder import RunWriter, check_out_dir
+from harness.results.seed_result import SeedResult
+from harness.results.thresholds import evaluate
+
+# progress(units_done, units_total, fraction_of_current_unit, live snapshot or None)
+RunProgress = Callable[[int, int, float, Snapshot | None], None]
+
+
+def default_out_dir(config: Config, root: Path = Path("results")) -> Path:
+    """`results/<name>-<time>-<run id>`: the time sorts runs, the random id keeps apart two
+    runs started in the same second (a run claims its folder under a lock regardless, see
+    `harness.results.run_folder`, so a clash refuses the second run rather than mixing the two)."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return root / f"{config.run.name}-{stamp}-{secrets.token_hex(3)}"
+
+
+def run_checked(
+    engine: Engine, config: Config, seed: int, progress: Progress | None = None
+) -> tuple[SeedResult, list[dict[str, Any]], list[str]]:
+    """One seed on `engine`, then its invariant checks (`harness.results.invariants`): the result,
+    the
+    checks, and a line for each broken one."""
+    result = engine.run_seed(config, seed, progress)
+    checks = check(config, result)
+    broken = [f"{c['check']} ({c['detail']})" for c in checks if not c["ok"]]
+    return result, checks, broken
+
+
+def run(
+    config: Config,
+    strategies: list[str],
+    out_dir: Path,
+    progress: RunProgress | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Run every strategy on the same seeds; each finished (strategy, seed) is on disk at once.
+
+    `out_dir` must be new or empty, or hold results and `overwrite` be given (ResultsError
+    otherwise, raised before the engine starts). An exception or Ctrl-C still closes the
+    files and marks run.json `completed: false`. Every (strategy, seed) is checked
+    (`harness.results.invariants`); broken checks are written with the results, and the run then
+    raises InvariantError. The config's thresholds are checked on the finished run and written
+    to run.json; failing them is for the caller to act on.
+    """
+    check_out_dir(out_dir, overwrite)
+    engine = get_engine(config.run.engine)
+    engine.prepare(config, strategies)
+    seeds = config.run.seed_numbers
+    total = len(strategies) * len(seeds)
+    broken: list[str] = []
+    summaries: list[dict[str, Any]] = []
+    with (
+        closing(engine),
+        RunWriter(out_dir, config.to_dict(), strategies, seeds, engine.name, overwrite) as writer,
+    ):
+        done = 0
+        for strategy in strategies:
+            variant = config.with_value("placement.strategy", strategy)
+            for seed in seeds:
+
+                def tick(t: float, snapshot: Snapshot | None = None, done: int = done) -> None:
+                    if progress is not None:
+                        progress(done, total, t / config.run.duration_s, snapshot)
+
+                try:
+                    result, checks, failed = run_checked(engine, variant, seed, tick)
+                except BaseException as e:
+                    partial = getattr(e, "partial", None)
+                    if partial is not None:
+                        writer.add(partial, partial=True)
+                    raise
+                writer.add(result, checks)
+                summaries.append(result.summary)
+                broken += [f"{strategy} seed {seed}: {line}" for line in failed]
+                done += 1
+                if progress is not None:
+                    progress(done, total, 0.0, None)
+        writer.set_thresholds(evaluate(config.thresholds, summary_table(summaries).to_pandas()))
+    if broken:
+        raise InvariantError(str(out_dir), broken)
+    return out_dir

@@ -1,0 +1,145 @@
+"""Builds the protocol's parties for one (config, seed), the same way for every engine.
+
+The runner and engines own wiring, the model owns rules: this module is the one place that
+turns a validated `Config` into the model's own pieces (nodes, heartbeat plan, faults, RPC
+model, scheduler replicas, client hosts) and names the random stream each one draws from.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from harness.config import Config, trace_file
+from harness.model.cluster.faults import Faults, SlowNodes
+from harness.model.cluster.heartbeat import BeatGroup, HeartbeatPlan
+from harness.model.cluster.node import Node
+from harness.model.cluster.pools import build_nodes, registrations
+from harness.model.cluster.rpc import RpcModel
+from harness.model.protocol import Sink
+from harness.model.protocol.client_party import ClientHost
+from harness.model.protocol.node_party import NodeHost
+from harness.model.protocol.replica_party import ReplicaHost
+from harness.model.random_streams import stream
+from harness.model.scheduling.ledger import LedgerOptions
+from harness.model.scheduling.ledgers import LEDGERS, make_ledger
+from harness.model.scheduling.placement.framework import Parts
+from harness.model.scheduling.scheduler import Scheduler
+from harness.wiring.demand_estimate import demand
+
+
+def nodes(config: Config, seed: int) -> list[Node]:
+    """The cluster at t = 0, with its initial loads."""
+    return build_nodes(config.cluster, config.placement.r, stream(seed, "cluster"))
+
+
+def rpc_model(config: Config) -> RpcModel:
+    c, p = config.cluster, config.placement
+    return RpcModel(
+        c.create_latency_ms, c.kill_latency_ms, p.rpc_timeout_ms, SlowNodes(config.faults)
+    )
+
+
+def create_times(config: Config) -> tuple[float, float] | None:
+    """(cold, warm): seconds a create takes on the node, without or with its template cached;
+    None when both are 0 (the node answers at once)."""
+    c = config.cluster
+    if not (c.create_cold_ms or c.create_warm_ms):
+        return None
+    return c.create_cold_ms / 1000.0, c.create_warm_ms / 1000.0
+
+
+def heartbeat_plan(config: Config) -> HeartbeatPlan:
+    return HeartbeatPlan(config.heartbeat, config.run.duration_s)
+
+
+def beat_groups(config: Config, seed: int, node_ids: range) -> list[BeatGroup]:
+    """The beat groups of the nodes `node_ids`: every node's phase is drawn (in node order, so
+    a node's phase does not depend on how nodes are split among hosts), then kept for these."""
+    every = heartbeat_plan(config).groups(
+        list(range(config.cluster.node_count)), stream(seed, "heartbeat")
+    )
+    lo, hi = node_ids.start, node_ids.stop
+    if lo == 0 and hi >= config.cluster.node_count:
+        return every
+    groups = [(t, [i for i in ids if lo <= i < hi]) for t, ids in every]
+    return [(t, ids) for t, ids in groups if ids]
+
+
+def quiet_allowed(config: Config) -> bool:
+    """Whether the replicas would ignore a report that says what the node's last one said: the
+    strategy ignores one (`Ledger.ignores_unchanged_reports`) and no placement plugin reads when
+    a view was reported. Nodes may then skip such reports (`NodeHost`, `quiet`): the run is the
+    same (`tests/test_virtual_engine.py` checks every table)."""
+    return (
+        LEDGERS[config.placement.strategy].ignores_unchanged_reports()
+        and not Parts.of(config.placement).reads_report_times()
+    )
+
+
+def quiet_nodes(config: Config) -> bool:
+    """Whether nodes skip the reports that would change nothing: where allowed, unless the
+    workload is expected to change nodes (a create or a kill each) more often than the cluster
+    reports. Quiet nodes pay for each change and report changed nodes only, which a large
+    cluster needs (1,000,000 nodes, 2,000 creates/s: 15x real time rather than 6x); where
+    nearly every node changes between its beats, reporting on every beat is the cheaper way to
+    the same run (10,000 nodes, the same load: 15% faster; 100,000: 7% slower). A trace's rate
+    is not read for this: its nodes are quiet. `heartbeat.quiet_nodes` may say on or off
+    instead of auto."""
+    mode = config.heartbeat.quiet_nodes
+    if mode == "off" or not quiet_allowed(config):
+        return False
+    if mode == "on" or config.workload.arrival == "trace":
+        return True
+    need = demand(config)
+    changes = (need.creates + need.kills) / config.run.duration_s
+    return changes < config.cluster.node_count / config.heartbeat.interval_s
+
+
+def node_host(config: Config, seed: int, hosted: list[Node], sink: Sink) -> NodeHost:
+    """The node side for `hosted` (a contiguous run of the cluster's nodes); its random faults
+    and report delivery draw from streams keyed by its first node."""
+    first = hosted[0].node_id
+    ids = range(first, first + len(hosted))
+    ledger = LEDGERS[config.placement.strategy]
+    return NodeHost(
+        hosted,
+        heartbeat_plan(config),
+        beat_groups(config, seed, ids),
+        Faults(config.faults, stream(seed, f"faults/{first}"), ids),
+        rpc_model(config),
+        create_times(config),
+        config.placement.replicas,
+        ledger.wants_sandbox_ids,
+        ledger.wants_response_report,
+        stream(seed, f"report-delivery/{first}"),
+        sink,
+        quiet_nodes(config),
+    )
+
+
+def replica_host(config: Config, seed: int, index: int, sink: Sink) -> ReplicaHost:
+    """Scheduler replica `index`: the nodes as they register at start-up (their static facts),
+    the config's placement rules and strategy, and a random stream of its own."""
+    p = config.placement
+    nodes = registrations(config.cluster)
+    cpu_counts = [info.cpu_count for info in nodes]
+    ledger = make_ledger(p.strategy, cpu_counts, LedgerOptions(ttl_s=p.ttl_s))
+    scheduler = Scheduler(nodes, p, ledger, stream(seed, f"placement/{index}"))
+    return ReplicaHost(index, scheduler, rpc_model(config), sink)
+
+
+def client_host(config: Config, seed: int, index: int, hosts: int, sink: Sink) -> ClientHost:
+    """The clients `c % hosts == index`; a trace to replay is read by each host itself,
+    streamed from the file."""
+    w = config.workload
+    rows = partial(trace_file.rows, w.trace, w.template_ids()) if w.arrival == "trace" else None
+    return ClientHost(
+        index,
+        hosts,
+        w,
+        config.run.duration_s,
+        config.placement.replicas,
+        seed,
+        sink,
+        rows,
+    )
