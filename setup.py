@@ -4,8 +4,7 @@
 `pip install .` and `pip install -e .` compile them (mypyc comes with mypy, a build
 requirement; a C compiler and Python's headers must be there). If the compile fails, the
 package installs as pure Python all the same, with a warning in pip's build output (`-v`).
-`HARNESS_PURE=1` in the environment skips the compile.
-"""
+`HARNESS_PURE=1` in the environment skips the compile."""
 
 from __future__ import annotations
 
@@ -13,52 +12,20 @@ import hashlib
 import json
 import os
 import sys
+import tomllib
 from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
-COMPILED = [
-    "harness/model/event_queue.py",
-    "harness/model/native_event_queue.py",
-    "harness/model/cluster/node.py",
-    "harness/model/cluster/heartbeat_wheel.py",
-    "harness/model/workload/request.py",
-    "harness/model/cluster/rpc.py",
-    "harness/model/random_streams.py",
-    "harness/model/workload/arrivals.py",
-    "harness/model/workload/lifetimes.py",
-    "harness/model/recording.py",
-    "harness/model/scheduling/ledger.py",
-    "harness/model/scheduling/ledgers/in_progress.py",
-    "harness/model/scheduling/ledgers/optimistic.py",
-    "harness/model/scheduling/ledgers/optimistic_add_only.py",
-    "harness/model/scheduling/ledgers/optimistic_pre_rpc.py",
-    "harness/model/scheduling/ledgers/reconcile.py",
-    "harness/model/scheduling/ledgers/stale.py",
-    "harness/model/scheduling/ledgers/sync_response.py",
-    "harness/model/scheduling/ledgers/ttl.py",
-    "harness/model/scheduling/scheduler.py",
-    "harness/model/scheduling/placement/plugin.py",
-    "harness/model/scheduling/placement/best_of_k.py",
-    "harness/model/scheduling/placement/filters.py",
-    "harness/model/scheduling/placement/designs.py",
-    "harness/model/scheduling/placement/affinity.py",
-    "harness/model/scheduling/placement/framework.py",
-    "harness/model/protocol/node_party.py",
-    "harness/model/protocol/replica_party.py",
-    "harness/model/protocol/client_party.py",
-    "actors/outbox.py",
-    "actors/carrier.py",
-]
+COMPILED = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["herd-harness"]["compiled"]
 """The modules compiled: the virtual engine's loop and what it calls for every message, and the
 Ray hosts' hot path (`actors.carrier`, `actors.outbox`: they import no Ray). Not
 compiled: modules that declare config keys (`harness.model.tunables.key` dataclasses: compiled,
-their
-type hints lose their parameters, which the config layer reads) and everything the model
-calls rarely. No package `__init__` either: compiled, one sets its `__path__` as if the shared
-library were at the top level."""
+their type hints lose their parameters, which the config layer reads) and everything the model calls
+rarely. No package `__init__` either: compiled, one sets its `__path__` as if the shared library
+were at the top level."""
 BUILT = "harness/_compiled.json"
 """Written next to the extensions after a compile: the digest of each source compiled, so
 `harness` can tell an extension from a source edited since (harness/__init__.py)."""

@@ -1,16 +1,13 @@
 """Measures the per-unit costs `harness/running/cost_check.py` estimates with: memory and CPU time
-per node,
-per extra replica's view, per request row, per live sandbox, per timeline row, per report
+per node, per extra replica's view, per request row, per live sandbox, per timeline row, per report
 (delivered, and in flight) and per closed-loop client.
 
     PYTHONPATH=. python bench/budget.py
 
 Each scenario runs one seed of `harness.running.runner.run` (engine, checks, Parquet files) in a
-fresh
-process, which reports its peak RSS above its size before the run, and the CPU time of the run;
-a unit's cost is the difference between two scenarios that differ in that unit only, divided
-by the units. Takes some minutes and ~1.5 GB.
-"""
+fresh process, which reports its peak RSS above its size before the run, and the CPU time of the
+run; a unit's cost is the difference between two scenarios that differ in that unit only, divided by
+the units. Takes some minutes and ~1.5 GB."""
 
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ and nodes on this machine, against the goals of issue 13.
    client-seen create latency, heartbeat lateness (actual minus planned report time), the CPU
    all processes spent per pair and how many of the machine's cores they got in the window
    (other jobs take the rest), and the peak memory. The knee of each axis is the last step
-   that still raised pairs/s by 10% or more.
-   The goal's verdict takes the best row.
+   that still raised pairs/s by 10% or more. The goal's verdict takes the best row.
 2. lateness: 500 closed-loop clients holding sandboxes 1 s over 10,000 nodes reporting every
    5 s (2,000 reports/s) and 100,000 nodes reporting every 20 s (5,000 reports/s).
 3. best (only when asked for): the scaling part's best layout (1,000 nodes, one node group, two

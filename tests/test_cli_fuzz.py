@@ -6,8 +6,7 @@ accents, newlines, leading dashes, a byte that is not UTF-8 as argv brings it: a
 surrogate; never NUL, which no argv holds), with config files from the config fuzz test's
 generators and --out targets in a fresh folder under the test's tmp (new, nested, an existing
 empty folder, a finished run, odd names). What runs is kept tiny, on the virtual engine only;
-a sweep that would start Ray stops at `run_sweep`, stubbed.
-"""
+a sweep that would start Ray stops at `run_sweep`, stubbed."""
 
 from __future__ import annotations
 

@@ -43,8 +43,7 @@ Measured on a 2-core machine shared with other jobs, at load averages from 2 to 
 took 97 s at load 8-12 and 99-188 s at 20-30 (nearly all of it Ray: 2.5-6 s of actor start
 per seed, then 0.5-6 s of run). Cases of one actor layout now share one set of actors
 (`ray_engines`), reset for each case as a run's strategies are: three sets are started, not
-one per case.
-"""
+one per case."""
 
 from __future__ import annotations
 
@@ -96,19 +95,17 @@ class Plan:
 PLANS = {
     # Ray CVs quoted below are from 4 to 12 runs of this file or of the same configs while it
     # was written, at load averages from 2 to 28 on this 2-core machine; "virtual" is the
-    # virtual engine's range over VIRTUAL_SEEDS seeds.
-    #
-    # 25 s at 0.2: 5 s of run. `stale` on a view that changes once, at the 20 s report: the
-    # seed fixes every choice in issue order. Ray may hand the replica creates out of issue
-    # order (two client pools send alternate arrivals; one late by a few ms wall is enough),
-    # and the draws then go to the other create: on a static view that only swaps which
-    # sandbox gets which node (same counts per node, same CV), except across the
-    # 20 s report, where a create scored on the other view lands elsewhere. Ray: 0.6068
-    # (= virtual seed 0) in 6 of 11 runs, 0.6119 (one sandbox elsewhere) in 4, 0.6173 once
-    # (load average 22). One sandbox moved shifts the CV by up to ~0.006 at ~50 per node, so
-    # 0.02 allows about 3. Without the 20 s report the CV is 0.96 (the reports-never-arrive
-    # break). Not 0.1: more reordering (2-20 creates on another node than in the model in 3
-    # runs at 0.1, 0-2 in 3 at 0.2).
+    # virtual engine's range over VIRTUAL_SEEDS seeds. 25 s at 0.2: 5 s of run. `stale` on a view
+    # that changes once, at the 20 s report: the seed fixes every choice in issue order. Ray may
+    # hand the replica creates out of issue order (two client pools send alternate arrivals; one
+    # late by a few ms wall is enough), and the draws then go to the other create: on a static view
+    # that only swaps which sandbox gets which node (same counts per node, same CV), except across
+    # the 20 s report, where a create scored on the other view lands elsewhere. Ray: 0.6068 (=
+    # virtual seed 0) in 6 of 11 runs, 0.6119 (one sandbox elsewhere) in 4, 0.6173 once (load
+    # average 22). One sandbox moved shifts the CV by up to ~0.006 at ~50 per node, so 0.02 allows
+    # about 3. Without the 20 s report the CV is 0.96 (the reports-never-arrive break). Not 0.1:
+    # more reordering (2-20 creates on another node than in the model in 3 runs at 0.1, 0-2 in 3 at
+    # 0.2).
     "seed-herd": Plan(0.2, cv_margin=0.05, same_seed_cv=0.02),
     # 500 creates at t = 0 on 5 nodes, `stale`, no report before the end: the seed fixes every
     # placement whatever the interleaving. Ray: 1.0671 = virtual seed 0 on every run (8),
@@ -126,9 +123,9 @@ PLANS = {
     # between count twice or not at all until the end). With ~10 live sandboxes per node at
     # the end, one sandbox off is ~0.1 of CV: these CV bands are loose, and the failure,
     # fault and kill counts carry these scenarios' conformance. 0.15 and 0.2 gave the same
-    # spread (measured) for 1.5-3 s more each.
-    # Node 7 down for good makes the CV at least 1/3. Virtual 0.337-0.382; Ray 0.355-0.401
-    # (0.352-0.390 at 0.15-0.2); reports never arriving on Ray: 0.416-0.446.
+    # spread (measured) for 1.5-3 s more each. Node 7 down for good makes the CV at least 1/3.
+    # Virtual 0.337-0.382; Ray 0.355-0.401 (0.352-0.390 at 0.15-0.2); reports never arriving on Ray:
+    # 0.416-0.446.
     "faults-crash": Plan(0.1, cv_margin=0.05),
     # `reconcile`, half the reports lost. Virtual 0.063-0.173; Ray 0.073-0.156, 0.195 once
     # (load average 21, a stall: placement p99 6 s).

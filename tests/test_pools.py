@@ -7,7 +7,6 @@ import random
 
 import pytest
 
-from harness.wiring import scenario as sc
 from harness.config import Config, ConfigError
 from harness.engines.virtual import VirtualEngine
 from harness.model.cluster.node import NodeInfo, Outcome
@@ -15,6 +14,7 @@ from harness.model.cluster.pools import registrations
 from harness.model.scheduling.ledgers import make_ledger
 from harness.model.scheduling.scheduler import Scheduler
 from harness.model.workload.request import CreateRequest, Shape
+from harness.wiring import scenario as sc
 from tests.conftest import refused, scenario
 from tests.test_protocol import Sink
 

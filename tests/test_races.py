@@ -2,8 +2,7 @@
 
 Every claim is checked over several seeds of a shipped scenario. "Beyond the calls in flight"
 means the part of believed-minus-true that the scheduler's own unanswered creates and kills
-cannot explain: that part is what a race leaves behind.
-"""
+cannot explain: that part is what a race leaves behind."""
 
 from __future__ import annotations
 

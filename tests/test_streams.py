@@ -1,6 +1,6 @@
 """Many draws at once (`harness.model.random_streams.randints`, `uniforms`) are the draws one call
-at a time
-would make, and leave the stream where those calls would; so is `expovariate`'s one draw."""
+at a time would make, and leave the stream where those calls would; so is `expovariate`'s one
+draw."""
 
 from __future__ import annotations
 

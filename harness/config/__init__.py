@@ -2,8 +2,7 @@
 
 `schema` declares the sections (the model's own specs, plus how a run is driven), `validate`
 checks a raw dict against it, `load` reads files and `--set` overrides, `keys` lists every key
-for the docs.
-"""
+for the docs."""
 
 from harness.config.reading import load, parse_override, parse_toml, with_thresholds
 from harness.config.sections import SECTIONS, Config, RayConfig, RunConfig

@@ -3,9 +3,7 @@
 The model's sections are the model's own dataclasses (`ClusterSpec`, `HeartbeatSpec`,
 `PlacementSpec`, `WorkloadSpec`, `FaultSpec`): each key is declared once, there, with its
 default, bounds and help (`harness.model.tunables.key`). Only what the model does not know (how a
-run is
-driven, where Ray is) is declared here.
-"""
+run is driven, where Ray is) is declared here."""
 
 from __future__ import annotations
 

@@ -9,8 +9,7 @@ seeds = 10                   # optional; default: the base's run.seeds
 "run.sample_interval_s" = 0.5
 
 [grid]                       # every combination is one cell; "all" = every choice of a key
-"placement.strategy" = "all"
-"cluster.nodes" = [10, 100, 1000]
+"placement.strategy" = "all" "cluster.nodes" = [10, 100, 1000]
 
 [linked]                     # optional: keys that move with a grid key, one value per step
 "workload.rate_per_s" = { with = "cluster.nodes", values = [20, 200, 2000] }

@@ -13,8 +13,7 @@ Columns, by name, in any order (only `time_s` is required; any other name is ref
   lifetime distribution.
 
 A bad row is a `TraceError` (a `ConfigError` of `workload.trace`) naming the file, the row
-(1 = the first row after a CSV's header) and the column.
-"""
+(1 = the first row after a CSV's header) and the column."""
 
 from __future__ import annotations
 

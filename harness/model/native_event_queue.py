@@ -11,9 +11,7 @@ keeping order compares and moves plain numbers and never touches a message's obj
 Interpreted Python would run this many times slower: the virtual engine takes this clock only
 when the model is compiled (`harness.COMPILED`). Both clocks keep messages due soon on a small
 heap of their own (`harness.model.event_queue.NEAR_S`); `tests/test_compiled.py` checks both paths
-write
-the same bytes.
-"""
+write the same bytes."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ Purposes: `cluster` (initial loads), `workload` (arrivals, client starts), `life
 lifetimes, in arrival order) and `lifetime/<client>` (a closed-loop client's), `template` and
 `template/<client>` (the same for the pick of a template, drawn only when there are several),
 `heartbeat` (phases), `placement/<replica>`, and per node host (keyed by its first node)
-`faults/<first>` and `report-delivery/<first>`.
-"""
+`faults/<first>` and `report-delivery/<first>`."""
 
 from __future__ import annotations
 

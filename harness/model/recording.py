@@ -16,34 +16,52 @@ from mypy_extensions import i32, i64, u8
 
 from harness.model.cluster.node import Node, Outcome
 
-REQUEST_COLUMNS = (
-    "kind",
-    "sandbox_id",
-    "client",
-    "replica",
-    "issued_at",
-    "sent_at",
-    "done_at",
-    "latency_ms",
-    "node_id",
-    "rpcs",
-    "skips",
-    "attempts",
-    "outcome",
-    "reason",
+REQUEST_FIELDS: Final = (
+    ("kind", "code"),
+    ("sandbox_id", "i64"),
+    ("client", "i64"),
+    ("replica", "i32"),
+    ("issued_at", "f64"),
+    ("sent_at", "f64"),
+    ("done_at", "f64"),
+    ("latency_ms", "f64"),
+    ("node_id", "i32"),
+    ("rpcs", "i32"),
+    ("skips", "i32"),
+    ("attempts", "i32"),
+    ("outcome", "code"),
+    ("reason", "str"),
 )
-TIMELINE_COLUMNS = (
-    "t",
-    "node_id",
-    "replica",
-    "cpu_allocated",
-    "sandboxes",
-    "view_cpu_allocated",
-    "in_progress",
-    "in_progress_cpu",
-    "kill_in_progress_cpu",
-    "cpu_error",
+"""The request log's columns and the width of each: the one declaration the log's vectors and
+the results layer's Arrow schema (`harness.results.arrow_schemas`) are both held to. Widths:
+`i32`, `i64`, `f64`, `bool`, `str`, and `code` (a `Coded` column of a few strings)."""
+TIMELINE_FIELDS: Final = (
+    ("t", "f64"),
+    ("node_id", "i32"),
+    ("replica", "i32"),
+    ("cpu_allocated", "f64"),
+    ("sandboxes", "i32"),
+    ("view_cpu_allocated", "f64"),
+    ("in_progress", "i32"),
+    ("in_progress_cpu", "f64"),
+    ("kill_in_progress_cpu", "f64"),
+    ("cpu_error", "f64"),
 )
+"""The timeline's columns and their widths."""
+NODE_FIELDS: Final = (
+    ("node_id", "i32"),
+    ("sandboxes", "i32"),
+    ("cpu_allocated", "f64"),
+    ("initial_cpu_allocated", "f64"),
+    ("peak_cpu_allocated", "f64"),
+    ("capacity", "f64"),
+    ("down", "bool"),
+    ("lost", "i32"),
+    ("lost_unknown", "bool"),
+)
+"""A node's end state (`node_columns`), one row per node, and the widths."""
+REQUEST_COLUMNS: Final = tuple(name for name, _ in REQUEST_FIELDS)
+TIMELINE_COLUMNS: Final = tuple(name for name, _ in TIMELINE_FIELDS)
 
 KINDS: Final = ("create", "kill")
 """The `kind` column's values (`Coded`)."""

@@ -4,8 +4,7 @@ Every axis a user can extend (ledger strategies, placement samplers, filters, sc
 selectors) is a `Registry`: a name maps to a class of the axis's base; a package adds names
 by declaring entry points in the group `herd_harness.<axis>`; any other reference is read as
 an import path "module:Class". The config resolves every reference when it loads, so a bad one
-is refused with its key before anything runs.
-"""
+is refused with its key before anything runs."""
 
 from __future__ import annotations
 

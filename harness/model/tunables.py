@@ -3,8 +3,7 @@
 The model's own small dataclasses (`WorkloadSpec`, `PlacementSpec`, ...) declare their fields
 with `key`, once; the config layer reads the same fields to validate a scenario and to list
 every key with its default. This module depends on nothing, so the model can use it without
-importing the config layer.
-"""
+importing the config layer."""
 
 from __future__ import annotations
 

@@ -10,59 +10,31 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from harness.model.recording import Coded
+from harness.model.recording import NODE_FIELDS, REQUEST_FIELDS, TIMELINE_FIELDS, Coded
 
-REQUESTS = pa.schema(
-    [
-        ("strategy", pa.string()),
-        ("seed", pa.int64()),
-        ("kind", pa.string()),
-        ("sandbox_id", pa.int64()),
-        ("client", pa.int64()),
-        ("replica", pa.int32()),
-        ("issued_at", pa.float64()),
-        ("sent_at", pa.float64()),
-        ("done_at", pa.float64()),
-        ("latency_ms", pa.float64()),
-        ("node_id", pa.int32()),
-        ("rpcs", pa.int32()),
-        ("skips", pa.int32()),
-        ("attempts", pa.int32()),
-        ("outcome", pa.string()),
-        ("reason", pa.string()),
-    ]
-)
-TIMELINE = pa.schema(
-    [
-        ("strategy", pa.string()),
-        ("seed", pa.int64()),
-        ("t", pa.float64()),
-        ("node_id", pa.int32()),
-        ("replica", pa.int32()),
-        ("cpu_allocated", pa.float64()),
-        ("sandboxes", pa.int32()),
-        ("view_cpu_allocated", pa.float64()),
-        ("in_progress", pa.int32()),
-        ("in_progress_cpu", pa.float64()),
-        ("kill_in_progress_cpu", pa.float64()),
-        ("cpu_error", pa.float64()),
-    ]
-)
-NODES = pa.schema(
-    [
-        ("strategy", pa.string()),
-        ("seed", pa.int64()),
-        ("node_id", pa.int32()),
-        ("sandboxes", pa.int32()),
-        ("cpu_allocated", pa.float64()),
-        ("initial_cpu_allocated", pa.float64()),
-        ("peak_cpu_allocated", pa.float64()),
-        ("capacity", pa.float64()),
-        ("down", pa.bool_()),
-        ("lost", pa.int32()),
-        ("lost_unknown", pa.bool_()),
-    ]
-)
+WIDTHS = {
+    "i32": pa.int32(),
+    "i64": pa.int64(),
+    "f64": pa.float64(),
+    "bool": pa.bool_(),
+    "str": pa.string(),
+    "code": pa.string(),
+}
+"""The Arrow type of each width the model declares its columns with (`harness.model.recording`)."""
+
+
+def _recorded(fields: tuple[tuple[str, str], ...]) -> pa.Schema:
+    """The schema of a table the model records: the strategy and seed, then its columns as the
+    model declares them."""
+    return pa.schema(
+        [("strategy", pa.string()), ("seed", pa.int64())]
+        + [(name, WIDTHS[width]) for name, width in fields]
+    )
+
+
+REQUESTS = _recorded(REQUEST_FIELDS)
+TIMELINE = _recorded(TIMELINE_FIELDS)
+NODES = _recorded(NODE_FIELDS)
 SUMMARY = pa.schema(
     [
         ("engine", pa.string()),
@@ -158,6 +130,10 @@ def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, Any]) 
     field's width, or `Coded` strings), with the strategy and seed filled in. Each list is
     converted to its field's type first: `from_pydict` converts lists at half that speed."""
     n = len(next(iter(columns.values()))) if columns else 0
+    recorded = schema.names[2:]
+    if columns and sorted(columns) != sorted(recorded):
+        missing, extra = set(recorded) - set(columns), set(columns) - set(recorded)
+        raise ValueError(f"columns {sorted(extra)} not in the schema, {sorted(missing)} missing")
     arrays = {
         "strategy": repeated(strategy, pa.string(), n),
         "seed": repeated(seed, pa.int64(), n),
@@ -172,8 +148,21 @@ def table(schema: pa.Schema, strategy: str, seed: int, columns: dict[str, Any]) 
             codes = pa.array(np.frombuffer(values.codes, np.uint8))
             arrays[name] = pa.array(values.labels, type_).take(codes)
         else:  # numbers in a buffer (the model's `librt.vecs` columns): read, not visited
-            arrays[name] = pa.array(np.frombuffer(values, type_.to_pandas_dtype()), type_)
+            arrays[name] = pa.array(_numbers(name, values, type_), type_)
     return pa.Table.from_pydict(arrays, schema=schema)
+
+
+def _numbers(name: str, values: Any, type_: pa.DataType) -> np.ndarray:
+    """A buffer of numbers as `type_`'s array; one of another width is an error, not numbers
+    read at the wrong width."""
+    dtype = np.dtype(type_.to_pandas_dtype())
+    view = memoryview(values)
+    if view.itemsize != dtype.itemsize or np.dtype(view.format).kind != dtype.kind:
+        raise TypeError(
+            f"column {name!r}: a buffer of {view.format!r} items ({view.itemsize} bytes) "
+            f"for a {type_} column"
+        )
+    return np.frombuffer(values, dtype)
 
 
 def summary_table(summaries: list[dict[str, Any]]) -> pa.Table:

@@ -6,15 +6,12 @@ brought up to date now and then as seeds finish and rewritten at the end, so a r
 still says so and lists what it finished. Each (strategy, seed) is written as soon as it
 finishes, as its own small Parquet file under `parts/<table>/`; closing the run gathers each
 table's parts into one compact file (`harness.results.atomic_files.write_parquet`) and removes
-them. A run
-killed before it could close leaves its parts, each a whole Parquet file, and `load_run`
+them. A run killed before it could close leaves its parts, each a whole Parquet file, and `load_run`
 reads them.
 
 A run owns its folder: it claims it under a lock (`harness.results.atomic_files.FolderLock`) held
-until it
-ends, and only if the folder is new or empty, or holds results and `overwrite` was asked;
-another run's or a sweep's folder is never written into.
-"""
+until it ends, and only if the folder is new or empty, or holds results and `overwrite` was asked;
+another run's or a sweep's folder is never written into."""
 
 from __future__ import annotations
 

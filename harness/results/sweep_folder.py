@@ -7,16 +7,13 @@
     timeline/cell=<n>/...
 
 The sweep holds its folder under a lock until it closes (`harness.results.run_folder.lock_folder`),
-so
-no run or second sweep writes into it meanwhile.
-Every table has the sweep's `run_id` (kept when a sweep is resumed), so results of several
-sweeps and runs can be stacked and told apart.
+so no run or second sweep writes into it meanwhile. Every table has the sweep's `run_id` (kept when
+a sweep is resumed), so results of several sweeps and runs can be stacked and told apart.
 
 A cell is complete once sweep.json says so. Its tables are written first (replacing whatever
 an earlier, interrupted attempt left in its partition), then summary.parquet, then sweep.json,
 each file replaced atomically: a crash at any point leaves the cell either complete or to be
-run again, never half counted.
-"""
+run again, never half counted."""
 
 from __future__ import annotations
 

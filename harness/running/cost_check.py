@@ -9,8 +9,7 @@ reports one seed has, each times a cost per unit measured on this code. A run is
 when one seed (or, for a sweep, the seeds that run at once) needs more memory than is
 available now, or when the whole run needs more than `LIMIT_S` of computing. The estimate
 leaves out what the config cannot say (create retries, failed creates of a closed loop), so it
-errs low: only what is surely too big is refused.
-"""
+errs low: only what is surely too big is refused."""
 
 from __future__ import annotations
 

@@ -86,8 +86,7 @@ class _Ours:
 
     reaper: subprocess.Popen | None = None
     """Ends what is left of a local Ray once the pipe to it closes (`harness.running.ray_reaper`):
-    some
-    of Ray's own processes outlive a harness that is killed."""
+    some of Ray's own processes outlive a harness that is killed."""
 
 
 _ours: _Ours | None = None

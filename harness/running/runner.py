@@ -33,8 +33,7 @@ def run_checked(
     engine: Engine, config: Config, seed: int, progress: Progress | None = None
 ) -> tuple[SeedResult, list[dict[str, Any]], list[str]]:
     """One seed on `engine`, then its invariant checks (`harness.results.invariants`): the result,
-    the
-    checks, and a line for each broken one."""
+    the checks, and a line for each broken one."""
     result = engine.run_seed(config, seed, progress)
     checks = check(config, result)
     broken = [f"{c['check']} ({c['detail']})" for c in checks if not c["ok"]]
@@ -55,8 +54,7 @@ def run(
     files and marks run.json `completed: false`. Every (strategy, seed) is checked
     (`harness.results.invariants`); broken checks are written with the results, and the run then
     raises InvariantError. The config's thresholds are checked on the finished run and written
-    to run.json; failing them is for the caller to act on.
-    """
+    to run.json; failing them is for the caller to act on."""
     check_out_dir(out_dir, overwrite)
     engine = get_engine(config.run.engine)
     engine.prepare(config, strategies)

@@ -32,8 +32,7 @@ SweepProgress = Callable[[int, int, int], None]
 def run_seed(config: Config, seed: int) -> SeedResult:
     """The body of one task: one seed of one cell on the config's engine, checked where it
     ran (`harness.results.invariants`): a broken check fails the cell with its message. The end
-    state
-    the checks needed stays here rather than travelling back."""
+    state the checks needed stays here rather than travelling back."""
     result, _, broken = run_checked(get_engine(config.run.engine), config, seed)
     if broken:
         raise InvariantError(f"seed {seed}", broken)

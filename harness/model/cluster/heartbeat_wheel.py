@@ -12,8 +12,7 @@ class BeatWheel:
     Every group beats once per interval, so the groups take their turns in one fixed order, that
     of their next beats: each beat is `planned + interval`, and adding the same interval keeps
     that order (rounding is monotonic), ties in group order as the timers' own order would have
-    them. Turn `i` is the `i`-th group in that order.
-    """
+    them. Turn `i` is the `i`-th group in that order."""
 
     __slots__ = ("duration", "interval", "order", "planned")
 

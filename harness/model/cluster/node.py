@@ -42,8 +42,7 @@ class Node:
 
     `base_cpu` is load that was there before the run (the reference's 0-4 random vCPUs); it is
     allocated but belongs to no sandbox this harness created. `cache_size` bounds the templates
-    the node keeps cached (`cache`).
-    """
+    the node keeps cached (`cache`)."""
 
     __slots__ = (
         "base_cpu",

@@ -47,8 +47,7 @@ class Kind:
     # the node side's own timers
     BEAT: Final = 2
     """key: the turn on the host's beat wheel (`harness.model.cluster.heartbeat_wheel.BeatWheel`);
-    payload: the
-    planned time. That turn's group of nodes reports."""
+    payload: the planned time. That turn's group of nodes reports."""
     CRASH: Final = 3
     """key: node ID; payload: down (True) or back (False)."""
     # to a scheduler replica; key: replica
@@ -80,9 +79,20 @@ class Kind:
     """(sandbox_id, intended time): its lifetime is over."""
 
 
-KINDS = range(14)
-NAMES = {v: k for k, v in vars(Kind).items() if isinstance(v, int)}
+def kind_names(kinds: type) -> dict[int, str]:
+    """Kind value -> name of a class of kinds, refused unless the values are 0, 1, 2, ...
+    without gaps: engines index their tables by kind."""
+    names = {v: k for k, v in vars(kinds).items() if isinstance(v, int)}
+    if sorted(names) != list(range(len(names))):
+        raise ValueError(f"message kinds must be 0, 1, 2, ... without gaps: {sorted(names)}")
+    return names
+
+
+NAMES = kind_names(Kind)
 """Kind value -> name, for messages shown to people."""
+KINDS = range(len(NAMES))
+"""Every kind, derived from `Kind`: a new kind extends it, and the engines' own kinds (a
+timeline sample) number after it."""
 
 
 def unhandled(kind: int, recipient: object) -> TypeError:
@@ -115,6 +125,10 @@ PARTY = {
     ),
 }
 """Which party handles each kind of message."""
+if set(PARTY) != set(KINDS):
+    raise ValueError(
+        f"message kinds no party handles: {[NAMES[k] for k in KINDS if k not in PARTY]}"
+    )
 
 TIMERS = frozenset({Kind.BEAT, Kind.CRASH, Kind.ARRIVAL, Kind.CLIENT_START, Kind.KILL_DUE})
 """Messages a party sends itself: they wait for their time even when it is now."""

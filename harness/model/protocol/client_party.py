@@ -5,8 +5,7 @@ per call.
 One `ClientHost` runs the clients `c` with `c % hosts == index`: all of them in the virtual
 engine, one client pool's share on Ray. Every host walks the whole arrival sequence (drawing
 every template and lifetime, or reading every row of a trace), so the same client gets the same
-arrival time, template and lifetime wherever it runs.
-"""
+arrival time, template and lifetime wherever it runs."""
 
 from __future__ import annotations
 

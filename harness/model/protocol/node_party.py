@@ -2,8 +2,7 @@
 crashing and coming back, with the run's faults applied.
 
 One `NodeHost` holds a contiguous range of nodes: the whole cluster in the virtual engine, one
-node group's share on Ray.
-"""
+node group's share on Ray."""
 
 from __future__ import annotations
 

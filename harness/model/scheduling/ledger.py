@@ -4,8 +4,7 @@ A strategy decides what the scheduler believes between two reports: nothing new 
 pending creates (`in_progress`), its own successful calls (`optimistic`), and so on. The
 scheduler asks it two questions when it scores a node (`believed_cpu`, `counts_in_progress`)
 and tells it everything that happens (reports, creates, kills), so a new strategy is one new
-class and no engine changes.
-"""
+class and no engine changes."""
 
 from __future__ import annotations
 
@@ -81,8 +80,7 @@ class Ledger:
     """Base strategy: the view is the last report applied, blindly overwritten as upstream does.
 
     Subclasses override the hooks they care about. Every hook gets the time as an argument; a
-    ledger never reads a clock.
-    """
+    ledger never reads a clock."""
 
     name: ClassVar[str] = ""
     counts_in_progress: ClassVar[bool] = True

@@ -3,17 +3,15 @@ wait-time callables are).
 
 Open-loop kinds give the intended send times of creates (`times`) and how many to expect
 (`expected`, for the budget); `trace` replays a file's times instead (`harness.config.trace_file`
-reads it);
-the closed-loop kind gives the start time of each client. Everything is a pure function of the
-spec and a seeded stream, so both engines send the same requests at the same intended times for
-the same seed.
+reads it); the closed-loop kind gives the start time of each client. Everything is a pure function
+of the spec and a seeded stream, so both engines send the same requests at the same intended times
+for the same seed.
 
 Rates that change over time (`steps`, `ramp`, `diurnal`) are Poisson processes of that rate:
 the run is cut into pieces, each with its highest rate, and arrivals are drawn by thinning
 (Lewis and Shedler, 1979): candidates at the piece's highest rate, each kept with probability
 rate(t) / highest. A piece whose rate is constant keeps every candidate and draws nothing more,
-so `poisson` is the one-piece case and `steps` never thins.
-"""
+so `poisson` is the one-piece case and `steps` never thins."""
 
 from __future__ import annotations
 
@@ -202,8 +200,7 @@ class Diurnal(OpenLoop):
 
 class Trace(OpenLoop):
     """One create per row of the file `trace`, at the row's time (`harness.config.trace_file` reads
-    it
-    and hands the client side plain rows)."""
+    it and hands the client side plain rows)."""
 
     name: ClassVar[str] = "trace"
     replay: ClassVar[bool] = True

@@ -5,8 +5,7 @@ A workload creates one kind of sandbox (the [workload] keys: size, usage, lifeti
 several, `[[workload.templates]]`, each with a weight. Each template becomes one `Shape`, built
 once and shared by every create of it, and one lifetime distribution. Which template a create
 gets is drawn from a stream of its own, and only when there are several, so a workload of one
-template draws exactly what it always did.
-"""
+template draws exactly what it always did."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 A report taken before the node created the sandbox but applied after the add erases it: the
 sandbox is invisible until the next report (the erase race), and the herd comes back. A create
-that fails takes its add back.
-"""
+that fails takes its add back."""
 
 from mypy_extensions import mypyc_attr
 

@@ -7,8 +7,7 @@ successful creates, not by the nodes' reports: per template, the placements on e
 capped at `affinity_max_hits`, for at most `affinity_top_nodes` nodes (those with the most; the
 fewest, then the lowest node ID, make way), forgotten `affinity_ttl_s` after the template's last
 placement. Upstream keeps it in Redis, shared by every API replica; here each replica keeps its
-own (the same with one replica).
-"""
+own (the same with one replica)."""
 
 from __future__ import annotations
 

@@ -32,8 +32,7 @@ class Plugin:
     """Whether the plugin reads when a node's view was reported (`NodeView.seq`,
     `taken_at`). One that does must say so: otherwise nodes whose state has not changed may skip
     their reports (`harness.wiring.scenario.quiet_nodes`), and those two fields then tell the last
-    report
-    that changed something."""
+    report that changed something."""
 
     def __init__(self, rules: PlacementSpec) -> None:
         self.rules = rules
