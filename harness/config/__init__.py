@@ -1,8 +1,8 @@
 """Scenario configuration: TOML in, validated dataclasses out.
 
-`schema` declares the sections (the model's own specs, plus how a run is driven), `validate`
-checks a raw dict against it, `load` reads files and `--set` overrides, `keys` lists every key
-for the docs."""
+`sections` declares the sections (the model's own specs, plus how a run is driven),
+`validation` checks a raw dict against it, `reading` reads files and `--set` overrides,
+`key_tables` lists every key for the docs; `sweep_file` and `trace_file` read the other inputs."""
 
 from harness.config.reading import load, parse_override, parse_toml, with_thresholds
 from harness.config.sections import SECTIONS, Config, RayConfig, RunConfig

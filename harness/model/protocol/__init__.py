@@ -1,8 +1,8 @@
 """The protocol of a run, sans I/O: what each party does with each message, and what it sends.
 
-Three parties take part: the **node side** (`nodes.NodeHost`: nodes, their heartbeats, faults
-and RPC answers), the **scheduler side** (`replica.ReplicaHost`: one scheduler replica) and
-the **client side** (`clients.ClientHost`: arrivals, lifetimes, kills, closed-loop cycles, and
+Three parties take part: the **node side** (`node_party.NodeHost`: nodes, their heartbeats, faults
+and RPC answers), the **scheduler side** (`replica_party.ReplicaHost`: one scheduler replica) and
+the **client side** (`client_party.ClientHost`: arrivals, lifetimes, kills, closed-loop cycles, and
 the request rows). A party never reads a clock and never performs what it decides: it is a
 `Recipient`, handed each message as `deliver(kind, key, payload, now)`, and it hands every
 message it wants sent to `sink.emit(at, kind, key, payload)`, the engine's `Sink`. `at` is the
