@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -28,12 +27,13 @@ from actors.spool import Spool
 from harness.config import Config
 from harness.engines import EngineError, Progress, Snapshot
 from harness.model.event_queue import WallClock
-from harness.model.recording import TimelineLog, next_sample
+from harness.model.recording import TimelineLog
 from harness.results import percentiles
-from harness.results.arrow_schemas import NODES, REQUESTS, TIMELINE, table
-from harness.results.seed_result import SeedResult, seed_result
+from harness.results.arrow_schemas import REQUESTS, TIMELINE, table
+from harness.results.seed_result import SeedResult, partial_result, seed_result
 from harness.running.live_load import LoadMeter
 from harness.running.ray_setup import connect, plugin_sources
+from harness.wiring import scenario
 
 POLL_S = 0.25
 """Wall seconds between two polls of the driver (streamed rows, live view)."""
@@ -292,10 +292,10 @@ class RaySeedRun:
         """From t = 0 until every client is done and the scenario's duration has passed."""
         config = self.config
         duration = config.run.duration_s
-        interval = config.run.sample_interval_s
+        lifecycle = scenario.lifecycle(config)
         self._start()
         clock = WallClock(self.epoch, config.run.time_scale)
-        sample = 0.0 if interval > 0 else None
+        sample = lifecycle.first_sample()
         meter = LoadMeter()
         while True:
             now = clock.now()
@@ -306,13 +306,13 @@ class RaySeedRun:
             self._on_groups("check")
             while sample is not None and sample <= min(now, duration):
                 self._sample(sample, timeline)
-                sample = next_sample(sample, interval, duration)
+                sample = lifecycle.sample_after(sample)
             finished = self._rows(requests, meter)
             if progress is not None:
                 counts = self._truth()[1]
                 snapshot = Snapshot(time.time() - self.epoch, counts, meter.load(now))
                 progress(min(now, duration), snapshot)
-            if finished and now >= duration and sample is None:
+            if lifecycle.over(now, finished, sample):
                 return
             wait = POLL_S if sample is None else (sample - clock.now()) * clock.scale
             time.sleep(min(POLL_S, max(0.0, wait)))
@@ -331,17 +331,6 @@ class RaySeedRun:
         rpc = percentiles.merged(self._get(self.replicas, "rpc_times"))
         return finals, drained, rpc
 
-    def _partial(self, requests: pa.Table, timeline: pa.Table) -> SeedResult:
-        """What the driver holds of a seed that did not finish: the requests and samples that
-        had arrived; the nodes' end state is unknown (their actors are gone or going)."""
-        config = self.config
-        summary = {
-            "engine": RayEngine.name,
-            "strategy": config.placement.strategy,
-            "seed": self.seed,
-        }
-        return SeedResult(summary, NODES.empty_table(), requests, timeline)
-
     def run(self, progress: Progress | None = None) -> SeedResult:
         config = self.config
         wall = time.perf_counter()
@@ -354,7 +343,13 @@ class RaySeedRun:
                 finals, drained, rpc = self._collect()
             except (KeyboardInterrupt, EngineError, ray.exceptions.RayError) as e:
                 self._salvage(requests_spool)
-                partial = self._partial(requests_spool.table(), timeline_spool.table())
+                partial = partial_result(
+                    RayEngine.name,
+                    config,
+                    self.seed,
+                    requests_spool.table(),
+                    timeline_spool.table(),
+                )
                 if isinstance(e, EngineError | KeyboardInterrupt):
                     e.partial = partial
                     raise
@@ -377,8 +372,6 @@ class RaySeedRun:
             faults.update(part["faults"])
         self.sandbox_ids = [ids for part in finals for ids in part["sandbox_ids"]]
         lateness = percentiles.merged(part["lateness"] for part in finals)
-        rpc_p50, rpc_p99 = percentiles.quantiles(rpc, (0.5, 0.99))
-        late_p50, late_p99 = percentiles.quantiles(lateness, (0.5, 0.99))
         return seed_result(
             RayEngine.name,
             config,
@@ -388,16 +381,8 @@ class RaySeedRun:
             timeline,
             engine_wall_s=time.perf_counter() - wall,
             faults=faults,
-            extra={
-                "time_scale": config.run.time_scale,
-                "ray_nodes": len(set(self.ray_nodes)),
-                "create_rpc_p50_ms": rpc_p50,
-                "create_rpc_p99_ms": rpc_p99,
-                "heartbeat_late_p50_ms": late_p50,
-                "heartbeat_late_p99_ms": late_p99,
-                "create_rpc_sketch": percentiles.to_bytes(rpc),
-                "heartbeat_late_sketch": percentiles.to_bytes(lateness),
-            },
+            extra={"time_scale": config.run.time_scale, "ray_nodes": len(set(self.ray_nodes))},
+            sketches={"create_rpc": rpc, "heartbeat_late": lateness},
             sandbox_ids=self.sandbox_ids,
             lost_ids=[i for part in finals for i in part["lost_ids"]],
             drained_views=drained,

@@ -305,6 +305,4 @@ class ClientPool(Host):
         of the pool is done. Never raises, so the rows of a run that stops on a failure (see
         `check`) are still collected."""
         rows = table(REQUESTS, self.strategy, self.seed, self.host.log.take())
-        carrier = self.carrier
-        done = carrier.started and not carrier.heap and not self.host.waiting
-        return rows.to_batches(), done
+        return rows.to_batches(), self.carrier.started and self.host.done

@@ -22,7 +22,7 @@ from harness.model.event_queue import VirtualClock
 from harness.model.native_event_queue import NativeClock
 from harness.model.protocol import IS_TIMER, KINDS, PARTY, Party, Recipient
 from harness.model.protocol.replica_party import Replicas
-from harness.model.recording import TimelineLog, next_sample
+from harness.model.recording import TimelineLog
 from harness.results.seed_result import SeedResult, seed_result
 from harness.wiring import scenario
 
@@ -50,6 +50,7 @@ class _World(Recipient):
         ]
         self.clients = scenario.client_host(config, seed, 0, 1, self.clock)
         self.timeline = TimelineLog()
+        self.lifecycle = scenario.lifecycle(config)
         replicas = self.replicas[0] if len(self.replicas) == 1 else Replicas(self.replicas)
         party: dict[Party, Recipient] = {
             Party.NODES: self.node_host,
@@ -62,18 +63,23 @@ class _World(Recipient):
         """A timeline sample (`SAMPLE`), the only message for the engine itself."""
         views = [r.view(now) for r in self.replicas]
         self.timeline.sample(now, self.node_host.truth(), views)
-        run = self.config.run
-        nxt = next_sample(now, run.sample_interval_s, run.duration_s)
+        nxt = self.lifecycle.sample_after(now)
         if nxt is not None:
             self.clock.at(nxt, SAMPLE, 0, None)
 
     def run(self, progress: Progress | None) -> None:
         self.node_host.sync()
         self.node_host.start()
-        if self.config.run.sample_interval_s > 0:
-            self.clock.at(0.0, SAMPLE, 0, None)
+        first = self.lifecycle.first_sample()
+        if first is not None:
+            self.clock.at(first, SAMPLE, 0, None)
         self.clients.start()
         self.clock.run(progress, PROGRESS_EVERY)
+        # Nothing is left to deliver, and virtual time runs on to the end for free: the rule the
+        # Ray driver polls must agree that the run is over.
+        end = max(self.clock.now(), self.config.run.duration_s)
+        if not self.lifecycle.over(end, self.clients.done, None):
+            raise RuntimeError("the run ran out of messages before its clients were done")
 
     def close(self) -> None:
         """Drop the parties: each holds the clock, which holds them and this world, and the

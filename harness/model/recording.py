@@ -245,15 +245,6 @@ class TimelineLog:
         return columns
 
 
-def next_sample(t: float, interval: float, duration: float) -> float | None:
-    """The timeline sample after the one at `t` (the first is at 0); None past the end or
-    when sampling is off."""
-    if interval <= 0:
-        return None
-    nxt = t + interval
-    return nxt if nxt <= duration else None
-
-
 def node_columns(nodes: list[Node], unknown_losses: bool = False) -> dict[str, list]:
     """The end state of nodes, one entry per node, as the `nodes` table has it;
     `unknown_losses` when the process holding them died (what it lost is not known). One pass

@@ -10,10 +10,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from harness.model.cluster.faults import COUNTS
+from harness.results import percentiles
 from harness.results.arrow_schemas import NODES, REQUESTS, TIMELINE, table
-from harness.results.statistics import seed_summary
+from harness.results.statistics import SKETCHED, seed_summary
 
 if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
+    from ddsketch import DDSketch
+
     from harness.config import Config
 
 
@@ -45,11 +48,14 @@ def seed_result(
     engine_wall_s: float,
     faults: Mapping[str, int],
     extra: Mapping[str, Any] | None = None,
+    sketches: Mapping[str, DDSketch] | None = None,
     **end_state: Any,
 ) -> SeedResult:
     """Tables and summary row of one finished seed. `nodes` are the end state's columns,
     `requests` and `timeline` tables or columns, `faults` the injected-fault counters,
-    `extra` what only some engines measure; `end_state` goes to the SeedResult as is."""
+    `extra` what only some engines measure, and `sketches` the figures they measured in many
+    places (`SKETCHED`: each becomes its p50, p99 and the sketch itself); `end_state` goes
+    to the SeedResult as is."""
     strategy = config.placement.strategy
     nodes_t = table(NODES, strategy, seed, dict(nodes))
     requests_t = (
@@ -73,5 +79,29 @@ def seed_result(
         "engine_wall_s": engine_wall_s,
         **{name: int(faults.get(name, 0)) for name in COUNTS},
         **(extra or {}),
+        **_sketched(sketches or {}),
     }
     return SeedResult(summary, nodes_t, requests_t, timeline_t, **end_state)
+
+
+def _sketched(sketches: Mapping[str, DDSketch]) -> dict[str, Any]:
+    """The summary columns of each sketched figure: p50, p99 and the sketch (merged over seeds
+    by `harness.results.statistics`)."""
+    row: dict[str, Any] = {}
+    for figure, sketch in sketches.items():
+        if figure not in SKETCHED:
+            raise ValueError(f"no summary columns for the sketched figure {figure!r}")
+        row[f"{figure}_p50_ms"], row[f"{figure}_p99_ms"] = percentiles.quantiles(
+            sketch, (0.5, 0.99)
+        )
+        row[f"{figure}_sketch"] = percentiles.to_bytes(sketch)
+    return row
+
+
+def partial_result(
+    engine: str, config: Config, seed: int, requests: pa.Table, timeline: pa.Table
+) -> SeedResult:
+    """What an engine holds of a seed that did not finish: the requests and samples that had
+    arrived, and no summary figures; the nodes' end state is unknown."""
+    summary = {"engine": engine, "strategy": config.placement.strategy, "seed": seed}
+    return SeedResult(summary, NODES.empty_table(), requests, timeline)

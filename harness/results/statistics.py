@@ -54,6 +54,9 @@ def accounting_error(timeline: pa.Table) -> dict[str, float]:
     }
 
 
+SKETCHED = ("create_rpc", "heartbeat_late")
+"""Figures an engine may hand over as sketches (`harness.results.seed_result`): create RPC
+round trips and heartbeat lateness, in model ms; each has p50, p99 and sketch columns."""
 FAILURE_REASONS = ("no_candidate", "attempts_exhausted", "deadline")
 """Why a create failed (`harness.model.scheduling.scheduler`); each has a `failed_<reason>` summary
 column."""
@@ -192,7 +195,7 @@ def pooled_load(summary: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
                 )
             ),
         }
-        for figure in ("create_rpc", "heartbeat_late"):
+        for figure in SKETCHED:
             found = [percentiles.from_bytes(b) for b in group[f"{figure}_sketch"] if b is not None]
             quantiles = percentiles.quantiles(percentiles.merged(found), (0.5, 0.99))
             row[f"{figure}_p50_ms"], row[f"{figure}_p99_ms"] = quantiles

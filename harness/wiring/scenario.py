@@ -15,6 +15,7 @@ from harness.model.cluster.heartbeat import BeatGroup, HeartbeatPlan
 from harness.model.cluster.node import Node
 from harness.model.cluster.pools import build_nodes, registrations
 from harness.model.cluster.rpc import RpcModel
+from harness.model.lifecycle import Lifecycle
 from harness.model.protocol import Sink
 from harness.model.protocol.client_party import ClientHost
 from harness.model.protocol.node_party import NodeHost
@@ -46,6 +47,11 @@ def create_times(config: Config) -> tuple[float, float] | None:
     if not (c.create_cold_ms or c.create_warm_ms):
         return None
     return c.create_cold_ms / 1000.0, c.create_warm_ms / 1000.0
+
+
+def lifecycle(config: Config) -> Lifecycle:
+    """When the run's samples fall and when it is over."""
+    return Lifecycle(config.run.duration_s, config.run.sample_interval_s)
 
 
 def heartbeat_plan(config: Config) -> HeartbeatPlan:

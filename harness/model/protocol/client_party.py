@@ -58,6 +58,8 @@ class ClientHost(Recipient):
         self.log = RequestLog()
         self.waiting = 0
         """Creates and kills sent and not answered yet."""
+        self.timers = 0
+        """Timers of this host's clients set and not yet due (arrivals, starts, kills)."""
         self.issued = 0
         self._arrivals: Iterator[tuple[int, Create]] = iter(())
         self._streams: dict[int, tuple[random.Random, random.Random | None]] = {}
@@ -77,11 +79,17 @@ class ClientHost(Recipient):
         else:
             raise unhandled(kind, self)
 
+    @property
+    def done(self) -> bool:
+        """Whether every client of this host is done: no answer awaited, no timer pending."""
+        return self.waiting == 0 and self.timers == 0
+
     def start(self) -> None:
         workload = stream(self.seed, "workload")
         if self.closed:
             for client, t in enumerate(self.arrival.starts(self.spec, workload)):
                 if client % self.hosts == self.index and t < self.duration:
+                    self.timers += 1
                     self.sink.emit(t, Kind.CLIENT_START, client, t)
         else:
             # This host's share, clients index, index + hosts, ...: every create is drawn, and
@@ -106,14 +114,17 @@ class ClientHost(Recipient):
             nxt = next(self._arrivals)
         except StopIteration:
             return
+        self.timers += 1
         self.sink.emit(max(nxt[1][0], now), Kind.ARRIVAL, nxt[0], nxt)
 
     def on_arrival(self, client: int, payload: tuple[int, Create], now: float) -> None:
+        self.timers -= 1
         t, shape, life = payload[1]
         self._create(client, t, now, shape, life)
         self._next_arrival(now)
 
     def on_client_start(self, client: int, intended: float, now: float) -> None:
+        self.timers -= 1
         streams = self._streams.get(client)
         if streams is None:
             picks = stream(self.seed, f"template/{client}") if self.templates.several else None
@@ -139,17 +150,20 @@ class ClientHost(Recipient):
         self.waiting -= 1
         if step == "placed":
             if life is not None and now + life < self.duration:
+                self.timers += 1
                 self.sink.emit(now + life, Kind.KILL_DUE, client, (sandbox_id, now + life))
         elif self.closed:
             self._next_cycle(client, self.spec.failure_backoff_s, now)
 
     def _next_cycle(self, client: int, pause: float, now: float) -> None:
         if now + pause < self.duration:
+            self.timers += 1
             self.sink.emit(now + pause, Kind.CLIENT_START, client, now + pause)
 
     def on_kill_due(self, client: int, payload: tuple[int, float], now: float) -> None:
         """The kill is sent when due; its answer brings back (issued_at, sent_at)."""
         sandbox_id, intended = payload
+        self.timers -= 1
         self.waiting += 1
         self.sink.emit(now, Kind.SUBMIT_KILL, client % self.replicas, (sandbox_id, (intended, now)))
 
