@@ -10,6 +10,9 @@ is built from it is an error, never numbers read wrong.
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 from librt.vecs import append, vec
@@ -30,6 +33,8 @@ from harness.model.recording import (
 from harness.model.scheduling.ledger import NodeView
 from harness.model.workload.request import Shape
 from harness.results.arrow_schemas import NODES, REQUESTS, TIMELINE, WIDTHS, table
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _one_request_row() -> dict:
@@ -130,3 +135,18 @@ def test_arrow_types_cover_every_declared_width():
     declared = {w for fields in (REQUEST_FIELDS, NODE_FIELDS) for _, w in fields}
     assert declared <= set(WIDTHS)
     assert all(isinstance(t, pa.DataType) for t in WIDTHS.values())
+
+
+def test_every_compiled_module_is_held_to_a_no_ray_contract():
+    """The compiled modules are listed once (pyproject.toml, read by setup.py); each must sit
+    where a contract keeps Ray out of it: the pure model, or the Ray hosts' hot path."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    compiled = [
+        p.removesuffix(".py").replace("/", ".") for p in project["tool"]["herd-harness"]["compiled"]
+    ]
+    contracts = project["tool"]["importlinter"]["contracts"]
+    no_ray = [c["source_modules"] for c in contracts if "ray" in c.get("forbidden_modules", ())]
+    held = {m for sources in no_ray for m in sources}
+    for module in compiled:
+        assert any(module == h or module.startswith(h + ".") for h in held), module
+        assert (ROOT / (module.replace(".", "/") + ".py")).is_file(), module
