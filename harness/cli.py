@@ -33,10 +33,21 @@ from harness.thresholds import FORM, not_run
 
 THRESHOLD_FAILED = 99
 """Exit code of a run or sweep that finished but failed a threshold (k6 uses 99 too)."""
+EXIT_CODES = {
+    0: "done; every threshold passed",
+    1: "an engine failure or a broken invariant; for a sweep, any failed cell (a task that "
+    "raised, a broken invariant)",
+    2: "a user mistake (config, `--set`, arguments, `--out` or a results folder): one line "
+    "`harness: error: KEY: reason` on stderr, nothing run",
+    THRESHOLD_FAILED: "finished, results written, but a threshold failed (a sweep: in any "
+    "cell); k6 uses 99 too",
+    130: "interrupted (Ctrl-C or SIGTERM); what finished is on disk",
+}
+"""What each exit code of `harness` means: the reference's table (docs/gen_reference.py)."""
 COMMANDS = "run, sweep, report, keys or plugins"
 FORCE_HELP = (
     "run even what the budget refuses: more memory than this machine has available, or over "
-    "a day of computing (see README, Configuration)"
+    "a day of computing (docs: Configuration keys)"
 )
 
 
@@ -90,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--compare",
         metavar="S1,S2,...",
-        help=f"run each strategy on the same seeds ({', '.join(LEDGERS)})",
+        help="run each strategy on the same seeds (`harness plugins` lists them)",
     )
     p.add_argument(
         "--out",
@@ -140,7 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("plugins", help="list every placement plugin and strategy available")
 
     k = sub.add_parser("keys", help="list every config key with its default and meaning")
-    k.add_argument("--markdown", action="store_true", help="as the README's tables")
+    k.add_argument("--markdown", action="store_true", help="as rows of Markdown tables (the reference pages')")
     return parser
 
 
