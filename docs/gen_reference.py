@@ -75,7 +75,7 @@ def config_page() -> str:
     derived = "".join(f"- `{name}`: {meaning}\n" for name, (_, meaning) in DERIVED.items())
     metrics = ", ".join(f"`{m}`" for m in dict.fromkeys(METRICS))
     out.append(
-        f"\n## `[thresholds]`\n\nA table of `\"[STRATEGY.]METRIC[_AGGREGATE]\" = \"OP NUMBER\"` "
+        f'\n## `[thresholds]`\n\nA table of `"[STRATEGY.]METRIC[_AGGREGATE]" = "OP NUMBER"` '
         f"(or a list of conditions), and `--threshold` on the command line: `{FORM}`. See "
         f"[Thresholds in CI](../guides/thresholds.md).\n\n"
         f"- METRIC: {metrics}.\n- Derived metrics:\n\n{derived}\n"
@@ -96,9 +96,7 @@ def results_page() -> str:
     ]
     for name, schema in TABLES.items():
         docs = {**COMMON, **COLUMNS[name]}
-        rows = [
-            (f"`{f.name}`", f"`{f.type}`", docs[f.name][0], docs[f.name][1]) for f in schema
-        ]
+        rows = [(f"`{f.name}`", f"`{f.type}`", docs[f.name][0], docs[f.name][1]) for f in schema]
         out.append(f"\n## `{name}.parquet`\n\nOne row per {ROW[name]}.\n\n")
         out.append(_table(("column", "type", "unit", "meaning"), rows))
     return "".join(out)

@@ -151,7 +151,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("plugins", help="list every placement plugin and strategy available")
 
     k = sub.add_parser("keys", help="list every config key with its default and meaning")
-    k.add_argument("--markdown", action="store_true", help="as rows of Markdown tables (the reference pages')")
+    k.add_argument(
+        "--markdown", action="store_true", help="as rows of Markdown tables (the reference pages')"
+    )
     return parser
 
 

@@ -131,8 +131,7 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "lost": ("sandboxes", "Sandboxes the node lost to crashes."),
         "lost_unknown": (
             "bool",
-            "The process holding the node died (Ray engine): what it ran is gone without a "
-            "trace.",
+            "The process holding the node died (Ray engine): what it ran is gone without a trace.",
         ),
     },
     "requests": {
