@@ -278,8 +278,9 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
         check_sweep(configs, sweep.base.run.seeds, this_machine(), remote=remote)
     out = _writable_name(args.out or Path("results") / sweep.name)
     progress = None if args.quiet else SweepBar(sweep.name)
+    stores = []
     stopped = _until_done(
-        lambda: run_sweep(sweep, out, progress, args.address),
+        lambda: stores.append(run_sweep(sweep, out, progress, args.address)),
         progress,
         console,
         f"finished cells are in {out}; run the same command again to do the rest",
@@ -289,6 +290,13 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
     meta, summary = load_sweep_results(out)
     print_sweep(meta, summary, console)
     console.print(f"results: {out}")
+    if stores[0].reused:
+        console.print(
+            f"reused {stores[0].reused} of {len(sweep.cells)} cells complete in {out} from an "
+            "earlier run of this sweep (another --out runs every cell)",
+            soft_wrap=True,
+            markup=False,
+        )
     if not args.no_report:
         _write_report(out, console)
     failed = sum(c["status"] == "failed" for c in meta["cells"])
@@ -338,7 +346,9 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_plugins(args: argparse.Namespace, console: Console) -> int:
-    """One line per plugin: its kind, its name, and where it comes from."""
+    """One line per plugin under a header: its kind, its name, and where it comes from (the
+    package, or an installed entry point's "module:Class")."""
+    print(f"{'KIND':<10} {'NAME':<20} FROM")
     for kind, name, source in plugin_catalogue():
         print(f"{kind:<10} {name:<20} {source}")
     return 0
