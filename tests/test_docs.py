@@ -109,6 +109,7 @@ def _shims(folder: Path) -> dict[str, str]:
 RUNNABLE_PAGES = [p for p in PAGES if _blocks(p)]
 
 
+@pytest.mark.slow  # about a minute over every page: a dozen runs of the harness
 @pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=lambda p: str(p.relative_to(DOCS)))
 def test_runnable_blocks_run(page, tmp_path):
     """Each page's blocks marked `<!-- runnable -->`, in order, in one folder holding the
