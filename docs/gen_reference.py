@@ -185,6 +185,16 @@ def _argument(action: argparse.Action) -> str:
     return f"`{flag} {action.metavar or action.dest.upper()}`"
 
 
+EXAMPLES = {
+    "run": "harness run configs/seed-herd.toml --compare stale,optimistic --seeds 5",
+    "sweep": "harness sweep configs/sweep-reference.toml --out results/reference",
+    "report": "harness report results/reference",
+    "plugins": "harness plugins",
+    "keys": "harness keys --markdown",
+}
+"""An example of each command, shown under its description."""
+
+
 def cli_page() -> str:
     parser = _parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -203,6 +213,7 @@ def cli_page() -> str:
         ]
         text = helps[name]
         out.append(f"\n## `harness {name}`\n\n{text[0].upper()}{text[1:]}.\n\n")
+        out.append(f"```bash\n{EXAMPLES[name]}\n```\n\n")
         out.append(_table(("argument", "meaning"), rows) if rows else "No arguments.\n")
     return "".join(out)
 
