@@ -152,7 +152,9 @@ def _parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("keys", help="list every config key with its default and meaning")
     k.add_argument(
-        "--markdown", action="store_true", help="as rows of Markdown tables (the reference pages')"
+        "--markdown",
+        action="store_true",
+        help="print rows of Markdown tables, as in the reference pages",
     )
     return parser
 
