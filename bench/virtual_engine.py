@@ -9,7 +9,7 @@ Goals (issue 13): >= 200,000 creates/s on one core at 10,000 nodes; 1,000,000 no
 reports at >= 10x real time, with the memory per node. Seed-herd: >= 500x real time (issue 2).
 
 Each `--requests` figure is one run length at 2,000 creates/s: 60,000 is a 30 s run, as long as
-a mean lifetime, so about a third of the creates are killed within it (the measure the README
+a mean lifetime, so about a third of the creates are killed within it (the measure the docs
 has used since the issue began); 200,000 is 100 s, mostly the steady state where every create's
 kill runs too, so each create costs about twice the calls. `--scale-nodes 0` skips the million.
 """

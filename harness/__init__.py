@@ -1,6 +1,6 @@
 """Load-test harness for cluster schedulers: Best-of-K placement on stale node metrics.
 
-The model's hot modules, and the Ray hosts' (`actors`), may be compiled with mypyc (README,
+The model's hot modules, and the Ray hosts' (`actors`), may be compiled with mypyc (docs,
 "Compiled hot path"): each then has an extension module next to its source, which Python
 imports first. They are used only as the build that made them recorded them: it writes a
 digest of each source it compiled (`_compiled.json`). Without that record, once a source has

@@ -32,10 +32,21 @@ from harness.running.runner import default_out_dir, run
 
 THRESHOLD_FAILED = 99
 """Exit code of a run or sweep that finished but failed a threshold (k6 uses 99 too)."""
+EXIT_CODES = {
+    0: "done; every threshold passed",
+    1: "an engine failure or a broken invariant; for a sweep, any failed cell (a task that "
+    "raised, a broken invariant)",
+    2: "a user mistake (config, `--set`, arguments, `--out` or a results folder): one line "
+    "`harness: error: KEY: reason` on stderr, nothing run",
+    THRESHOLD_FAILED: "finished, results written, but a threshold failed (a sweep: in any "
+    "cell); k6 uses 99 too",
+    130: "interrupted (Ctrl-C or SIGTERM); what finished is on disk",
+}
+"""What each exit code of `harness` means: the reference's table (docs/gen_reference.py)."""
 COMMANDS = "run, sweep, report, keys or plugins"
 FORCE_HELP = (
     "run even what the budget refuses: more memory than this machine has available, or over "
-    "a day of computing (see README, Configuration)"
+    "a day of computing (docs: Configuration keys)"
 )
 
 
@@ -89,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--compare",
         metavar="S1,S2,...",
-        help=f"run each strategy on the same seeds ({', '.join(LEDGERS)})",
+        help="run each strategy on the same seeds (`harness plugins` lists them)",
     )
     p.add_argument(
         "--out",
@@ -139,7 +150,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("plugins", help="list every placement plugin and strategy available")
 
     k = sub.add_parser("keys", help="list every config key with its default and meaning")
-    k.add_argument("--markdown", action="store_true", help="as the README's tables")
+    k.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print rows of Markdown tables, as in the reference pages",
+    )
     return parser
 
 
@@ -264,8 +279,9 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
         check_sweep(configs, sweep.base.run.seeds, this_machine(), remote=remote)
     out = _writable_name(args.out or Path("results") / sweep.name)
     progress = None if args.quiet else SweepBar(sweep.name)
+    stores = []
     stopped = _until_done(
-        lambda: run_sweep(sweep, out, progress, args.address),
+        lambda: stores.append(run_sweep(sweep, out, progress, args.address)),
         progress,
         console,
         f"finished cells are in {out}; run the same command again to do the rest",
@@ -275,6 +291,13 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
     meta, summary = load_sweep_results(out)
     print_sweep(meta, summary, console)
     console.print(f"results: {out}")
+    if stores[0].reused:
+        console.print(
+            f"reused {stores[0].reused} of {len(sweep.cells)} cells complete in {out} from an "
+            "earlier run of this sweep (another --out runs every cell)",
+            soft_wrap=True,
+            markup=False,
+        )
     if not args.no_report:
         _write_report(out, console)
     failed = sum(c["status"] == "failed" for c in meta["cells"])
@@ -326,7 +349,9 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_plugins(args: argparse.Namespace, console: Console) -> int:
-    """One line per plugin: its kind, its name, and where it comes from."""
+    """One line per plugin under a header: its kind, its name, and where it comes from (the
+    package, or an installed entry point's "module:Class")."""
+    print(f"{'KIND':<10} {'NAME':<20} FROM")
     for kind, name, source in plugin_catalogue():
         print(f"{kind:<10} {name:<20} {source}")
     return 0

@@ -78,7 +78,7 @@ def test_only_extensions_their_build_recorded_and_whose_sources_match_are_used(
     harness.BUILT.write_text(json.dumps({"sources": digests}))
     assert harness.changed_sources() == []
     (package / "node.py").write_text("B = 2\n")
-    assert harness.changed_sources() == ["harness/node.py"]
+    assert harness.changed_sources() == ["harness/model/cluster/node.py"]
 
 
 def test_compiled_and_pure_write_the_same_parquet_bytes(tmp_path):

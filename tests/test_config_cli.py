@@ -287,3 +287,17 @@ def test_report_of_a_name_too_long_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("harness: error: ") and "File name too long" in err, err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "command,path,hint",
+    [
+        ("sweep", CONFIGS / "seed-herd.toml", "is a scenario file, not a sweep (no [sweep] table)"),
+        ("run", CONFIGS / "sweep-heartbeat.toml", "is a sweep file ([sweep])"),
+    ],
+)
+def test_a_file_given_to_the_other_command_names_the_right_one(command, path, hint, capsys):
+    other = {"sweep": "run", "run": "sweep"}[command]
+    assert main([command, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"harness: error: {path} {hint}: run it with harness {other} {path}\n"

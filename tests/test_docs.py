@@ -1,43 +1,133 @@
-"""The README is the user's reference: every config key and result column must be in it."""
+"""The documentation is the user's reference: its generated pages match the code, its
+runnable commands run, its config snippets parse, and the README stays a short front door."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from harness.config.key_tables import defaults_table, entry_keys_table, fault_keys_table
-from harness.config.trace_file import COLUMNS
+from harness.config.trace_file import COLUMNS as TRACE_COLUMNS
 from harness.results.arrow_schemas import TABLES
+from harness.results.column_docs import COLUMNS, COMMON
 
-README = (Path(__file__).parent.parent / "README.md").read_text()
-
-
-@pytest.mark.parametrize("key", [row[0] for row in defaults_table()])
-def test_every_config_key_is_documented(key):
-    assert f"`{key}`" in README
-
-
-@pytest.mark.parametrize(
-    "table,column", [(t, c) for t, s in TABLES.items() for c in s.names], ids=str
+ROOT = Path(__file__).parent.parent
+DOCS = ROOT / "docs"
+PAGES = sorted(DOCS.rglob("*.md"))
+RUNNABLE = re.compile(
+    r"<!-- runnable(?P<options>[^>]*)-->\n```(?P<lang>\w+)\n(?P<code>.*?)\n```", re.S
 )
-def test_every_result_column_is_documented(table, column):
-    row = next(line for line in README.splitlines() if line.startswith(f"| `{table}.parquet`"))
-    assert column in row.replace(" ", "").replace("`", "").split("|")[-2].split(",")
+MAIN_JOB = (
+    "python3.11 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/harness run "
+    "configs/seed-herd.toml --compare stale,in_progress,optimistic"
+)
 
 
-@pytest.mark.parametrize("key", [row[0] for row in fault_keys_table()])
-def test_every_fault_key_is_documented(key):
-    assert f"`{key}`" in README
+def _generator():
+    spec = importlib.util.spec_from_file_location("gen_reference", DOCS / "gen_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-@pytest.mark.parametrize("key", [row[0] for row in entry_keys_table()])
-def test_every_key_of_a_list_of_tables_is_documented(key):
-    assert f"| `{key}` |" in README
+def test_generated_reference_pages_are_current():
+    stale = _generator().stale_pages()
+    assert not stale, f"run python docs/gen_reference.py: {stale} differ from the code"
 
 
-@pytest.mark.parametrize("column", COLUMNS)
-def test_every_trace_column_is_documented(column):
-    section = README.split("### Trace replay", 1)[1].split("\n## ", 1)[0]
+@pytest.mark.parametrize("table", list(TABLES))
+def test_every_result_column_has_a_unit_and_a_meaning(table):
+    documented = {**COMMON, **COLUMNS[table]}
+    assert set(documented) == set(TABLES[table].names)
+    assert all(unit and meaning for unit, meaning in documented.values())
+
+
+def test_every_trace_column_is_documented():
+    guide = (DOCS / "guides" / "workloads.md").read_text()
+    section = guide.split("## Trace replay", 1)[1]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
-    assert any(f"`{column}`" in row.split("|")[1] for row in rows)
+    for column in TRACE_COLUMNS:
+        assert any(f"`{column}`" in row.split("|")[1] for row in rows), column
+
+
+def test_readme_is_a_front_door():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 250
+    assert MAIN_JOB in readme
+    assert 'python -m pytest -m "not slow"' in readme
+    assert "10 minutes" in readme
+    for link in re.findall(r"\]\(((?:docs/)[^)#]+)", readme):
+        assert (ROOT / link).exists(), link
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(DOCS)))
+def test_toml_snippets_parse(page):
+    for snippet in re.findall(r"```toml\n(.*?)\n```", page.read_text(), re.S):
+        tomllib.loads(snippet)
+
+
+@dataclass
+class Block:
+    lang: str
+    code: str
+    exit: int
+    file: str | None
+
+
+def _blocks(page: Path) -> list[Block]:
+    blocks = []
+    for m in RUNNABLE.finditer(page.read_text()):
+        options = dict(o.split("=", 1) for o in m["options"].split())
+        blocks.append(Block(m["lang"], m["code"], int(options.get("exit", 0)), options.get("file")))
+    return blocks
+
+
+def _shims(folder: Path) -> dict[str, str]:
+    """`harness` and `python` on the PATH as this interpreter with this checkout importable;
+    `harness run` made small (2 seeds, no progress bar, no report) so the docs run fast."""
+    folder.mkdir()
+    path = f'export PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{ROOT}"\n'
+    (folder / "harness").write_text(
+        f"#!/bin/sh\n{path}"
+        f'if [ "$1" = run ]; then exec {sys.executable} -m harness "$@" --seeds 2 --quiet '
+        f"--no-report; fi\n"
+        f'exec {sys.executable} -m harness "$@"\n'
+    )
+    (folder / "python").write_text(f'#!/bin/sh\n{path}exec {sys.executable} "$@"\n')
+    for shim in folder.iterdir():
+        shim.chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+
+
+RUNNABLE_PAGES = [p for p in PAGES if _blocks(p)]
+
+
+@pytest.mark.slow  # about a minute over every page: a dozen runs of the harness
+@pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=lambda p: str(p.relative_to(DOCS)))
+def test_runnable_blocks_run(page, tmp_path):
+    """Each page's blocks marked `<!-- runnable -->`, in order, in one folder holding the
+    shipped configs: bash blocks as they are written, python blocks as scripts, and a block
+    marked `file=NAME` saved under that name for the blocks after it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for shipped in ("configs", "examples"):
+        (work / shipped).symlink_to(ROOT / shipped)
+    env = _shims(tmp_path / "bin")
+    python = str(tmp_path / "bin" / "python")
+    for block in _blocks(page):
+        if block.file:
+            (work / block.file).write_text(block.code + "\n")
+            continue
+        shell = block.lang == "bash"
+        command = ["bash", "-e", "-c", block.code] if shell else [python, "-c", block.code]
+        done = subprocess.run(
+            command, cwd=work, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == block.exit, f"{block.code}\n{done.stdout}\n{done.stderr}"

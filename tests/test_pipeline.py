@@ -137,6 +137,7 @@ def test_harness_plugins_lists_every_plugin_one_line_each(capsys) -> None:
 
     assert main(["plugins"]) == 0
     lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert lines[0] == ["KIND", "NAME", "FROM"]
     assert ["scorer", "reference", "harness"] in lines
     assert ["scorer", "cache_affinity", "harness"] in lines
     for name in ("memory_overcommit", "labels", "cpu_family"):

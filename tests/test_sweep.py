@@ -242,12 +242,17 @@ def test_the_exit_code_says_whether_a_cell_or_a_threshold_failed(ray_instance, t
     path, out = _sweep_file(tmp_path, '"placement.strategy" = ["stale", "optimistic"]'), tmp_path
     passing = ["--threshold", "optimistic.cv_max < 0.5"]
     assert main(["sweep", str(path), "--out", str(out / "ok"), "--quiet", *passing]) == 0
-    assert "thresholds: 1 of 1 checks passed in 1 cells" in capsys.readouterr().out
+    first = capsys.readouterr().out
+    assert "thresholds: 1 of 1 checks passed in 1 cells" in first
+    assert "reused" not in first
 
-    # The same sweep, resumed with a threshold that stale fails: nothing reruns, it is judged.
+    # The same sweep, resumed with a threshold that stale fails: nothing reruns, it is judged,
+    # and the output says the cells were reused.
     failing = ["--threshold", "cv_max < 0.5"]
     assert main(["sweep", str(path), "--out", str(out / "ok"), "--quiet", *failing]) == 99
-    assert capsys.readouterr().err == "harness: 1 of 2 threshold checks failed\n"
+    resumed = capsys.readouterr()
+    assert resumed.err == "harness: 1 of 2 threshold checks failed\n"
+    assert f"reused 2 of 2 cells complete in {out / 'ok'} from an earlier run" in resumed.out
     meta, _ = load_sweep_results(out / "ok")
     judged = [(r["strategy"], r["passed"]) for c in meta["cells"] for r in c["thresholds"]]
     assert judged == [("stale", False), ("optimistic", True)]

@@ -1,5 +1,5 @@
-"""Every config key with its default and help, for the README's tables: one source, so the
-reference cannot drift from the schema."""
+"""Every config key with its default and help, for `harness keys` and the reference pages
+(docs/gen_reference.py): one source, so the reference cannot drift from the schema."""
 
 from __future__ import annotations
 
@@ -33,13 +33,13 @@ def _rows(prefix: str, cls: type) -> list[tuple[str, str, str]]:
 
 
 def defaults_table() -> list[tuple[str, str, str]]:
-    """(dotted key, default, help) for every key: the README's reference comes from here."""
+    """(dotted key, default, help) for every key: the reference comes from here."""
     return [row for section, cls in SECTIONS.items() for row in _rows(f"{section}.", cls)]
 
 
 def entry_keys_table() -> list[tuple[str, str, str]]:
     """(key of an entry of a list of tables such as `workload.templates[].vcpu`, default,
-    help), for the README."""
+    help), for the reference."""
     rows = []
     for section, cls in SECTIONS.items():
         for name, tp in get_type_hints(cls).items():
@@ -50,5 +50,5 @@ def entry_keys_table() -> list[tuple[str, str, str]]:
 
 
 def fault_keys_table() -> list[tuple[str, str, str]]:
-    """(key of a `[[faults]]` entry, default, help), for the README."""
+    """(key of a `[[faults]]` entry, default, help), for the reference."""
     return [(f"faults[].{f.name}", _toml(f.default), f.metadata["help"]) for f in fields(FaultSpec)]

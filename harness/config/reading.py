@@ -90,6 +90,8 @@ def load(path: str | Path, overrides: list[str] = (), thresholds: list[str] = ()
     except OSError as e:
         raise ConfigError("", f"cannot read config file {path}: {e.strerror}") from None
     raw = parse_toml(text, path)
+    if "sweep" in raw:  # the commonest mix-up, said as such rather than as an unknown section
+        raise ConfigError("", f"{path} is a sweep file ([sweep]): run it with harness sweep {path}")
     run = raw.setdefault("run", {})
     if isinstance(run, dict):  # anything else is refused, naming the section, by from_dict
         run.setdefault("name", path.stem)

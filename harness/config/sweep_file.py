@@ -155,6 +155,12 @@ def load_sweep(
     except UnicodeDecodeError as e:
         raise ConfigError("", f"sweep file {path} is not UTF-8 text ({e.reason})") from None
     raw = parse_toml(text, path)
+    if "sweep" not in raw and raw.keys() - _SECTIONS:
+        raise ConfigError(
+            "",
+            f"{path} is a scenario file, not a sweep (no [sweep] table): "
+            f"run it with harness run {path}",
+        )
     for name in raw:
         if name not in _SECTIONS:
             raise ConfigError(name, f"unknown section; known: {', '.join(sorted(_SECTIONS))}")

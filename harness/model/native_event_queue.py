@@ -1,4 +1,4 @@
-"""`NativeClock`: `VirtualClock` written for the compiled path (see README, "Compiled hot path").
+"""`NativeClock`: `VirtualClock` written for the compiled path (see docs, "Compiled hot path").
 
 The same discrete-event environment, in the same order: messages by time, and at one instant
 in the order they were scheduled. Only its queue differs. `VirtualClock` keeps tuples on

@@ -461,7 +461,7 @@ def print_sweep(meta: dict[str, Any], summary: pd.DataFrame, console: Console) -
 
 def print_keys(console: Console, markdown: bool = False) -> None:
     """Every config key with its default and meaning (`harness.config.key_tables`, the source of the
-    README's tables), then what a threshold may name; `markdown` prints the README's rows."""
+    reference pages), then what a threshold may name; `markdown` prints the reference's rows."""
     rows = defaults_table() + entry_keys_table() + fault_keys_table()
     if markdown:
         for key, default, meaning in rows:

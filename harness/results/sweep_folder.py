@@ -97,6 +97,8 @@ class SweepStore:
             for cell in self.complete():
                 self._summaries[cell] = done.filter(pc.equal(done["cell"], cell))
                 self._judge(sweep.cells[cell])  # this sweep's thresholds, maybe not the last's
+        self.reused = len(self.complete())
+        """Cells an earlier run of this sweep had completed, kept rather than run again."""
         self._write_meta()
 
     def complete(self) -> set[int]:

@@ -65,7 +65,7 @@ REPORT_S = 1e-6
 TIMELINE_ROW_S = 2e-6
 """2.0 us per timeline row."""
 RAY_START_S = 2.5
-"""Wall seconds to start a seed's actors on Ray (README, "Ray engine")."""
+"""Wall seconds to start a seed's actors on Ray (docs, "A Ray cluster")."""
 # The CPU figures were taken at a load average near 20 on 2 cores; each is rounded down, so
 # the time estimate is a floor.
 

@@ -1,5 +1,5 @@
 """The beats of many groups of nodes on one timer (`BeatWheel`): its own module so that it is
-compiled (README, "Compiled hot path"), as a million nodes beat 50,000 times a second."""
+compiled (docs, "Compiled hot path"), as a million nodes beat 50,000 times a second."""
 
 from __future__ import annotations
 

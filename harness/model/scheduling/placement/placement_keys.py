@@ -1,7 +1,7 @@
 """The `[placement]` keys: a replica's placement rules and strategy (`PlacementSpec`).
 
 Declared apart from `harness.model.scheduling.scheduler`, which reads them, so the scheduler can be
-compiled (see README, "Compiled hot path") while the config layer still reads this dataclass's type
+compiled (see docs, "Compiled hot path") while the config layer still reads this dataclass's type
 hints as written."""
 
 from __future__ import annotations
