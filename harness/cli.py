@@ -23,12 +23,12 @@ from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.framework import plugin_catalogue
 from harness.presentation.terminal import LazyProgress, SweepBar, print_keys, print_run, print_sweep
 from harness.results.invariants import InvariantError
-from harness.results.run_folder import ResultsError, load_run
+from harness.results.run_folder import ResultsError, load_run, new_run_id
 from harness.results.sweep_folder import is_sweep, load_sweep_results
 from harness.results.thresholds import FORM, not_run
 from harness.running.cost_check import check_run, check_sweep, this_machine
 from harness.running.ray_setup import ray_scope
-from harness.running.runner import default_out_dir, run
+from harness.running.runner import run
 
 THRESHOLD_FAILED = 99
 """Exit code of a run or sweep that finished but failed a threshold (k6 uses 99 too)."""
@@ -248,10 +248,11 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     if not args.force:
         on_a_cluster = config.run.engine == "ray" and _ray_address(config.ray.address)
         check_run(config, len(strategies), this_machine(), remote=on_a_cluster)
-    out = _writable_name(args.out or default_out_dir(config))
+    run_id = new_run_id(config.run.name)  # without --out, the folder is named by it
+    out = _writable_name(args.out or Path("results") / run_id)
     progress = None if args.quiet else LazyProgress(config.run.name)
     stopped = _until_done(
-        lambda: run(config, strategies, out, progress, args.overwrite),
+        lambda: run(config, strategies, out, progress, args.overwrite, run_id),
         progress,
         console,
         f"partial results in {out} (completed: false)",

@@ -162,8 +162,9 @@ PARTS = "parts"
 
 
 def new_run_id(name: str) -> str:
-    """A run's id: its name, when it started (UTC) and 6 random hex digits, so ids from two
-    runs started in the same second still differ."""
+    """A run's id, and the name of its folder unless --out names one: its name, when it started
+    (UTC) and 6 random hex digits, so ids from two runs started in the same second still
+    differ."""
     return f"{name}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
@@ -178,10 +179,11 @@ class RunWriter:
         seeds: list[int],
         engine: str,
         overwrite: bool = False,
+        run_id: str | None = None,
     ) -> None:
         self.out_dir = Path(out_dir)
         self._lock = claim_out_dir(self.out_dir, overwrite)
-        self.run_id = new_run_id(config["run"]["name"])
+        self.run_id = run_id or new_run_id(config["run"]["name"])
         self.meta: dict[str, Any] = {
             "run_id": self.run_id,
             "harness_version": harness.__version__,

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from contextlib import closing
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +17,6 @@ from harness.results.thresholds import evaluate
 
 # progress(units_done, units_total, fraction_of_current_unit, live snapshot or None)
 RunProgress = Callable[[int, int, float, Snapshot | None], None]
-
-
-def default_out_dir(config: Config, root: Path = Path("results")) -> Path:
-    """`results/<name>-<time>-<run id>`: the time sorts runs, the random id keeps apart two
-    runs started in the same second (a run claims its folder under a lock regardless, see
-    `harness.results.run_folder`, so a clash refuses the second run rather than mixing the two)."""
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return root / f"{config.run.name}-{stamp}-{secrets.token_hex(3)}"
 
 
 def run_checked(
@@ -46,6 +36,7 @@ def run(
     out_dir: Path,
     progress: RunProgress | None = None,
     overwrite: bool = False,
+    run_id: str | None = None,
 ) -> Path:
     """Run every strategy on the same seeds; each finished (strategy, seed) is on disk at once.
 
@@ -54,7 +45,8 @@ def run(
     files and marks run.json `completed: false`. Every (strategy, seed) is checked
     (`harness.results.invariants`); broken checks are written with the results, and the run then
     raises InvariantError. The config's thresholds are checked on the finished run and written
-    to run.json; failing them is for the caller to act on."""
+    to run.json; failing them is for the caller to act on. `run_id` is the id every table
+    carries (`harness.results.run_folder.new_run_id`), a new one if not given."""
     check_out_dir(out_dir, overwrite)
     engine = get_engine(config.run.engine)
     engine.prepare(config, strategies)
@@ -64,7 +56,9 @@ def run(
     summaries: list[dict[str, Any]] = []
     with (
         closing(engine),
-        RunWriter(out_dir, config.to_dict(), strategies, seeds, engine.name, overwrite) as writer,
+        RunWriter(
+            out_dir, config.to_dict(), strategies, seeds, engine.name, overwrite, run_id
+        ) as writer,
     ):
         done = 0
         for strategy in strategies:
