@@ -39,6 +39,13 @@ class Registry(Mapping[str, type]):
         found = {ep.name: ep.value for ep in entry_points(group=self.group)}
         return {name: path for name, path in found.items() if name not in self.builtins}
 
+    def source(self, ref: str) -> str:
+        """Where `ref` comes from: "harness" for a built-in, the "module:attribute" of an
+        installed entry point, or the import path it is."""
+        if ref in self.builtins:
+            return "harness"
+        return self.installed().get(ref, ref)
+
     def __getitem__(self, name: str) -> type:
         return self.resolve(name)
 

@@ -13,13 +13,18 @@ from harness.config import Config, from_dict
 from harness.config.sweep_file import get_value
 from harness.model.cluster.heartbeat import HeartbeatPlan
 from harness.presentation import plots
+from harness.presentation.headline import headline, plugins_line, same_as
 from harness.results.run_folder import load_run
 from harness.results.statistics import (
+    FLAT_TOLERANCE,
+    Comparison,
     accounting_over_time,
     bin_width,
     by_strategy,
+    comparisons,
     cv_by,
     cv_over_time,
+    flat,
     latency_over_time,
     median_seed,
     throughput_over_time,
@@ -36,6 +41,8 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.4em; text-align: right; }
 td { white-space: nowrap; }
 .wide { overflow-x: auto; }
 .bad { color: #b00; }
+.story { font-size: 1.05em; line-height: 1.5; }
+summary { font-size: 1.2em; font-weight: bold; margin-top: 1.5em; cursor: pointer; }
 """
 MAX_BEATS = 60
 PLACE_MS = ("p50_place_ms", "p90_place_ms", "p99_place_ms")
@@ -145,15 +152,28 @@ SAME = (
 )
 
 
+def _chart(title: str, figure: str, same: bool) -> str:
+    """A chart under its heading; folded (`<details>`) when it is the same for every strategy,
+    its heading saying so."""
+    if not same:
+        return f"<h2>{html.escape(title)}</h2>\n{figure}"
+    return (
+        f"<details><summary>{html.escape(title)}: the same for every strategy (within "
+        f"{FLAT_TOLERANCE:.0%} at every point)</summary>\n{figure}</details>"
+    )
+
+
 def _scenario(
     summary: pd.DataFrame,
     nodes: pd.DataFrame,
     requests: pd.DataFrame,
     timeline: pd.DataFrame,
     config: Config,
+    found: list[Comparison],
 ) -> str:
-    """The pictures of one scenario, every strategy side by side: herd, load (latency and
-    throughput over time), CV over time, and how wrong each scheduler's view was."""
+    """The pictures of one scenario, every strategy side by side: the herd, then the charts
+    over time that tell the strategies apart (CV, how wrong each scheduler's view was,
+    latency, throughput), then, folded, those that are the same for every strategy."""
     strategies = list(dict.fromkeys(summary["strategy"]))
     seeds = int(summary.groupby("strategy")["seed"].nunique().min())
     seeds_text = "the one seed" if seeds == 1 else f"the {seeds} seeds"
@@ -175,63 +195,87 @@ def _scenario(
                 int(row["placed"] - row["kills"]),
             )
         )
+    # A strategy that equals another says why, under the picture that names them equal.
+    caption = (
+        "Final sandboxes per node of each strategy's median-CV seed, busiest node first. "
+        "Dashed: the shares C(n-i, K-1)/C(n, K) a view that never updates gives the node "
+        "of rank i (the herd at its worst); dotted: every node equal."
+    )
+    twins = [same_as(c) for c in found if c.same_as]
     parts = [
         "<h2>Sandboxes per node</h2>",
         _figure(
             plots.node_counts(panels, palette),
             "sandboxes per node for each strategy",
-            "Final sandboxes per node of each strategy's median-CV seed, busiest node first. "
-            "Dashed: the shares C(n-i, K-1)/C(n, K) a view that never updates gives the node "
-            "of rank i (the herd at its worst); dotted: every node equal.",
+            " ".join([caption, *twins]),
         ),
     ]
+    charts: list[tuple[str, str, bool]] = []  # (heading, figure, the same for every strategy)
+    if not timeline.empty:
+        beats, note = _beats(config)
+        over_time = cv_over_time(timeline)
+        charts.append(
+            (
+                "CV over time",
+                _figure(
+                    plots.cv_over_time(over_time, palette, beats),
+                    "CV of sandboxes per node over time for each strategy",
+                    f"{_over_seeds(seeds)}. Heartbeats: {note}. Dashed: the CV of throwing the "
+                    "same number of sandboxes uniformly at random, sqrt((n-1)/m). The value axis "
+                    "is logarithmic (and says so) when a strategy's line would sit in the bottom "
+                    "tenth of a linear one. " + SAME,
+                ),
+                flat(over_time, ["cv_mean"]),
+            )
+        )
+        if timeline["view_cpu_allocated"].notna().any():  # an engine may not know the view
+            accounting = accounting_over_time(timeline)
+            charts.append(
+                (
+                    "Accounting error over time",
+                    _figure(
+                        plots.accounting(accounting, palette),
+                        "accounting error over time for each strategy",
+                        "What the scheduler believes a node has allocated minus what it truly "
+                        f"has, per node, {per_seed}. Below zero: placed sandboxes it cannot see "
+                        "yet; above: sandboxes counted twice or already gone. " + SAME,
+                    ),
+                    flat(accounting, ["error", "abs_error"]),
+                )
+            )
     width = bin_width(config.run.duration_s)
     if not requests.empty:
-        parts += [
-            "<h2>Placement latency over time</h2>",
-            _figure(
-                plots.latency_over_time(latency_over_time(requests, width), palette),
-                "placement latency over time for each strategy",
-                f"p50 and p99 latency of the placed creates issued in each {width:g} s "
-                f"interval, over every request of {seeds_text} at once. The value axis is "
-                "logarithmic (and says so) when a strategy's line would sit in the bottom tenth "
-                "of a linear one. " + SAME,
+        latency = latency_over_time(requests, width)
+        throughput = throughput_over_time(requests, width)
+        charts += [
+            (
+                "Placement latency over time",
+                _figure(
+                    plots.latency_over_time(latency, palette),
+                    "placement latency over time for each strategy",
+                    f"p50 and p99 latency of the placed creates issued in each {width:g} s "
+                    f"interval, over every request of {seeds_text} at once. The value axis is "
+                    "logarithmic (and says so) when a strategy's line would sit in the bottom "
+                    "tenth of a linear one. " + SAME,
+                ),
+                flat(latency, ["p50", "p99"]),
             ),
-            "<h2>Throughput over time</h2>",
-            _figure(
-                plots.throughput_over_time(throughput_over_time(requests, width), palette),
-                "throughput over time for each strategy",
-                f"Creates placed, creates failed and kills answered per second in each "
-                f"{width:g} s interval, {per_seed}; a kind that never "
-                "happened has no panel. " + SAME,
+            (
+                "Throughput over time",
+                _figure(
+                    plots.throughput_over_time(throughput, palette),
+                    "throughput over time for each strategy",
+                    f"Creates placed, creates failed and kills answered per second in each "
+                    f"{width:g} s interval, {per_seed}; a kind that never "
+                    "happened has no panel. " + SAME,
+                ),
+                flat(throughput, list(plots.THROUGHPUT)),
             ),
         ]
+    parts += [_chart(*chart) for chart in charts if not chart[2]]
     if timeline.empty:
         parts.append('<p class="note">No timeline was recorded (run.sample_interval_s = 0).</p>')
-        return "\n".join(parts)
-    beats, note = _beats(config)
-    parts += [
-        "<h2>CV over time</h2>",
-        _figure(
-            plots.cv_over_time(cv_over_time(timeline), palette, beats),
-            "CV of sandboxes per node over time for each strategy",
-            f"{_over_seeds(seeds)}. Heartbeats: {note}. Dashed: the CV of throwing the same "
-            "number of sandboxes uniformly at random, sqrt((n-1)/m). The value axis is "
-            "logarithmic (and says so) when a strategy's line would sit in the bottom tenth of "
-            "a linear one. " + SAME,
-        ),
-    ]
-    if timeline["view_cpu_allocated"].notna().any():  # an engine may not know the view
-        parts += [
-            "<h2>Accounting error over time</h2>",
-            _figure(
-                plots.accounting(accounting_over_time(timeline), palette),
-                "accounting error over time for each strategy",
-                "What the scheduler believes a node has allocated minus what it truly has, per "
-                f"node, {per_seed}. Below zero: placed sandboxes it cannot see "
-                "yet; above: sandboxes counted twice or already gone. " + SAME,
-            ),
-        ]
+    parts += [_chart(*chart) for chart in charts if chart[2]]
     return "\n".join(parts)
 
 
@@ -244,8 +288,16 @@ def _run(folder: Path) -> tuple[str, str]:
     head = f"<p>{len(meta.get('seeds', []))} seeds, K = {config.placement.k}{state}</p>"
     if summary.empty:
         return title, head + '<p class="bad">No seed finished: nothing to show.</p>'
+    found = comparisons(summary, frames["nodes"], frames["requests"])
+    pipeline = plugins_line(meta.get("plugins", []))
+    story = "".join(f"<li>{html.escape(line)}</li>" for line in headline(found))
+    head += (f'<p class="note">{html.escape(pipeline)}</p>' if pipeline else "") + (
+        f'<ul class="story">{story}</ul>'
+    )
     table = _run_table(by_strategy(summary, frames["requests"]))
-    scenario = _scenario(summary, frames["nodes"], frames["requests"], frames["timeline"], config)
+    scenario = _scenario(
+        summary, frames["nodes"], frames["requests"], frames["timeline"], config, found
+    )
     return title, "\n".join([head, table, scenario])
 
 
@@ -304,13 +356,16 @@ def _sweep(folder: Path) -> tuple[str, str]:
     chosen = [c["cell"] for c in featured]
     config = base.with_values(featured[0]["values"])
     parts.append(f"<h2>One point of the grid</h2><p>{html.escape(why)}</p>")
+    featured_summary = summary[summary["cell"].isin(chosen)]
+    nodes, requests = read_cells(folder, "nodes", chosen), read_cells(folder, "requests", chosen)
     parts.append(
         _scenario(
-            summary[summary["cell"].isin(chosen)],
-            read_cells(folder, "nodes", chosen),
-            read_cells(folder, "requests", chosen),
+            featured_summary,
+            nodes,
+            requests,
             read_cells(folder, "timeline", chosen),
             config,
+            comparisons(featured_summary, nodes, requests),
         )
     )
     parts += ["<h2>Every cell</h2>", _table(cv_by(summary, ["cell", *meta["keys"]]))]

@@ -23,7 +23,8 @@ from rich.text import Text
 
 from harness.config.key_tables import defaults_table, entry_keys_table, fault_keys_table
 from harness.engines import Snapshot
-from harness.results.statistics import by_strategy, cv, median_seed
+from harness.presentation.headline import headline, plugins_line
+from harness.results.statistics import by_strategy, comparisons, cv, median_seed
 from harness.results.thresholds import (
     AGGREGATE_NAMES,
     DERIVED,
@@ -205,38 +206,48 @@ def _verdict(record: dict[str, Any]) -> str:
 
 
 def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Console) -> None:
-    """Histograms of each strategy's median-CV seed side by side, the table over seeds, and
-    the threshold checks."""
+    """The run's title and placement pipeline, its headline (what each strategy changed and
+    why, `harness.presentation.headline`), histograms of each strategy's median-CV seed side
+    by side, the table over seeds, and the threshold checks."""
     summary, nodes = frames["summary"], frames["nodes"]
     if summary.empty:
         console.print("[yellow]no seed finished: nothing to show[/yellow]")
         return
+    state = "" if meta.get("completed") else " [red](INCOMPLETE run)[/red]"
+    cfg = meta.get("config", {})
+    console.print(
+        f"[bold]{escape(cfg.get('run', {}).get('name', ''))}: {meta.get('engine')} engine, "
+        f"{summary['nodes'].iloc[0]} nodes, K={summary['k'].iloc[0]}[/bold]{state}"
+    )
+    pipeline = plugins_line(meta.get("plugins", []))
+    if pipeline:
+        console.print(Text(pipeline, style="dim"))
+    found = comparisons(summary, nodes, frames["requests"])
+    for line in headline(found):
+        console.print(Text(line))
     panels = []
-    for strategy in summary["strategy"].unique():
-        seed = median_seed(summary, strategy)
-        picked = nodes[(nodes["strategy"] == strategy) & (nodes["seed"] == seed)]
+    for c in found:
+        seed = median_seed(summary, c.strategy)
+        picked = nodes[(nodes["strategy"] == c.strategy) & (nodes["seed"] == seed)]
         counts = picked.sort_values("node_id")["sandboxes"].tolist()
-        row = summary[(summary["strategy"] == strategy) & (summary["seed"] == seed)].iloc[0]
+        row = summary[(summary["strategy"] == c.strategy) & (summary["seed"] == seed)].iloc[0]
         body = (
             histogram(counts, width=30)
             if len(counts) <= 40
             else (f"{len(counts)} nodes: max {max(counts)}, min {min(counts)}")
         )
+        same = f" (= {c.same_as})" if c.same_as else ""
         panels.append(
             Panel(
                 body,
-                title=f"{strategy}: seed {seed}, CV {row['cv']:.3f}",
+                title=f"{c.strategy}{same}: seed {seed}, CV {row['cv']:.3f}",
                 subtitle="median-CV seed",
                 expand=False,
             )
         )
     console.print(Columns(panels))
-    state = "" if meta.get("completed") else " [red](INCOMPLETE run)[/red]"
-    cfg = meta.get("config", {})
-    title = (
-        f"{cfg.get('run', {}).get('name', '')}: {meta.get('engine')} engine, "
-        f"{summary['nodes'].iloc[0]} nodes, K={summary['k'].iloc[0]}{state}"
-    )
+    seeds = len(summary["seed"].unique())
+    title = f"each strategy over {seeds} seed{'s' if seeds > 1 else ''}"
     tables = strategy_tables(summary, frames["requests"], title, console.width)
     if meta.get("thresholds"):
         tables += threshold_table(meta["thresholds"], console.width)

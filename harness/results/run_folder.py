@@ -180,6 +180,7 @@ class RunWriter:
         engine: str,
         overwrite: bool = False,
         run_id: str | None = None,
+        plugins: list[dict[str, Any]] | None = None,
     ) -> None:
         self.out_dir = Path(out_dir)
         self._lock = claim_out_dir(self.out_dir, overwrite)
@@ -191,6 +192,7 @@ class RunWriter:
             "pyarrow": pa.__version__,
             "engine": engine,
             "strategies": strategies,
+            "plugins": plugins or [],
             "seeds": seeds,
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "completed": False,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from harness.model.registry import RegistryError
+from harness.model.scheduling.ledgers import LEDGERS
 from harness.results import percentiles
 
 
@@ -335,3 +338,188 @@ def cv_by(summary: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def in_flight_at_once(requests: pd.DataFrame) -> pd.DataFrame:
+    """Per strategy and seed: the most creates of the same replica in flight (sent, not yet
+    answered) when another was sent (`max_in_flight`), and the share of creates sent while at
+    least one was (`in_flight_frac`). This is all a strategy that counts creates in progress
+    adds to the score, so with 0 it places as one that does not."""
+    sent = requests[(requests["kind"] == "create") & (requests["rpcs"] > 0)]
+    rows = []
+    for (strategy, seed), group in sent.groupby(["strategy", "seed"], sort=False):
+        flying = []
+        for _, mine in group.groupby("replica", sort=False):
+            starts = np.sort(mine["sent_at"].to_numpy())
+            ends = np.sort(mine["done_at"].to_numpy())
+            # Sent strictly before, minus answered by then: the others in flight at its send.
+            flying.append(
+                np.searchsorted(starts, starts, "left") - np.searchsorted(ends, starts, "right")
+            )
+        counts = np.concatenate(flying)
+        rows.append(
+            {
+                "strategy": strategy,
+                "seed": seed,
+                "max_in_flight": int(counts.max()),
+                "in_flight_frac": float((counts > 0).mean()),
+            }
+        )
+    return pd.DataFrame(rows, columns=["strategy", "seed", "max_in_flight", "in_flight_frac"])
+
+
+def same_placements(summary: pd.DataFrame, nodes: pd.DataFrame) -> dict[str, str]:
+    """Each strategy whose every seed ended exactly as an earlier strategy's (the same
+    sandboxes on every node, the same creates placed and failed) -> the first such strategy:
+    two names for one result, which a reader must be told why."""
+    key = ["seed", "node_id"]
+    ends = {
+        s: (
+            g.sort_values(key)[[*key, "sandboxes"]].reset_index(drop=True),
+            summary[summary["strategy"] == s]
+            .sort_values("seed")[["seed", "placed", "failed", "cv"]]
+            .reset_index(drop=True),
+        )
+        for s, g in nodes.groupby("strategy", sort=False)
+        if s in set(summary["strategy"])
+    }
+    same: dict[str, str] = {}
+    for i, (strategy, (counts, figures)) in enumerate(ends.items()):
+        for earlier, (their_counts, their_figures) in list(ends.items())[:i]:
+            if (
+                earlier not in same
+                and counts.equals(their_counts)
+                and figures.equals(their_figures)
+            ):
+                same[strategy] = earlier
+                break
+    return same
+
+
+@dataclass(frozen=True)
+class Change:
+    """One figure of the compared strategy and of the strategy it is compared to (the run's
+    first): each a mean over seeds."""
+
+    before: float
+    after: float
+
+    @property
+    def relative(self) -> float:
+        """(after - before) / before; NaN from 0."""
+        return (self.after - self.before) / self.before if self.before else math.nan
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What a strategy changed against the run's first, and the figures that say why where
+    they can: the headline of a run (`harness.presentation.headline`). The first strategy is
+    compared to itself (`base == strategy`) to give its own figures."""
+
+    strategy: str
+    base: str
+    seeds: int
+    creates: float
+    cv: Change
+    cv_shift_lo: float
+    cv_shift_hi: float
+    busiest: Change
+    idlest: Change
+    failed: Change
+    failed_reasons: dict[str, Change]
+    err_mean_abs: Change
+    err_under_max: Change
+    same_as: str | None
+    counting_differs: bool
+    """Whether one of the two counts creates in progress in the score and the other not."""
+    max_in_flight: int
+    in_flight_frac: float
+
+    @property
+    def clear(self) -> bool:
+        """Whether CV moved beyond the noise: the paired 95% interval of its change over the
+        seeds excludes 0 (with one seed, any change counts)."""
+        if math.isnan(self.cv_shift_lo):
+            return self.cv.after != self.cv.before
+        return not self.cv_shift_lo <= 0.0 <= self.cv_shift_hi
+
+
+def _counts_in_progress(strategy: str) -> bool | None:
+    """Whether the strategy adds creates in progress to the score; None for one that is not
+    known here (a plugin no longer installed)."""
+    try:
+        return bool(LEDGERS.resolve(strategy).counts_in_progress)
+    except RegistryError:
+        return None
+
+
+def comparisons(
+    summary: pd.DataFrame, nodes: pd.DataFrame, requests: pd.DataFrame
+) -> list[Comparison]:
+    """The run's first strategy with its own figures, then every other against it on the
+    same seeds: CV, busiest and idlest node, failed creates (and for what reason), how wrong
+    each view was, whether it placed exactly as an earlier strategy, and how many creates were
+    ever in flight at once (what counting them in progress could change)."""
+    strategies = list(dict.fromkeys(summary["strategy"]))
+    base = strategies[0]
+    first = summary[summary["strategy"] == base]
+    paired = pd.concat([first.assign(strategy=s) for s in strategies])  # base vs each, by seed
+    shifts = cv_shift(paired, summary).set_index("strategy")
+    flying = in_flight_at_once(requests).groupby("strategy", sort=False)
+    same = same_placements(summary, nodes)
+    means = summary.groupby("strategy", sort=False).mean(numeric_only=True)
+    worst = summary.groupby("strategy", sort=False)["err_under_max"].max()
+
+    def change(column: str, strategy: str, frame: pd.Series | pd.DataFrame = means) -> Change:
+        pick = frame[column] if isinstance(frame, pd.DataFrame) else frame
+        return Change(float(pick[base]), float(pick[strategy]))
+
+    found = []
+    for strategy in strategies:
+        mine = flying.get_group(strategy) if strategy in flying.groups else None
+        counting = {_counts_in_progress(s) for s in (base, strategy)}
+        found.append(
+            Comparison(
+                strategy=strategy,
+                base=base,
+                seeds=int((summary["strategy"] == strategy).sum()),
+                creates=float(means.loc[strategy, "requests"]),
+                cv=change("cv", strategy),
+                cv_shift_lo=float(shifts.loc[strategy, "shift_lo"]),
+                cv_shift_hi=float(shifts.loc[strategy, "shift_hi"]),
+                busiest=change("max_count", strategy),
+                idlest=change("min_count", strategy),
+                failed=change("failed", strategy),
+                failed_reasons={r: change(f"failed_{r}", strategy) for r in FAILURE_REASONS},
+                err_mean_abs=change("err_mean_abs", strategy),
+                err_under_max=change("err_under_max", strategy, worst),
+                same_as=same.get(strategy),
+                counting_differs=counting == {True, False},
+                max_in_flight=int(mine["max_in_flight"].max()) if mine is not None else 0,
+                in_flight_frac=float(mine["in_flight_frac"].mean()) if mine is not None else 0.0,
+            )
+        )
+    return found
+
+
+FLAT_TOLERANCE = 0.01
+"""How close (a share of the largest value drawn) every strategy's series must be to the
+others' at every point for a chart to be flat: the same for every strategy, so folded away."""
+
+
+def flat(frame: pd.DataFrame, columns: list[str], tolerance: float = FLAT_TOLERANCE) -> bool:
+    """Whether every strategy's series of `columns` over `t` is the same, within `tolerance`
+    of the largest value, at the same times: a chart of it says nothing that tells the
+    strategies apart. Never with fewer than two strategies (nothing was compared)."""
+    if frame["strategy"].nunique() < 2:
+        return False
+    for column in columns:
+        table = frame.pivot(index="t", columns="strategy", values=column)
+        missing = table.isna()
+        if not missing.eq(missing.iloc[:, 0], axis=0).all(axis=None):
+            return False  # one strategy has a point where another has none
+        spread = (table.max(axis=1) - table.min(axis=1)).max()
+        scale = float(np.nanmax(np.abs(table.to_numpy()))) if table.notna().any(axis=None) else 0
+        if spread > tolerance * scale:
+            return False
+    return True

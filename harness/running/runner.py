@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.config import Config
 from harness.engines import Engine, Progress, Snapshot, get_engine
+from harness.model.scheduling.placement.framework import plugins_in_use
 from harness.results.arrow_schemas import summary_table
 from harness.results.invariants import InvariantError, check
 from harness.results.run_folder import RunWriter, check_out_dir
@@ -57,7 +58,14 @@ def run(
     with (
         closing(engine),
         RunWriter(
-            out_dir, config.to_dict(), strategies, seeds, engine.name, overwrite, run_id
+            out_dir,
+            config.to_dict(),
+            strategies,
+            seeds,
+            engine.name,
+            overwrite,
+            run_id,
+            plugins_in_use(config.placement, strategies),
         ) as writer,
     ):
         done = 0

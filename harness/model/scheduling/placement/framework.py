@@ -128,6 +128,37 @@ def parse_weighted(entry: str) -> tuple[str, float]:
         raise PluginError(f"{entry!r}: the weight after = must be a number") from None
 
 
+def named_parts(
+    rules: PlacementSpec,
+) -> tuple[str, list[str], list[tuple[str, float]], str]:
+    """The references of the sampler, filters, (scorer, weight)s and selector a `PlacementSpec`
+    names: its own lists, or its algorithm's where it names none."""
+    algorithm = ALGORITHMS[rules.algorithm]
+    return (
+        rules.sampler or algorithm.sampler,
+        list(rules.filters or algorithm.filters),
+        [parse_weighted(s) for s in rules.scorers] or list(algorithm.scorers),
+        rules.selector or algorithm.selector,
+    )
+
+
+def plugins_in_use(rules: PlacementSpec, strategies: list[str]) -> list[dict[str, object]]:
+    """Every part of the placement pipeline in order, then the strategies, each with where it
+    comes from (`Registry.source`): what a run names in run.json and on screen, so a plugin
+    from another package is seen to be in use."""
+    sampler, filters, scorers, selector = named_parts(rules)
+    parts: list[dict[str, object]] = [
+        {"kind": "sampler", "name": sampler, "from": SAMPLERS.source(sampler)},
+        *({"kind": "filter", "name": f, "from": FILTERS.source(f)} for f in filters),
+        *(
+            {"kind": "scorer", "name": name, "weight": weight, "from": SCORERS.source(name)}
+            for name, weight in scorers
+        ),
+        {"kind": "selector", "name": selector, "from": SELECTORS.source(selector)},
+    ]
+    return parts + [{"kind": "strategy", "name": s, "from": LEDGERS.source(s)} for s in strategies]
+
+
 @dataclass(frozen=True)
 class Parts:
     """The plugins a `PlacementSpec` names, by extension point: its own lists, or its
@@ -140,13 +171,12 @@ class Parts:
 
     @classmethod
     def of(cls, rules: PlacementSpec) -> Parts:
-        algorithm = ALGORITHMS[rules.algorithm]
-        weighted = [parse_weighted(s) for s in rules.scorers] or algorithm.scorers
+        sampler, filters, scorers, selector = named_parts(rules)
         return cls(
-            resolve("samplers", rules.sampler or algorithm.sampler),
-            [resolve("filters", f) for f in rules.filters or algorithm.filters],
-            [(resolve("scorers", name), weight) for name, weight in weighted],
-            resolve("selectors", rules.selector or algorithm.selector),
+            resolve("samplers", sampler),
+            [resolve("filters", f) for f in filters],
+            [(resolve("scorers", name), weight) for name, weight in scorers],
+            resolve("selectors", selector),
         )
 
     def reads_report_times(self) -> bool:
