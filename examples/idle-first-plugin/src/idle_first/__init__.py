@@ -17,7 +17,9 @@ from harness.model.scheduling.placement import Scorer
 
 
 class IdleFirst(Scorer):
-    """Lower for nodes whose last report shows less CPU in use, per vCPU they have."""
+    """Lower for nodes whose last report shows less CPU in use, per vCPU they have. It reads
+    only the report, so under `optimistic` (whose own placements move the view between two
+    reports, not the reported usage) it brings part of the herd back: see the README."""
 
     name = "idle_first"
 
