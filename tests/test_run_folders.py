@@ -67,17 +67,17 @@ def test_two_runs_in_the_same_second_get_folders_of_their_own(tmp_path, monkeypa
 
     class Frozen:
         @staticmethod
-        def now():
+        def now(tz=None):
             from datetime import datetime
 
-            return datetime(2026, 11, 29, 16, 15, 0)
+            return datetime(2026, 11, 29, 16, 15, 0, tzinfo=tz)
 
-    monkeypatch.setattr("harness.running.runner.datetime", Frozen)
+    monkeypatch.setattr("harness.results.run_folder.datetime", Frozen)
     assert main(["run", HERD, *SHORT]) == 0
     assert main(["run", HERD, *SHORT, "--set", "run.first_seed=7"]) == 0
     folders = sorted((tmp_path / "results").iterdir())
     assert len(folders) == 2
-    assert all(f.name.startswith("seed-herd-20261129-161500-") for f in folders)
+    assert all(f.name.startswith("seed-herd-20261129T161500Z-") for f in folders)
     seeds = sorted(load_run(f)[0]["finished"][0][1] for f in folders)
     assert seeds == [0, 7]
 

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from harness.model.registry import RegistryError
+from harness.model.scheduling.ledger import Ledger
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.results import percentiles
 
@@ -448,9 +449,10 @@ def _counts_in_progress(strategy: str) -> bool | None:
     """Whether the strategy adds creates in progress to the score; None for one that is not
     known here (a plugin no longer installed)."""
     try:
-        return bool(LEDGERS.resolve(strategy).counts_in_progress)
+        ledger = LEDGERS.resolve(strategy)
     except RegistryError:
         return None
+    return issubclass(ledger, Ledger) and ledger.counts_in_progress
 
 
 def comparisons(

@@ -147,16 +147,21 @@ def plugins_in_use(rules: PlacementSpec, strategies: list[str]) -> list[dict[str
     comes from (`Registry.source`): what a run names in run.json and on screen, so a plugin
     from another package is seen to be in use."""
     sampler, filters, scorers, selector = named_parts(rules)
-    parts: list[dict[str, object]] = [
-        {"kind": "sampler", "name": sampler, "from": SAMPLERS.source(sampler)},
-        *({"kind": "filter", "name": f, "from": FILTERS.source(f)} for f in filters),
-        *(
-            {"kind": "scorer", "name": name, "weight": weight, "from": SCORERS.source(name)}
-            for name, weight in scorers
-        ),
-        {"kind": "selector", "name": selector, "from": SELECTORS.source(selector)},
+    named: list[tuple[Registry, str, float | None]] = [
+        (SAMPLERS, sampler, None),
+        *((FILTERS, f, None) for f in filters),
+        *((SCORERS, name, weight) for name, weight in scorers),
+        (SELECTORS, selector, None),
+        *((LEDGERS, s, None) for s in strategies),
     ]
-    return parts + [{"kind": "strategy", "name": s, "from": LEDGERS.source(s)} for s in strategies]
+    parts: list[dict[str, object]] = []
+    for registry, name, weight in named:
+        entry: dict[str, object] = {"kind": registry.one, "name": name}
+        if weight is not None:
+            entry["weight"] = weight
+        entry["from"] = registry.source(name)
+        parts.append(entry)
+    return parts
 
 
 @dataclass(frozen=True)
