@@ -1,6 +1,7 @@
 """`harness run`, `harness sweep`, `harness report` and `harness keys`. Exit codes: 0 ok, 1 an
-engine failure, a broken invariant or a failed sweep cell, 2 a user mistake (one line), 99 a
-threshold failed (as k6), 130 interrupted."""
+engine failure, a broken invariant or a failed sweep cell, 2 a user mistake (one line), 3 the
+external scheduler misbehaved (one line; `harness.external`), 99 a threshold failed (as k6),
+130 interrupted."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from harness.budget import check_run, check_sweep, this_machine
 from harness.config import Config, ConfigError, load
 from harness.display import LazyProgress, SweepBar, print_keys, print_run, print_sweep
 from harness.engine import ENGINES, EngineError
+from harness.external import EXIT_CODE as SCHEDULER_FAILED
+from harness.external import SchedulerError
 from harness.invariants import InvariantError
 from harness.ledgers import LEDGERS
 from harness.placement.framework import plugin_catalogue
@@ -190,6 +193,9 @@ def _until_done(
     except EngineError as e:
         print(f"harness: error: {printable(f'{e}; {kept}')}", file=sys.stderr)
         return 1
+    except SchedulerError as e:
+        print(f"harness: error: {printable(f'{e}; {kept}')}", file=sys.stderr)
+        return SCHEDULER_FAILED
     finally:
         if progress is not None:
             progress.close()
@@ -328,6 +334,7 @@ def _cmd_plugins(args: argparse.Namespace, console: Console) -> int:
     """One line per plugin: its kind, its name, and where it comes from."""
     for kind, name, source in plugin_catalogue():
         print(f"{kind:<10} {name:<20} {source}")
+    print(f"{'scheduler':<10} {'external':<20} harness.external")  # [external] address or command
     return 0
 
 

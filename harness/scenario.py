@@ -13,12 +13,13 @@ from harness import trace
 from harness.cluster import build_nodes, registrations
 from harness.config import Config
 from harness.demand import demand
+from harness.external.replica import ExternalReplica, RemoteChoice
 from harness.faults import Faults, SlowNodes
 from harness.heartbeat import BeatGroup, HeartbeatPlan
 from harness.ledger import LedgerOptions
 from harness.ledgers import LEDGERS, make_ledger
 from harness.node import Node
-from harness.placement.framework import Parts
+from harness.placement.framework import Parts, Pipeline
 from harness.protocol import Sink
 from harness.protocol.clients import ClientHost
 from harness.protocol.nodes import NodeHost
@@ -118,15 +119,50 @@ def node_host(config: Config, seed: int, hosted: list[Node], sink: Sink) -> Node
     )
 
 
-def replica_host(config: Config, seed: int, index: int, sink: Sink) -> ReplicaHost:
+def replica_host(
+    config: Config, seed: int, index: int, sink: Sink, pipeline: Pipeline | None = None
+) -> ReplicaHost:
     """Scheduler replica `index`: the nodes as they register at start-up (their static facts),
-    the config's placement rules and strategy, and a random stream of its own."""
+    the config's placement rules and strategy, and a random stream of its own; `pipeline`
+    chooses in place of the rules' own."""
     p = config.placement
     nodes = registrations(config.cluster)
     cpu_counts = [info.cpu_count for info in nodes]
     ledger = make_ledger(p.strategy, cpu_counts, LedgerOptions(ttl_s=p.ttl_s))
-    scheduler = Scheduler(nodes, p, ledger, stream(seed, f"placement/{index}"))
+    scheduler = Scheduler(nodes, p, ledger, stream(seed, f"placement/{index}"), pipeline)
     return ReplicaHost(index, scheduler, rpc_model(config), sink)
+
+
+Replica = ReplicaHost | ExternalReplica
+
+
+def replica_hosts(config: Config, seed: int, sink: Sink) -> list[Replica]:
+    """Every scheduler replica of one process (the virtual engine). With an `[external]`
+    scheduler, each replica places through a session of its own (a fresh process when the
+    config gives a command); `close_replicas` ends them."""
+    count = config.placement.replicas
+    if not config.external.active:
+        return [replica_host(config, seed, r, sink) for r in range(count)]
+    from harness.external.client import open_session  # gRPC: only for an external scheduler
+
+    hosts: list[Replica] = []
+    try:
+        for r in range(count):
+            nodes = registrations(config.cluster)
+            session = open_session(config.external, seed, r, count, nodes, config.placement)
+            host = replica_host(config, seed, r, sink, RemoteChoice(session))
+            hosts.append(ExternalReplica(host, session))
+    except BaseException:
+        close_replicas(hosts)
+        raise
+    return hosts
+
+
+def close_replicas(hosts: list[Replica]) -> None:
+    """Ends the sessions of replicas that place through an external scheduler."""
+    for host in hosts:
+        if isinstance(host, ExternalReplica):
+            host.close()
 
 
 def client_host(config: Config, seed: int, index: int, hosts: int, sink: Sink) -> ClientHost:

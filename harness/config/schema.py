@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, get_type_hints
 
 from harness.cluster import ClusterSpec
+from harness.external.spec import ExternalSpec
 from harness.faults import FAULT_KINDS, FaultSpec
 from harness.heartbeat import HeartbeatSpec
 from harness.scheduler import PlacementSpec
@@ -72,6 +73,7 @@ class Config:
     placement: PlacementSpec = field(default_factory=PlacementSpec)
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     ray: RayConfig = field(default_factory=RayConfig)
+    external: ExternalSpec = field(default_factory=ExternalSpec)
     faults: tuple[FaultSpec, ...] = ()
     thresholds: tuple[Threshold, ...] = ()
 

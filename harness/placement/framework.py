@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.ledgers import LEDGERS
+from mypy_extensions import mypyc_attr
+
 from harness.placement.affinity import CacheAffinity
 from harness.placement.best_of_k import BestOfK, EveryNode, Lowest, Reference
 from harness.placement.designs import (
@@ -148,11 +150,13 @@ class Parts:
         return any(c.reads_report_times for c in classes)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Pipeline:
     """One replica's placement: sample with the filters that apply, score, select.
 
     Its parts are resolved once, at construction: `choose` runs for every create, so it makes no
-    lookups a replica's lifetime cannot change."""
+    lookups a replica's lifetime cannot change. Subclassed by an external scheduler's choice
+    (`harness.external.replica.RemoteChoice`)."""
 
     __slots__ = (
         "by_request",

@@ -1,0 +1,150 @@
+"""One session with an external scheduler (`scheduler.proto`): Hello, then a Place call per
+placement carrying every event since the last one, then Reset.
+
+Calls are made as the model asks for them and each is awaited, so on the virtual engine they
+come in virtual-time order and a scheduler that decides the same gives the same run. Anything
+the process does outside the protocol (dies, hangs past `external.timeout_s`, answers a node
+that does not exist or bytes that do not parse, hangs up) is a `SchedulerError`: one line
+naming the scheduler and what it did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import grpc
+
+from harness.external import SchedulerError, wire
+from harness.external import scheduler_pb2 as pb
+from harness.external import scheduler_pb2_grpc as pb_grpc
+from harness.external.process import SchedulerProcess
+from harness.external.spec import ExternalSpec
+from harness.heartbeat import Report
+from harness.node import NodeInfo, Outcome
+from harness.placement.spec import PlacementSpec
+from harness.request import CreateRequest
+
+CHANNEL_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
+"""No size limit: the first Place carries every node's registration."""
+
+
+class RemoteScheduler:
+    """The harness's end of one session: buffers what the replica hears, places through the
+    process."""
+
+    def __init__(self, spec: ExternalSpec, process: SchedulerProcess | None = None) -> None:
+        self.process = process
+        target = f"127.0.0.1:{process.port}" if process is not None else spec.address
+        self.name = f"external scheduler {process.name!r}" if process else f"external scheduler at {target}"
+        self.timeout_s = spec.timeout_s
+        self.fail_on_timeout = spec.on_timeout == "fail"
+        self.channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self.stub = pb_grpc.SchedulerStub(self.channel)
+        self.events: list[pb.Event] = []
+        self.node_count = 0
+        self.timeouts = 0
+        """Place calls that timed out and counted as failed placements (on_timeout = fail)."""
+
+    def hello(
+        self, seed: int, replica: int, replicas: int, nodes: Sequence[NodeInfo], rules: PlacementSpec
+    ) -> None:
+        """Starts the session; the nodes' registrations go with the first Place."""
+        request = pb.HelloRequest(
+            protocol_version=wire.PROTOCOL_VERSION,
+            seed=seed,
+            replica=replica,
+            replicas=replicas,
+            node_count=len(nodes),
+            options=wire.options(rules),
+        )
+        reply = self._call("Hello", self.stub.Hello, request)
+        if reply.name:
+            self.name = f"external scheduler {reply.name!r}"
+        if reply.protocol_version != wire.PROTOCOL_VERSION:
+            raise SchedulerError(
+                f"{self.name}: speaks protocol version {reply.protocol_version}, the harness "
+                f"{wire.PROTOCOL_VERSION}"
+            )
+        self.node_count = len(nodes)
+        self.events = [wire.node_registered(i, info) for i, info in enumerate(nodes)]
+
+    def report(self, report: Report, now: float) -> None:
+        self.events.append(pb.Event(time=now, report=wire.report(report)))
+
+    def create_answered(
+        self, sandbox_id: int, node: int, outcome: Outcome, response: Report | None, now: float
+    ) -> None:
+        answered = pb.CreateAnswered(**wire.answered(sandbox_id, node, outcome, response))
+        self.events.append(pb.Event(time=now, create_answered=answered))
+
+    def kill_answered(
+        self, sandbox_id: int, node: int, outcome: Outcome, response: Report | None, now: float
+    ) -> None:
+        answered = pb.KillAnswered(**wire.answered(sandbox_id, node, outcome, response))
+        self.events.append(pb.Event(time=now, kill_answered=answered))
+
+    def place(self, req: CreateRequest, now: float) -> int | None:
+        """The node the scheduler chooses for `req`; None: none (or, with on_timeout = fail,
+        no answer in time). The events buffered so far go with the call, and are gone from the
+        buffer whatever its outcome."""
+        request = pb.PlaceRequest(events=self.events, now=now, create=wire.create(req))
+        self.events = []
+        reply = self._call("Place", self.stub.Place, request)
+        if reply is None:
+            return None
+        if not reply.placed:
+            return None
+        if reply.node >= self.node_count:
+            raise SchedulerError(
+                f"{self.name}: answered node {reply.node} for sandbox {req.sandbox_id}, which "
+                f"does not exist (nodes 0-{self.node_count - 1})"
+            )
+        return reply.node
+
+    def _call(self, method: str, call: grpc.UnaryUnaryMultiCallable, request: object):  # noqa: ANN202
+        try:
+            return call(request, timeout=self.timeout_s)
+        except grpc.RpcError as e:
+            code = e.code()  # type: ignore[attr-defined]
+            if code is grpc.StatusCode.DEADLINE_EXCEEDED and method == "Place" and self.fail_on_timeout:
+                self.timeouts += 1
+                return None
+            raise SchedulerError(f"{self.name}: {self._what(method, code, e.details())}") from None  # type: ignore[attr-defined]
+
+    def _what(self, method: str, code: grpc.StatusCode, details: str | None) -> str:
+        """What the scheduler did, from how a call failed."""
+        if self.process is not None and self.process.exit_code() is None and code is grpc.StatusCode.UNAVAILABLE:
+            self.process.exit_code(0.5)  # a process that dies takes a moment to be reaped
+        if self.process is not None and self.process.exit_code() is not None:
+            return self.process.death(f"during {method}")
+        if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+            return f"did not answer {method} within {self.timeout_s:g} s (external.timeout_s)"
+        text = (details or "").strip()
+        if code is grpc.StatusCode.INTERNAL and "deserializ" in text.lower():
+            return f"answered {method} with bytes that do not parse as a {method}Reply"
+        if code is grpc.StatusCode.UNAVAILABLE:
+            return f"closed the connection during {method} ({text})"
+        return f"failed {method} with {code.name} ({text})"
+
+    def close(self) -> None:
+        """Ends the session (Reset, not waited for long), and stops a process the harness
+        started."""
+        try:
+            self.stub.Reset(pb.ResetRequest(), timeout=min(self.timeout_s, 1.0))
+        except grpc.RpcError:
+            pass  # a scheduler already gone has nothing to reset
+        self.channel.close()
+        if self.process is not None:
+            self.process.stop()
+
+
+def open_session(spec: ExternalSpec, seed: int, replica: int, replicas: int, nodes: Sequence[NodeInfo], rules: PlacementSpec) -> RemoteScheduler:
+    """A session with the scheduler `spec` names: a fresh process when it gives a command."""
+    process = SchedulerProcess(spec.command, spec.start_timeout_s) if spec.command else None
+    session = RemoteScheduler(spec, process)
+    try:
+        session.hello(seed, replica, replicas, nodes, rules)
+    except BaseException:
+        session.close()
+        raise
+    return session
