@@ -10,7 +10,9 @@ naming the scheduler and what it did.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
+from typing import Any
 
 import grpc
 
@@ -35,7 +37,9 @@ class RemoteScheduler:
     def __init__(self, spec: ExternalSpec, process: SchedulerProcess | None = None) -> None:
         self.process = process
         target = f"127.0.0.1:{process.port}" if process is not None else spec.address
-        self.name = f"external scheduler {process.name!r}" if process else f"external scheduler at {target}"
+        self.name = (
+            f"external scheduler {process.name!r}" if process else f"external scheduler at {target}"
+        )
         self.timeout_s = spec.timeout_s
         self.fail_on_timeout = spec.on_timeout == "fail"
         self.channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
@@ -46,7 +50,12 @@ class RemoteScheduler:
         """Place calls that timed out and counted as failed placements (on_timeout = fail)."""
 
     def hello(
-        self, seed: int, replica: int, replicas: int, nodes: Sequence[NodeInfo], rules: PlacementSpec
+        self,
+        seed: int,
+        replica: int,
+        replicas: int,
+        nodes: Sequence[NodeInfo],
+        rules: PlacementSpec,
     ) -> None:
         """Starts the session; the nodes' registrations go with the first Place."""
         request = pb.HelloRequest(
@@ -90,9 +99,7 @@ class RemoteScheduler:
         request = pb.PlaceRequest(events=self.events, now=now, create=wire.create(req))
         self.events = []
         reply = self._call("Place", self.stub.Place, request)
-        if reply is None:
-            return None
-        if not reply.placed:
+        if reply is None or not reply.placed:
             return None
         if reply.node >= self.node_count:
             raise SchedulerError(
@@ -101,19 +108,27 @@ class RemoteScheduler:
             )
         return reply.node
 
-    def _call(self, method: str, call: grpc.UnaryUnaryMultiCallable, request: object):  # noqa: ANN202
+    def _call(self, method: str, call: grpc.UnaryUnaryMultiCallable, request: object) -> Any:
         try:
             return call(request, timeout=self.timeout_s)
         except grpc.RpcError as e:
             code = e.code()  # type: ignore[attr-defined]
-            if code is grpc.StatusCode.DEADLINE_EXCEEDED and method == "Place" and self.fail_on_timeout:
+            if (
+                code is grpc.StatusCode.DEADLINE_EXCEEDED
+                and method == "Place"
+                and self.fail_on_timeout
+            ):
                 self.timeouts += 1
                 return None
             raise SchedulerError(f"{self.name}: {self._what(method, code, e.details())}") from None  # type: ignore[attr-defined]
 
     def _what(self, method: str, code: grpc.StatusCode, details: str | None) -> str:
         """What the scheduler did, from how a call failed."""
-        if self.process is not None and self.process.exit_code() is None and code is grpc.StatusCode.UNAVAILABLE:
+        if (
+            self.process is not None
+            and self.process.exit_code() is None
+            and code is grpc.StatusCode.UNAVAILABLE
+        ):
             self.process.exit_code(0.5)  # a process that dies takes a moment to be reaped
         if self.process is not None and self.process.exit_code() is not None:
             return self.process.death(f"during {method}")
@@ -129,16 +144,21 @@ class RemoteScheduler:
     def close(self) -> None:
         """Ends the session (Reset, not waited for long), and stops a process the harness
         started."""
-        try:
+        with contextlib.suppress(grpc.RpcError):  # a scheduler gone has nothing to reset
             self.stub.Reset(pb.ResetRequest(), timeout=min(self.timeout_s, 1.0))
-        except grpc.RpcError:
-            pass  # a scheduler already gone has nothing to reset
         self.channel.close()
         if self.process is not None:
             self.process.stop()
 
 
-def open_session(spec: ExternalSpec, seed: int, replica: int, replicas: int, nodes: Sequence[NodeInfo], rules: PlacementSpec) -> RemoteScheduler:
+def open_session(
+    spec: ExternalSpec,
+    seed: int,
+    replica: int,
+    replicas: int,
+    nodes: Sequence[NodeInfo],
+    rules: PlacementSpec,
+) -> RemoteScheduler:
     """A session with the scheduler `spec` names: a fresh process when it gives a command."""
     process = SchedulerProcess(spec.command, spec.start_timeout_s) if spec.command else None
     session = RemoteScheduler(spec, process)

@@ -17,8 +17,9 @@ GENERATED = ("scheduler_pb2.py", "scheduler_pb2_grpc.py")
 
 def generate(out: Path) -> dict[str, str]:
     """The generated modules' text by file name, built under `out`."""
-    from grpc_tools import protoc  # the test extra's, only for regenerating
     from importlib.metadata import version
+
+    from grpc_tools import protoc  # the test extra's, only for regenerating
 
     if version("grpcio-tools") != GRPCIO_TOOLS:
         raise SystemExit(f"grpcio-tools {GRPCIO_TOOLS} is needed, found {version('grpcio-tools')}")

@@ -54,7 +54,9 @@ class SchedulerProcess:
         except BaseException:
             self.stop()
             raise
-        threading.Thread(target=_drain, args=(self.proc.stdout, deque(maxlen=1)), daemon=True).start()
+        threading.Thread(
+            target=_drain, args=(self.proc.stdout, deque(maxlen=1)), daemon=True
+        ).start()
 
     def _first_line(self, timeout_s: float) -> str:
         """The first line the process writes to its standard output, waited for at most
@@ -93,9 +95,13 @@ class SchedulerProcess:
             return None
 
     def death(self, when: str) -> str:
-        """"exited with code N `when`: <its last line on stderr>"."""
+        """ "exited with code N `when`: <its last line on stderr>"."""
         code = self.exit_code(DEATH_WAIT_S)
-        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+        how = (
+            f"was killed by signal {-code}"
+            if code is not None and code < 0
+            else f"exited with code {code}"
+        )
         said = f": {self.stderr[-1]}" if self.stderr else ""
         return f"{how} {when}{said}"
 

@@ -33,9 +33,7 @@ class ExternalSpec:
     )
     allow_remote: bool = key(False, "Let external.address name a host other than this one.")
     timeout_s: float = key(10.0, "Seconds a call to the scheduler may take.", gt=0)
-    start_timeout_s: float = key(
-        30.0, "Seconds external.command may take to print its port.", gt=0
-    )
+    start_timeout_s: float = key(30.0, "Seconds external.command may take to print its port.", gt=0)
     on_timeout: str = key(
         "error",
         "A call past timeout_s: error (stop the run) or fail (the create fails to place).",

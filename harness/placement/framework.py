@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harness.ledgers import LEDGERS
 from mypy_extensions import mypyc_attr
 
+from harness.ledgers import LEDGERS
 from harness.placement.affinity import CacheAffinity
 from harness.placement.best_of_k import BestOfK, EveryNode, Lowest, Reference
 from harness.placement.designs import (
