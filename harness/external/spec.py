@@ -6,6 +6,7 @@ without importing gRPC, which only a run with an external scheduler needs.
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import shutil
 from dataclasses import dataclass
@@ -68,6 +69,8 @@ def is_loopback(host: str) -> bool:
 
 def problem(spec: ExternalSpec) -> tuple[str, str] | None:
     """(key, reason) of the first thing wrong with `spec`, or None."""
+    if spec.active and importlib.util.find_spec("grpc") is None:
+        return "external", "needs grpcio and protobuf: pip install 'herd-harness[external]'"
     if spec.address and spec.command:
         return "external.command", "cannot be used with external.address: one or the other"
     if spec.address:
