@@ -5,7 +5,8 @@ engine, against the same run placed in-process, back to back on the same machine
 
 Each path runs one seed of the same scenario (open-loop creates at 2,000/s with 30 s lifetimes,
 so kills and reports travel too; staggered reports every 20 s; no timeline) with the optimistic
-strategy; the Go server is built with examples/go-scheduler/build.sh when Go is installed.
+strategy; the Go server is built with examples/go-scheduler/build.sh when Go is installed and
+measured on both transports (gRPC, and `framed`: the same messages on a plain TCP stream).
 The figure is creates placed per wall second of the whole seed, the scheduler's start-up
 excluded (an empty session is timed apart and taken off). Goal (issue 25): >= 10,000/s with
 the Go server on loopback.
@@ -31,7 +32,7 @@ PYTHON = [sys.executable, str(ROOT / "examples" / "python-scheduler" / "schedule
 GO = ROOT / "examples" / "go-scheduler"
 
 
-def scenario(nodes: int, requests: int, command: list[str]):
+def scenario(nodes: int, requests: int, command: list[str], transport: str = "grpc"):
     rate = 2000.0
     raw = {
         "run": {"name": "bench", "duration_s": requests / rate, "sample_interval_s": 0},
@@ -41,7 +42,7 @@ def scenario(nodes: int, requests: int, command: list[str]):
         "workload": {"rate_per_s": rate, "lifetime_s": 30.0, "lifetime_dist": "exponential"},
     }
     if command:
-        raw["external"] = {"command": command}
+        raw["external"] = {"command": command, "transport": transport}
     return from_dict(raw)
 
 
@@ -53,8 +54,10 @@ def start_up_s(config) -> float:
     return time.perf_counter() - start
 
 
-def measure(name: str, command: list[str], nodes: int, requests: int, repeat: int) -> dict:
-    config = scenario(nodes, requests, command)
+def measure(
+    name: str, command: list[str], transport: str, nodes: int, requests: int, repeat: int
+) -> dict:
+    config = scenario(nodes, requests, command, transport)
     best = float("inf")
     for _ in range(repeat):
         start = time.perf_counter()
@@ -71,14 +74,16 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    paths = [("in-process", []), ("python server", PYTHON)]
+    paths = [("in-process", [], "grpc"), ("python server", PYTHON, "grpc")]
     if shutil.which("go") and shutil.which("protoc"):
         subprocess.run([str(GO / "build.sh")], check=True)
-        paths.append(("go server", [str(GO / "bin" / "scheduler")]))
+        go = str(GO / "bin" / "scheduler")
+        paths += [("go server", [go], "grpc"), ("go server, framed", [go, "-framed"], "framed")]
     else:
         print("no Go toolchain: the Go server is not measured", file=sys.stderr)
-    for name, command in paths:
-        print(json.dumps(measure(name, command, args.nodes, args.requests, args.repeat)))
+    for name, command, transport in paths:
+        figures = measure(name, command, transport, args.nodes, args.requests, args.repeat)
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

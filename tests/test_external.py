@@ -84,6 +84,10 @@ def test_retries_after_failed_rpcs_match_too(tmp_path) -> None:
         (["external.on_timeout=retry"], "external.on_timeout: must be one of error, fail"),
         (["external.timeout_s=0"], "external.timeout_s: must be > 0"),
         (
+            ["external.transport=framed", "external.on_timeout=fail"],
+            "external.on_timeout: fail needs transport grpc",
+        ),
+        (
             ["external.address=127.0.0.1:5000", "run.engine=ray"],
             "external: an external scheduler runs on the virtual engine only",
         ),
@@ -146,3 +150,33 @@ def test_on_timeout_fail_counts_a_failed_placement_and_goes_on(tmp_path) -> None
     summary = pd.read_parquet(tmp_path / "run" / "summary.parquet")
     assert list(summary["seed"]) == [0, 1]
     assert list(summary["failed"]) == [0, 1]
+
+
+FRAMED_FAULT = """
+import socket, sys, time
+listener = socket.create_server(("127.0.0.1", 0))
+print(listener.getsockname()[1], flush=True)
+conn, _ = listener.accept()
+conn.recv(1 << 16)
+if sys.argv[1] == "garbage":
+    conn.sendall(bytes([4]) + b"\\xff\\xff\\xff\\xff")
+conn.close()
+listener.close()
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "said"),
+    [
+        ("hangup", "closed the connection during Hello"),
+        ("garbage", "answered Hello with bytes that do not parse as a HelloReply"),
+    ],
+)
+def test_the_framed_transport_names_what_the_scheduler_did(tmp_path, capsys, mode, said) -> None:
+    script = [sys.executable, "-c", FRAMED_FAULT, mode]
+    sets = [command(script), "external.transport=framed"]
+    assert _run(tmp_path, "run", *sets) == EXIT_CODE
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert said in err, err

@@ -14,6 +14,7 @@ import pytest
 
 from harness.cli import main
 from harness.external.generate import ROOT
+from tests.golden import TABLES, digest
 
 GO = ROOT / "examples" / "go-scheduler"
 MISSING = [
@@ -51,3 +52,15 @@ def test_the_go_scheduler_herds_as_the_in_process_one(tmp_path, go_scheduler) ->
         noise = math.sqrt(a["std"] ** 2 / SEEDS + b["std"] ** 2 / SEEDS)
         assert abs(a["mean"] - b["mean"]) <= 3 * noise, (strategy, a["mean"], b["mean"], noise)
     assert go.loc["stale", "mean"] > 0.4 > 0.05 > go.loc["optimistic", "mean"]
+
+
+def test_the_framed_transport_gives_the_same_run_as_grpc(tmp_path, go_scheduler) -> None:
+    runs = {}
+    for transport, args in (("grpc", [go_scheduler]), ("framed", [go_scheduler, "-framed"])):
+        out = tmp_path / transport
+        sets = [f"external.command={json.dumps(args)}", f"external.transport={transport}"]
+        argv = ["run", str(ROOT / "configs" / "seed-herd.toml"), "--seeds", "2", "--quiet"]
+        argv += ["--out", str(out), "--no-report", *[a for s in sets for a in ("--set", s)]]
+        assert main(argv) == 0
+        runs[transport] = {t: digest(pd.read_parquet(out / f"{t}.parquet")) for t in TABLES}
+    assert runs["grpc"] == runs["framed"]

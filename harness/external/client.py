@@ -14,20 +14,15 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any
 
-import grpc
-
 from harness.external import SchedulerError, wire
 from harness.external import scheduler_pb2 as pb
-from harness.external import scheduler_pb2_grpc as pb_grpc
 from harness.external.process import SchedulerProcess
-from harness.external.spec import ExternalSpec
+from harness.external.spec import ExternalSpec, split_address
+from harness.external.transport import TRANSPORTS, CallFailed
 from harness.heartbeat import Report
 from harness.node import NodeInfo, Outcome
 from harness.placement.spec import PlacementSpec
 from harness.request import CreateRequest
-
-CHANNEL_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
-"""No size limit: the first Place carries every node's registration."""
 
 
 class RemoteScheduler:
@@ -36,18 +31,22 @@ class RemoteScheduler:
 
     def __init__(self, spec: ExternalSpec, process: SchedulerProcess | None = None) -> None:
         self.process = process
-        target = f"127.0.0.1:{process.port}" if process is not None else spec.address
-        self.name = (
-            f"external scheduler {process.name!r}" if process else f"external scheduler at {target}"
-        )
+        if process is not None:
+            host, port = "127.0.0.1", process.port
+            self.name = f"external scheduler {process.name!r}"
+        else:
+            host, port = split_address(spec.address)
+            self.name = f"external scheduler at {spec.address}"
         self.timeout_s = spec.timeout_s
         self.fail_on_timeout = spec.on_timeout == "fail"
-        self.channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
-        self.stub = pb_grpc.SchedulerStub(self.channel)
         self.events: list[pb.Event] = []
         self.node_count = 0
         self.timeouts = 0
         """Place calls that timed out and counted as failed placements (on_timeout = fail)."""
+        try:
+            self.transport = TRANSPORTS[spec.transport](host, port, spec.timeout_s)
+        except CallFailed as e:
+            raise SchedulerError(f"{self.name}: {self._what('connect', e)}") from None
 
     def hello(
         self,
@@ -66,7 +65,7 @@ class RemoteScheduler:
             node_count=len(nodes),
             options=wire.options(rules),
         )
-        reply = self._call("Hello", self.stub.Hello, request)
+        reply = self._call("Hello", request)
         if reply.name:
             self.name = f"external scheduler {reply.name!r}"
         if reply.protocol_version != wire.PROTOCOL_VERSION:
@@ -98,7 +97,7 @@ class RemoteScheduler:
         buffer whatever its outcome."""
         request = pb.PlaceRequest(events=self.events, now=now, create=wire.create(req))
         self.events = []
-        reply = self._call("Place", self.stub.Place, request)
+        reply = self._call("Place", request)
         if reply is None or not reply.placed:
             return None
         if reply.node >= self.node_count:
@@ -108,45 +107,36 @@ class RemoteScheduler:
             )
         return reply.node
 
-    def _call(self, method: str, call: grpc.UnaryUnaryMultiCallable, request: object) -> Any:
+    def _call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
         try:
-            return call(request, timeout=self.timeout_s)
-        except grpc.RpcError as e:
-            code = e.code()  # type: ignore[attr-defined]
-            if (
-                code is grpc.StatusCode.DEADLINE_EXCEEDED
-                and method == "Place"
-                and self.fail_on_timeout
-            ):
+            return self.transport.call(method, request, timeout_s)
+        except CallFailed as e:
+            if e.kind == "timeout" and method == "Place" and self.fail_on_timeout:
                 self.timeouts += 1
                 return None
-            raise SchedulerError(f"{self.name}: {self._what(method, code, e.details())}") from None  # type: ignore[attr-defined]
+            raise SchedulerError(f"{self.name}: {self._what(method, e)}") from None
 
-    def _what(self, method: str, code: grpc.StatusCode, details: str | None) -> str:
+    def _what(self, method: str, failed: CallFailed) -> str:
         """What the scheduler did, from how a call failed."""
-        if (
-            self.process is not None
-            and self.process.exit_code() is None
-            and code is grpc.StatusCode.UNAVAILABLE
-        ):
-            self.process.exit_code(0.5)  # a process that dies takes a moment to be reaped
-        if self.process is not None and self.process.exit_code() is not None:
-            return self.process.death(f"during {method}")
-        if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+        process = self.process
+        if process is not None and failed.kind != "timeout":
+            process.exit_code(0.5)  # a process that dies takes a moment to be reaped
+        if process is not None and process.exit_code() is not None:
+            return process.death(f"during {method}")
+        if failed.kind == "timeout":
             return f"did not answer {method} within {self.timeout_s:g} s (external.timeout_s)"
-        text = (details or "").strip()
-        if code is grpc.StatusCode.INTERNAL and "deserializ" in text.lower():
+        if failed.kind == "unparsable":
             return f"answered {method} with bytes that do not parse as a {method}Reply"
-        if code is grpc.StatusCode.UNAVAILABLE:
-            return f"closed the connection during {method} ({text})"
-        return f"failed {method} with {code.name} ({text})"
+        if failed.kind == "closed":
+            return f"closed the connection during {method} ({failed.detail})"
+        return f"failed {method} ({failed.detail})"
 
     def close(self) -> None:
         """Ends the session (Reset, not waited for long), and stops a process the harness
         started."""
-        with contextlib.suppress(grpc.RpcError):  # a scheduler gone has nothing to reset
-            self.stub.Reset(pb.ResetRequest(), timeout=min(self.timeout_s, 1.0))
-        self.channel.close()
+        with contextlib.suppress(CallFailed):  # a scheduler gone has nothing to reset
+            self.transport.call("Reset", pb.ResetRequest(), min(self.timeout_s, 1.0))
+        self.transport.close()
         if self.process is not None:
             self.process.stop()
 

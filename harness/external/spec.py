@@ -32,6 +32,12 @@ class ExternalSpec:
         "Command (a list of arguments, run without a shell) that starts a scheduler and prints "
         "its port as its first line; one fresh process per seed and replica, stopped with it.",
     )
+    transport: str = key(
+        "grpc",
+        "grpc, or framed: the same messages, length-prefixed on a plain TCP stream (faster; "
+        "the scheduler must serve it, as examples/go-scheduler does with -framed).",
+        choices=("grpc", "framed"),
+    )
     allow_remote: bool = key(False, "Let external.address name a host other than this one.")
     timeout_s: float = key(10.0, "Seconds a call to the scheduler may take.", gt=0)
     start_timeout_s: float = key(30.0, "Seconds external.command may take to print its port.", gt=0)
@@ -71,6 +77,12 @@ def problem(spec: ExternalSpec) -> tuple[str, str] | None:
     """(key, reason) of the first thing wrong with `spec`, or None."""
     if spec.active and importlib.util.find_spec("grpc") is None:
         return "external", "needs grpcio and protobuf: pip install 'herd-harness[external]'"
+    if spec.transport == "framed" and spec.on_timeout == "fail":
+        return (
+            "external.on_timeout",
+            "fail needs transport grpc: on a framed stream a late answer would be taken for "
+            "the next call's",
+        )
     if spec.address and spec.command:
         return "external.command", "cannot be used with external.address: one or the other"
     if spec.address:

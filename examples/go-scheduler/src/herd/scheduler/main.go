@@ -1,9 +1,10 @@
 // A scheduler process in Go: Best-of-K with the stale, in_progress or optimistic strategy
 // (`placement.strategy`) behind the harness's gRPC protocol (harness/external/scheduler.proto).
 //
-//	./bin/scheduler [-port N]
+//	./bin/scheduler [-port N] [-framed]
 //
-// prints the port it listens on (loopback) and serves until stopped. It keeps its own state,
+// prints the port it listens on (loopback) and serves until stopped: gRPC, or with -framed
+// the same messages length-prefixed on a plain TCP stream (external.transport = "framed"). It keeps its own state,
 // as a real scheduler does: each node's static facts and last report, what its strategy adds,
 // and the creates it has in flight. Its random stream is Go's, seeded from the Hello's seed, so
 // its runs are not the in-process ones draw for draw; its CVs fall in the same bands
@@ -11,10 +12,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand"
 	"net"
@@ -24,6 +28,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	pb "herd/schedulerpb"
 )
@@ -223,17 +228,83 @@ func (srv *server) Reset(ctx context.Context, req *pb.ResetRequest) (*pb.ResetRe
 	return &pb.ResetReply{}, nil
 }
 
+// answer is the framed form's reply to one call.
+func (srv *server) answer(call *pb.Call) (*pb.Answer, error) {
+	switch c := call.Call.(type) {
+	case *pb.Call_Hello:
+		r, err := srv.Hello(context.Background(), c.Hello)
+		return &pb.Answer{Answer: &pb.Answer_Hello{Hello: r}}, err
+	case *pb.Call_Place:
+		r, err := srv.Place(context.Background(), c.Place)
+		return &pb.Answer{Answer: &pb.Answer_Place{Place: r}}, err
+	case *pb.Call_Reset_:
+		r, err := srv.Reset(context.Background(), c.Reset_)
+		return &pb.Answer{Answer: &pb.Answer_Reset_{Reset_: r}}, err
+	}
+	return nil, fmt.Errorf("an empty call")
+}
+
+// serveFramed answers Calls on one connection, each after its length as a varint, until the
+// harness closes it (or a call fails: then the connection closes, which the harness reports).
+func (srv *server) serveFramed(conn net.Conn) {
+	defer conn.Close()
+	r, w := bufio.NewReader(conn), bufio.NewWriter(conn)
+	var size [binary.MaxVarintLen64]byte
+	for {
+		n, err := binary.ReadUvarint(r)
+		if err != nil {
+			return
+		}
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return
+		}
+		call := &pb.Call{}
+		if err := proto.Unmarshal(buf, call); err != nil {
+			fmt.Fprintln(os.Stderr, "scheduler:", err)
+			return
+		}
+		answer, err := srv.answer(call)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "scheduler:", err)
+			return
+		}
+		out, err := proto.Marshal(answer)
+		if err != nil {
+			return
+		}
+		w.Write(size[:binary.PutUvarint(size[:], uint64(len(out)))])
+		w.Write(out)
+		if w.Flush() != nil {
+			return
+		}
+	}
+}
+
 func main() {
 	port := flag.Int("port", 0, "port to listen on (loopback); 0: any free port")
+	framed := flag.Bool("framed", false, "serve length-prefixed messages on plain TCP, not gRPC")
 	flag.Parse()
 	lis, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		os.Exit(1)
 	}
-	s := grpc.NewServer()
-	pb.RegisterSchedulerServer(s, &server{})
+	srv := &server{}
 	fmt.Println(lis.Addr().(*net.TCPAddr).Port) // the harness reads the port from the first line
+	if *framed {
+		for {
+			conn, err := lis.Accept()
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "scheduler:", err)
+				os.Exit(1)
+			}
+			conn.(*net.TCPConn).SetNoDelay(true)
+			go srv.serveFramed(conn)
+		}
+	}
+	s := grpc.NewServer()
+	pb.RegisterSchedulerServer(s, srv)
 	if err := s.Serve(lis); err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		os.Exit(1)
