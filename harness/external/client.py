@@ -82,13 +82,13 @@ class RemoteScheduler:
     def create_answered(
         self, sandbox_id: int, node: int, outcome: Outcome, response: Report | None, now: float
     ) -> None:
-        answered = pb.CreateAnswered(**wire.answered(sandbox_id, node, outcome, response))
+        answered = pb.RpcAnswered(**wire.answered(sandbox_id, node, outcome, response))
         self.events.append(pb.Event(time=now, create_answered=answered))
 
     def kill_answered(
         self, sandbox_id: int, node: int, outcome: Outcome, response: Report | None, now: float
     ) -> None:
-        answered = pb.KillAnswered(**wire.answered(sandbox_id, node, outcome, response))
+        answered = pb.RpcAnswered(**wire.answered(sandbox_id, node, outcome, response))
         self.events.append(pb.Event(time=now, kill_answered=answered))
 
     def place(self, req: CreateRequest, now: float) -> int | None:

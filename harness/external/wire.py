@@ -84,14 +84,14 @@ def from_report(w: pb.Report) -> Report:
 def answered(
     sandbox_id: int, node: int, outcome: Outcome, response: Report | None
 ) -> dict[str, Any]:
-    """The fields of a CreateAnswered or KillAnswered."""
+    """The fields of an RpcAnswered."""
     fields_ = {"sandbox_id": sandbox_id, "node": node, "outcome": OUTCOMES[outcome]}
     if response is not None:
         fields_["report"] = report(response)
     return fields_
 
 
-def fresh_report(w: pb.CreateAnswered | pb.KillAnswered) -> Report | None:
+def fresh_report(w: pb.RpcAnswered) -> Report | None:
     """The report that came with an answer, if any."""
     return from_report(w.report) if w.HasField("report") else None
 
