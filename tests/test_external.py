@@ -58,17 +58,27 @@ def test_the_python_example_gives_the_in_process_run(tmp_path) -> None:
     assert len(requests) == 2 * 2 * 500 and requests["node_id"].nunique() == 10
 
 
-def test_retries_after_failed_rpcs_match_too(tmp_path) -> None:
-    config = ROOT / "configs" / "faults-rpc-error.toml"
+@pytest.mark.parametrize(
+    ("config", "sets"),
+    [
+        ("faults-rpc-error.toml", []),  # failed RPCs, retried: the scheduler keeps the excluded
+        ("replicas.toml", ["run.duration_s=30"]),  # 4 replicas, a process each; kills too
+    ],
+)
+def test_other_scenarios_match_too(tmp_path, config, sets) -> None:
     runs = {}
-    for name, sets in (("inproc", []), ("external", [command(PYTHON_SCHEDULER)])):
-        args = ["run", str(config), "--seeds", "1", "--out", str(tmp_path / name), "--quiet"]
-        args += ["--no-report", *[a for s in sets for a in ("--set", s)]]
+    for name, external in (("inproc", []), ("external", [command(PYTHON_SCHEDULER)])):
+        args = ["run", str(ROOT / "configs" / config), "--seeds", "1", "--quiet", "--no-report"]
+        args += ["--out", str(tmp_path / name)]
+        args += [a for s in [*sets, *external] for a in ("--set", s)]
         assert main(args) == 0
         runs[name] = _tables(tmp_path / name)
-        requests = pd.read_parquet(tmp_path / name / "requests.parquet")
     assert runs["inproc"] == runs["external"]
-    assert (requests["attempts"] > 1).any() or (requests["rpcs"] > 1).any()
+    requests = pd.read_parquet(tmp_path / "external" / "requests.parquet")
+    if config == "faults-rpc-error.toml":
+        assert (requests["attempts"] > 1).any()
+    else:
+        assert requests["replica"].nunique() == 4 and (requests["kind"] == "kill").any()
 
 
 @pytest.mark.parametrize(
