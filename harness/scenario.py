@@ -136,22 +136,33 @@ def replica_host(
 Replica = ReplicaHost | ExternalReplica
 
 
-def replica_hosts(config: Config, seed: int, sink: Sink) -> list[Replica]:
-    """Every scheduler replica of one process (the virtual engine). With an `[external]`
-    scheduler, each replica places through a session of its own (a fresh process when the
-    config gives a command); `close_replicas` ends them."""
-    count = config.placement.replicas
+def replica(config: Config, seed: int, index: int, sink: Sink) -> Replica:
+    """Scheduler replica `index`, placing in-process, or with an `[external]` scheduler through
+    a session of its own (a fresh process when the config gives a command); `close_replicas`
+    ends the session."""
     if not config.external.active:
-        return [replica_host(config, seed, r, sink) for r in range(count)]
+        return replica_host(config, seed, index, sink)
     from harness.external.client import open_session  # gRPC: only for an external scheduler
 
+    p = config.placement
+    session = open_session(
+        config.external, seed, index, p.replicas, registrations(config.cluster), p
+    )
+    try:
+        return ExternalReplica(
+            replica_host(config, seed, index, sink, RemoteChoice(session)), session
+        )
+    except BaseException:
+        session.close()
+        raise
+
+
+def replica_hosts(config: Config, seed: int, sink: Sink) -> list[Replica]:
+    """Every scheduler replica of one process (the virtual engine)."""
     hosts: list[Replica] = []
     try:
-        for r in range(count):
-            nodes = registrations(config.cluster)
-            session = open_session(config.external, seed, r, count, nodes, config.placement)
-            host = replica_host(config, seed, r, sink, RemoteChoice(session))
-            hosts.append(ExternalReplica(host, session))
+        for r in range(config.placement.replicas):
+            hosts.append(replica(config, seed, r, sink))
     except BaseException:
         close_replicas(hosts)
         raise

@@ -97,10 +97,6 @@ def test_other_scenarios_match_too(tmp_path, config, sets) -> None:
             ["external.transport=framed", "external.on_timeout=fail"],
             "external.on_timeout: fail needs transport grpc",
         ),
-        (
-            ["external.address=127.0.0.1:5000", "run.engine=ray"],
-            "external: an external scheduler runs on the virtual engine only",
-        ),
     ],
 )
 def test_bad_external_keys_are_one_line(sets, message) -> None:

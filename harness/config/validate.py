@@ -424,10 +424,6 @@ def _check_external(c: Config) -> None:
     found = external.problem(c.external)
     if found is not None:
         raise ConfigError(*found)
-    if c.external.active and c.run.engine != "virtual":
-        raise ConfigError(
-            "external", f"an external scheduler runs on the virtual engine only, not {c.run.engine}"
-        )
 
 
 def _check_fault(name: str, fault: FaultSpec, c: Config) -> None:

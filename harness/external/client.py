@@ -40,6 +40,7 @@ class RemoteScheduler:
         self.timeout_s = spec.timeout_s
         self.fail_on_timeout = spec.on_timeout == "fail"
         self.events: list[pb.Event] = []
+        self.closed = False
         self.node_count = 0
         self.timeouts = 0
         """Place calls that timed out and counted as failed placements (on_timeout = fail)."""
@@ -133,7 +134,11 @@ class RemoteScheduler:
 
     def close(self) -> None:
         """Ends the session (Reset, not waited for long), and stops a process the harness
-        started."""
+        started. Once: the Ray engine's replica asks at the seed's end and again at the next
+        reset."""
+        if self.closed:
+            return
+        self.closed = True
         with contextlib.suppress(CallFailed):  # a scheduler gone has nothing to reset
             self.transport.call("Reset", pb.ResetRequest(), min(self.timeout_s, 1.0))
         self.transport.close()
@@ -151,7 +156,12 @@ def open_session(
 ) -> RemoteScheduler:
     """A session with the scheduler `spec` names: a fresh process when it gives a command."""
     process = SchedulerProcess(spec.command, spec.start_timeout_s) if spec.command else None
-    session = RemoteScheduler(spec, process)
+    try:
+        session = RemoteScheduler(spec, process)
+    except BaseException:
+        if process is not None:
+            process.stop()
+        raise
     try:
         session.hello(seed, replica, replicas, nodes, rules)
     except BaseException:
