@@ -5,6 +5,8 @@ draw; the herd (stale) and its cure (optimistic) are there all the same."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
 
 import pandas as pd
@@ -16,11 +18,35 @@ from harness.external.generate import ROOT
 pytestmark = pytest.mark.usefixtures("local_ray")
 
 PYTHON_SCHEDULER = [sys.executable, str(ROOT / "examples" / "python-scheduler" / "scheduler.py")]
+GO = ROOT / "examples" / "go-scheduler"
+NO_GO = [
+    tool
+    for tool in ("go", "protoc", "protoc-gen-go", "protoc-gen-go-grpc")
+    if not shutil.which(tool)
+]
 
 
-def test_the_python_scheduler_herds_on_ray_with_a_process_per_replica(tmp_path) -> None:
+def go_scheduler() -> list[str]:
+    subprocess.run([str(GO / "build.sh")], check=True, capture_output=True)
+    return [str(GO / "bin" / "scheduler")]
+
+
+@pytest.mark.parametrize(
+    "which",
+    [
+        "python",
+        pytest.param(
+            "go",
+            marks=pytest.mark.skipif(
+                bool(NO_GO), reason=f"no Go toolchain ({', '.join(NO_GO)} missing)"
+            ),
+        ),
+    ],
+)
+def test_the_example_schedulers_herd_on_ray_with_a_process_per_replica(tmp_path, which) -> None:
+    scheduler = PYTHON_SCHEDULER if which == "python" else go_scheduler()
     sets = [
-        f"external.command={json.dumps(PYTHON_SCHEDULER)}",
+        f"external.command={json.dumps(scheduler)}",
         "run.time_scale=0.4",
         "placement.replicas=2",
     ]
