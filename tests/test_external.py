@@ -15,7 +15,7 @@ import pytest
 from harness.cli import main
 from harness.config import ConfigError, load
 from harness.external import EXIT_CODE
-from harness.external.generate import GENERATED, PROTO, ROOT, generate
+from harness.external.generate import GENERATED, REFERENCE, ROOT, generate
 from tests.golden import TABLES, digest
 
 PYTHON_SCHEDULER = [sys.executable, str(ROOT / "examples" / "python-scheduler" / "scheduler.py")]
@@ -27,11 +27,14 @@ def command(args: list[str]) -> str:
     return f"external.command={json.dumps(args)}"
 
 
-def test_the_generated_code_is_the_protos(tmp_path) -> None:
-    for name, text in generate(tmp_path).items():
-        checked_in = (ROOT / Path(PROTO).parent / name).read_text()
-        assert checked_in == text, f"{name} is stale: python -m harness.external.generate"
-    assert len(GENERATED) == 2
+def test_the_generated_code_and_reference_are_the_protos(tmp_path) -> None:
+    made = generate(tmp_path)
+    assert sorted(made) == sorted(GENERATED)
+    for path, text in made.items():
+        assert (ROOT / path).read_text() == text, (
+            f"{path} is stale: python -m harness.external.generate"
+        )
+    assert "| `create_answered` | `RpcAnswered` | 4 |" in made[REFERENCE]
 
 
 def _run(tmp_path: Path, name: str, *sets: str, seeds: int = 2, extra: list[str] = ()) -> int:
