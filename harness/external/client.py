@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.external import SchedulerError, wire
 from harness.external import scheduler_pb2 as pb
-from harness.external.process import SchedulerProcess
+from harness.external.process import DEATH_WAIT_S, SchedulerProcess
 from harness.external.spec import ExternalSpec, split_address
 from harness.external.transport import TRANSPORTS, CallFailed
 from harness.heartbeat import Report
@@ -42,8 +42,6 @@ class RemoteScheduler:
         self.events: list[pb.Event] = []
         self.closed = False
         self.node_count = 0
-        self.timeouts = 0
-        """Place calls that timed out and counted as failed placements (on_timeout = fail)."""
         try:
             self.transport = TRANSPORTS[spec.transport](host, port, spec.timeout_s)
         except CallFailed as e:
@@ -113,16 +111,15 @@ class RemoteScheduler:
             return self.transport.call(method, request, timeout_s)
         except CallFailed as e:
             if e.kind == "timeout" and method == "Place" and self.fail_on_timeout:
-                self.timeouts += 1
-                return None
+                return None  # a failed placement; the scheduler may have placed it all the same
             raise SchedulerError(f"{self.name}: {self._what(method, e)}") from None
 
     def _what(self, method: str, failed: CallFailed) -> str:
         """What the scheduler did, from how a call failed."""
         process = self.process
-        if process is not None and failed.kind != "timeout":
-            process.exit_code(0.5)  # a process that dies takes a moment to be reaped
-        if process is not None and process.exit_code() is not None:
+        # A process that dies takes a moment to be reaped; one that hangs is not waited for.
+        wait_s = 0.0 if failed.kind == "timeout" else DEATH_WAIT_S
+        if process is not None and process.exit_code(wait_s) is not None:
             return process.death(f"during {method}")
         if failed.kind == "timeout":
             return f"did not answer {method} within {self.timeout_s:g} s (external.timeout_s)"
