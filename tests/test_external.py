@@ -66,9 +66,15 @@ def test_the_python_example_gives_the_in_process_run(tmp_path) -> None:
     [
         ("faults-rpc-error.toml", []),  # failed RPCs, retried: the scheduler keeps the excluded
         ("replicas.toml", ["run.duration_s=30"]),  # 4 replicas, a process each; kills too
+        ("heterogeneous.toml", []),  # pools: labels, CPU families, memory over-commit
+        ("race-erase.toml", ["placement.strategy=sync_response"]),  # fresh reports in answers
+        ("race-double-count.toml", ["placement.strategy=reconcile"]),  # sandbox IDs in reports
+        ("seed-herd.toml", ["placement.algorithm=least_busy"]),  # another pipeline
     ],
 )
 def test_other_scenarios_match_too(tmp_path, config, sets) -> None:
+    """The example builds the scenario's own pipeline and strategy from the Hello's options,
+    so any of them gives the in-process run through it."""
     runs = {}
     for name, external in (("inproc", []), ("external", [command(PYTHON_SCHEDULER)])):
         args = ["run", str(ROOT / "configs" / config), "--seeds", "1", "--quiet", "--no-report"]
@@ -80,7 +86,7 @@ def test_other_scenarios_match_too(tmp_path, config, sets) -> None:
     requests = pd.read_parquet(tmp_path / "external" / "requests.parquet")
     if config == "faults-rpc-error.toml":
         assert (requests["attempts"] > 1).any()
-    else:
+    if config == "replicas.toml":
         assert requests["replica"].nunique() == 4 and (requests["kind"] == "kill").any()
 
 
