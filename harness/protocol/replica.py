@@ -7,7 +7,6 @@ view, which is where the real service interleaves: the herd and the races happen
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from harness.heartbeat import Report
@@ -140,7 +139,7 @@ class ReplicaHost(Recipient):
 class Replicas(Recipient):
     """Several replicas in one process (the virtual engine): each message to replica `key`."""
 
-    def __init__(self, hosts: Sequence[Recipient]) -> None:
+    def __init__(self, hosts: list[Recipient]) -> None:
         self.hosts = hosts  # each a ReplicaHost, or one wrapped (`harness.external.replica`)
 
     def deliver(self, kind: int, key: int, payload: Any, now: float) -> None:
