@@ -9,6 +9,7 @@ per run (an `ActorSet`, some seconds: a process each) and reset for every seed.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import tempfile
 import time
@@ -357,6 +358,8 @@ class RaySeedRun:
                 error.partial = partial
                 raise error from e
             finally:
+                if self.config.external.active:  # the replicas' scheduler processes stop
+                    _release(self.replicas)
                 if self.own:
                     self.actors.kill()
             # Mapped files stay readable after the folder is removed (the pages are held).
@@ -387,6 +390,14 @@ class RaySeedRun:
             lost_ids=[i for part in finals for i in part["lost_ids"]],
             drained_views=drained,
         )
+
+
+def _release(replicas: list[Any]) -> None:
+    """Each replica ends its session with an external scheduler; a replica that died cannot,
+    and its process is gone with it or orphaned, which nothing here can mend."""
+    for ref in [r.release.remote() for r in replicas]:
+        with contextlib.suppress(ray.exceptions.RayError):
+            ray.get(ref)
 
 
 def _answers(*calls: tuple[str, list[Any]]) -> list[list[Any]]:

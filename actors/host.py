@@ -260,7 +260,8 @@ class Replica(Host):
         pre-run sync (`Host._reset`)."""
         if not self._reset(gen, config):
             return
-        self.host = scenario.replica_host(config, seed, self.index, self.carrier)
+        self.release()
+        self.host = scenario.replica(config, seed, self.index, self.carrier)
         self.carrier.set_party(self.host)
         self.round_trips = percentiles.new()
         """Create RPC round trips, model ms."""
@@ -270,6 +271,13 @@ class Replica(Host):
     async def view(self) -> tuple[list[float], list[int], list[float], list[float]]:
         self.raise_failure()
         return self.host.view(self.now())
+
+    def release(self) -> None:
+        """Ends the last seed's session with an external scheduler, if it had one (and stops
+        its process): the driver asks when a seed ends, and a reset makes sure."""
+        host = getattr(self, "host", None)
+        if host is not None:
+            scenario.close_replicas([host])
 
     async def rpc_times(self) -> Any:
         """The sketch of create RPC round trips as this replica saw them, in model ms."""

@@ -1,6 +1,7 @@
 """`harness run`, `harness sweep`, `harness report` and `harness keys`. Exit codes: 0 ok, 1 an
-engine failure, a broken invariant or a failed sweep cell, 2 a user mistake (one line), 99 a
-threshold failed (as k6), 130 interrupted."""
+engine failure, a broken invariant or a failed sweep cell, 2 a user mistake (one line), 3 the
+external scheduler misbehaved (one line; `harness.external`), 99 a threshold failed (as k6),
+130 interrupted."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ import harness
 from harness.config import Config, ConfigError, load, trace_file
 from harness.config.sweep_file import load_sweep
 from harness.engines import ENGINES, EngineError
+from harness.external import EXIT_CODE as SCHEDULER_FAILED
+from harness.external import SchedulerError
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.framework import plugin_catalogue
@@ -38,6 +41,9 @@ EXIT_CODES = {
     "raised, a broken invariant)",
     2: "a user mistake (config, `--set`, arguments, `--out` or a results folder): one line "
     "`harness: error: KEY: reason` on stderr, nothing run",
+    SCHEDULER_FAILED: "the external scheduler misbehaved (died, hung past its timeout, answered "
+    "a node that does not exist or an unparsable message, closed the stream): one line naming "
+    "it; finished seeds are kept and run.json says completed: false",
     THRESHOLD_FAILED: "finished, results written, but a threshold failed (a sweep: in any "
     "cell); k6 uses 99 too",
     130: "interrupted (Ctrl-C or SIGTERM); what finished is on disk",
@@ -204,6 +210,9 @@ def _until_done(
     except EngineError as e:
         print(f"harness: error: {printable(f'{e}; {kept}')}", file=sys.stderr)
         return 1
+    except SchedulerError as e:
+        print(f"harness: error: {printable(f'{e}; {kept}')}", file=sys.stderr)
+        return SCHEDULER_FAILED
     finally:
         if progress is not None:
             progress.close()
@@ -355,6 +364,7 @@ def _cmd_plugins(args: argparse.Namespace, console: Console) -> int:
     print(f"{'KIND':<10} {'NAME':<20} FROM")
     for kind, name, source in plugin_catalogue():
         print(f"{kind:<10} {name:<20} {source}")
+    print(f"{'scheduler':<10} {'external':<20} harness.external")  # [external] address or command
     return 0
 
 

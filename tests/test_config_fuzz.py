@@ -155,9 +155,16 @@ KEY_VALUES = {
     ),
     "pool.labels": st.lists(st.sampled_from(["gpu", "ssd", ""]), max_size=2),
     "pool.cpu_family": st.sampled_from(["", "x86", "arm"]),
+    # Never a scheduler that could be reached: a run would then need one.
+    "external.address": st.sampled_from(
+        ["", "none", "127.0.0.1", "localhost:70000", "[::1]:0", ":5000", "localhost:x"]
+    ),
+    "external.command": st.sampled_from(
+        [[], ["no-such-scheduler-program"], ["", "--port"], ["python3", "a\0b"]]
+    ),
 }
 """Values of the keys whose default ("", []) says little about what they take: the workload's
-(and its templates'), the cluster's pools and their keys (`pool.`)."""
+(and its templates'), the cluster's pools and their keys (`pool.`), the external scheduler's."""
 
 
 @st.composite

@@ -11,6 +11,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, get_type_hints
 
+from harness.external.spec import ExternalSpec
 from harness.model.cluster.faults import FAULT_KINDS, FaultSpec
 from harness.model.cluster.heartbeat import HeartbeatSpec
 from harness.model.cluster.pools import ClusterSpec
@@ -76,6 +77,7 @@ class Config:
     placement: PlacementSpec = field(default_factory=PlacementSpec)
     workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     ray: RayConfig = field(default_factory=RayConfig)
+    external: ExternalSpec = field(default_factory=ExternalSpec)
     faults: tuple[FaultSpec, ...] = ()
     thresholds: tuple[Threshold, ...] = ()
 

@@ -14,6 +14,7 @@ from dataclasses import fields, is_dataclass
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from harness.config.sections import SECTIONS, Config
+from harness.external import spec as external
 from harness.model.cluster.faults import FAULT_KINDS, FaultSpec, SlowNodes
 from harness.model.cluster.pools import SINGLE_POOL_KEYS, ClusterSpec, PoolSpec
 from harness.model.registry import RegistryError
@@ -296,6 +297,7 @@ def _cross_check(c: Config) -> None:
     for i, fault in enumerate(c.faults):
         _check_fault(f"faults[{i}]", fault, c)
     _check_placement(c.placement)
+    _check_external(c)
     slow = SlowNodes(c.faults).slowest_ms()
     slowest = c.cluster.create_latency_ms + c.cluster.create_cold_ms + slow
     if c.placement.rpc_timeout_ms <= slowest:
@@ -415,6 +417,13 @@ def _check_placement(p: PlacementSpec) -> None:
                 resolve(kind, name)
             except PluginError as e:
                 raise ConfigError(key, str(e)) from None
+
+
+def _check_external(c: Config) -> None:
+    """Where the external scheduler is, when placement has one (`harness.external.spec`)."""
+    found = external.problem(c.external)
+    if found is not None:
+        raise ConfigError(*found)
 
 
 def _check_fault(name: str, fault: FaultSpec, c: Config) -> None:

@@ -44,10 +44,7 @@ class _World(Recipient):
         )
         self.nodes = scenario.nodes(config, seed)
         self.node_host = scenario.node_host(config, seed, self.nodes, self.clock)
-        self.replicas = [
-            scenario.replica_host(config, seed, r, self.clock)
-            for r in range(config.placement.replicas)
-        ]
+        self.replicas = scenario.replica_hosts(config, seed, self.clock)
         self.clients = scenario.client_host(config, seed, 0, 1, self.clock)
         self.timeline = TimelineLog()
         self.lifecycle = scenario.lifecycle(config)
@@ -84,7 +81,9 @@ class _World(Recipient):
     def close(self) -> None:
         """Drop the parties: each holds the clock, which holds them and this world, and the
         reference cycle would keep a finished seed's whole state alive until the cyclic
-        collector ran (in the middle of the next seed)."""
+        collector ran (in the middle of the next seed). Sessions with an external scheduler end
+        here."""
+        scenario.close_replicas(self.replicas)
         del self.node_host, self.replicas, self.clients
         self.clock.recipients = []
 
@@ -128,10 +127,16 @@ class VirtualEngine:
     def _run_seed(self, config: Config, seed: int, progress: Progress | None) -> SeedResult:
         wall = time.perf_counter()
         world = _World(config, seed)
-        world.run(progress)
-        wall = time.perf_counter() - wall
+        try:
+            world.run(progress)
+            wall = time.perf_counter() - wall
+            return self._result(world, config, seed, wall)
+        finally:
+            world.close()
+
+    def _result(self, world: _World, config: Config, seed: int, wall: float) -> SeedResult:
         host = world.node_host
-        result = seed_result(
+        return seed_result(
             self.name,
             config,
             seed,
@@ -144,5 +149,3 @@ class VirtualEngine:
             lost_ids=host.lost_ids(),
             drained_views=world.drained_views(),
         )
-        world.close()
-        return result

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import partial
 
 from harness.config import Config, trace_file
+from harness.external.replica import ExternalReplica, RemoteChoice
 from harness.model.cluster.faults import Faults, SlowNodes
 from harness.model.cluster.heartbeat import BeatGroup, HeartbeatPlan
 from harness.model.cluster.node import Node
@@ -23,7 +24,7 @@ from harness.model.protocol.replica_party import ReplicaHost
 from harness.model.random_streams import stream
 from harness.model.scheduling.ledger import LedgerOptions
 from harness.model.scheduling.ledgers import LEDGERS, make_ledger
-from harness.model.scheduling.placement.framework import Parts
+from harness.model.scheduling.placement.framework import Parts, Pipeline
 from harness.model.scheduling.scheduler import Scheduler
 from harness.wiring.demand_estimate import demand
 
@@ -123,15 +124,61 @@ def node_host(config: Config, seed: int, hosted: list[Node], sink: Sink) -> Node
     )
 
 
-def replica_host(config: Config, seed: int, index: int, sink: Sink) -> ReplicaHost:
+def replica_host(
+    config: Config, seed: int, index: int, sink: Sink, pipeline: Pipeline | None = None
+) -> ReplicaHost:
     """Scheduler replica `index`: the nodes as they register at start-up (their static facts),
-    the config's placement rules and strategy, and a random stream of its own."""
+    the config's placement rules and strategy, and a random stream of its own; `pipeline`
+    chooses in place of the rules' own."""
     p = config.placement
     nodes = registrations(config.cluster)
     cpu_counts = [info.cpu_count for info in nodes]
     ledger = make_ledger(p.strategy, cpu_counts, LedgerOptions(ttl_s=p.ttl_s))
-    scheduler = Scheduler(nodes, p, ledger, stream(seed, f"placement/{index}"))
+    scheduler = Scheduler(nodes, p, ledger, stream(seed, f"placement/{index}"), pipeline)
     return ReplicaHost(index, scheduler, rpc_model(config), sink)
+
+
+Replica = ReplicaHost | ExternalReplica
+
+
+def replica(config: Config, seed: int, index: int, sink: Sink) -> Replica:
+    """Scheduler replica `index`, placing in-process, or with an `[external]` scheduler through
+    a session of its own (a fresh process when the config gives a command); `close_replicas`
+    ends the session."""
+    if not config.external.active:
+        return replica_host(config, seed, index, sink)
+    from harness.external.client import open_session  # gRPC: only for an external scheduler
+
+    p = config.placement
+    session = open_session(
+        config.external, seed, index, p.replicas, registrations(config.cluster), p
+    )
+    try:
+        return ExternalReplica(
+            replica_host(config, seed, index, sink, RemoteChoice(session)), session
+        )
+    except BaseException:
+        session.close()
+        raise
+
+
+def replica_hosts(config: Config, seed: int, sink: Sink) -> list[Replica]:
+    """Every scheduler replica of one process (the virtual engine)."""
+    hosts: list[Replica] = []
+    try:
+        for r in range(config.placement.replicas):
+            hosts.append(replica(config, seed, r, sink))
+    except BaseException:
+        close_replicas(hosts)
+        raise
+    return hosts
+
+
+def close_replicas(hosts: list[Replica]) -> None:
+    """Ends the sessions of replicas that place through an external scheduler."""
+    for host in hosts:
+        if isinstance(host, ExternalReplica):
+            host.close()
 
 
 def client_host(config: Config, seed: int, index: int, hosts: int, sink: Sink) -> ClientHost:

@@ -140,8 +140,8 @@ class ReplicaHost(Recipient):
 class Replicas(Recipient):
     """Several replicas in one process (the virtual engine): each message to replica `key`."""
 
-    def __init__(self, hosts: list[ReplicaHost]) -> None:
-        self.hosts = hosts
+    def __init__(self, hosts: list[Recipient]) -> None:
+        self.hosts = hosts  # each a ReplicaHost, or one wrapped (`harness.external.replica`)
 
     def deliver(self, kind: int, key: int, payload: Any, now: float) -> None:
         self.hosts[key].deliver(kind, key, payload, now)

@@ -37,7 +37,12 @@ class Scheduler:
     (`nodes`), its ledger (view), in-progress map and random stream."""
 
     def __init__(
-        self, nodes: Sequence[NodeInfo], rules: PlacementSpec, ledger: Ledger, rng: random.Random
+        self,
+        nodes: Sequence[NodeInfo],
+        rules: PlacementSpec,
+        ledger: Ledger,
+        rng: random.Random,
+        pipeline: Pipeline | None = None,
     ) -> None:
         self.rules = rules
         self.nodes = nodes
@@ -57,7 +62,8 @@ class Scheduler:
         # While every node has at least this many vCPUs, no request needs a CPU filter.
         self.min_cpu_count = min((info.cpu_count for info in nodes), default=0)
         self.reserved = self._reserved_of(ledger)
-        self.pipeline = Pipeline(rules)
+        # The rules' pipeline, unless the wiring brings its own (an external scheduler's).
+        self.pipeline = Pipeline(rules) if pipeline is None else pipeline
         self.placed_hooks = self.pipeline.placed_hooks
 
     def _reserved_of(self, ledger: Ledger) -> Callable[[int, float], float]:

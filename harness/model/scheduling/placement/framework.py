@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from harness.model.registry import Registry, RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.affinity import CacheAffinity
@@ -190,11 +192,13 @@ class Parts:
         return any(c.reads_report_times for c in classes)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Pipeline:
     """One replica's placement: sample with the filters that apply, score, select.
 
     Its parts are resolved once, at construction: `choose` runs for every create, so it makes no
-    lookups a replica's lifetime cannot change."""
+    lookups a replica's lifetime cannot change. Subclassed by an external scheduler's choice
+    (`harness.external.replica.RemoteChoice`)."""
 
     __slots__ = (
         "by_request",

@@ -1,0 +1,89 @@
+"""Placements per second through an external scheduler (harness/external) on the virtual
+engine, against the same run placed in-process, back to back on the same machine:
+
+    python bench/external_throughput.py [--requests 20000] [--nodes 1000] [--repeat 3]
+
+Each path runs one seed of the same scenario (open-loop creates at 2,000/s with 30 s lifetimes,
+so kills and reports travel too; staggered reports every 20 s; no timeline) with the optimistic
+strategy; the Go server is built with examples/go-scheduler/build.sh when Go is installed and
+measured on both transports (gRPC, and `framed`: the same messages on a plain TCP stream).
+The figure is creates placed per wall second of the whole seed, the scheduler's start-up
+excluded (an empty session is timed apart and taken off). Goal (issue 25): >= 10,000/s with
+the Go server on loopback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.config import from_dict
+from harness.engines.virtual import VirtualEngine
+from harness.external.client import open_session
+from harness.model.cluster.pools import registrations
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = [sys.executable, str(ROOT / "examples" / "python-scheduler" / "scheduler.py")]
+GO = ROOT / "examples" / "go-scheduler"
+
+
+def scenario(nodes: int, requests: int, command: list[str], transport: str = "grpc"):
+    rate = 2000.0
+    raw = {
+        "run": {"name": "bench", "duration_s": requests / rate, "sample_interval_s": 0},
+        "cluster": {"nodes": nodes, "cpu_count": 192, "initial_cpu_allocated": [0, 4]},
+        "heartbeat": {"interval_s": 20.0, "phase": "staggered"},
+        "placement": {"strategy": "optimistic"},
+        "workload": {"rate_per_s": rate, "lifetime_s": 30.0, "lifetime_dist": "exponential"},
+    }
+    if command:
+        raw["external"] = {"command": command, "transport": transport}
+    return from_dict(raw)
+
+
+def start_up_s(config) -> float:
+    """Seconds to start the scheduler, say Hello and stop it: taken off the run's time."""
+    start = time.perf_counter()
+    nodes = registrations(config.cluster)
+    open_session(config.external, 0, 0, 1, nodes, config.placement).close()
+    return time.perf_counter() - start
+
+
+def measure(
+    name: str, command: list[str], transport: str, nodes: int, requests: int, repeat: int
+) -> dict:
+    config = scenario(nodes, requests, command, transport)
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = VirtualEngine().run_seed(config, 0)
+        spent = time.perf_counter() - start - (start_up_s(config) if command else 0.0)
+        best = min(best, spent)
+    placed = int(result.summary["placed"])
+    return {"path": name, "placed": placed, "wall_s": round(best, 3), "per_s": round(placed / best)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=20000)
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    paths = [("in-process", [], "grpc"), ("python server", PYTHON, "grpc")]
+    if shutil.which("go") and shutil.which("protoc"):
+        subprocess.run([str(GO / "build.sh")], check=True)
+        go = str(GO / "bin" / "scheduler")
+        paths += [("go server", [go], "grpc"), ("go server, framed", [go, "-framed"], "framed")]
+    else:
+        print("no Go toolchain: the Go server is not measured", file=sys.stderr)
+    for name, command, transport in paths:
+        figures = measure(name, command, transport, args.nodes, args.requests, args.repeat)
+        print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""A scheduler process in Python: Best-of-K (any `[placement]` strategy) behind the harness's
+gRPC protocol, built from the harness's own placement pieces.
+
+    python examples/python-scheduler/scheduler.py [--port N]
+
+prints the port it listens on (loopback) and serves until stopped. Run by the harness:
+
+    harness run configs/seed-herd.toml \
+        --set 'external.command=["python", "examples/python-scheduler/scheduler.py"]'
+
+It keeps its own state, as a real scheduler does: the nodes' static facts, its ledger, its
+creates in progress. It draws its samples from the stream the in-process replica would
+(`harness.model.random_streams.stream(seed, "placement/<replica>")`), so on the virtual engine a
+run through it is the in-process run, table for table (tests/test_external.py). """
+
+from __future__ import annotations
+
+import argparse
+import sys
+from concurrent import futures
+
+import grpc
+
+from harness.external import scheduler_pb2 as pb
+from harness.external import scheduler_pb2_grpc as pb_grpc
+from harness.external import wire
+from harness.model.cluster.node import NodeInfo
+from harness.model.random_streams import stream
+from harness.model.scheduling.ledger import LedgerOptions
+from harness.model.scheduling.ledgers import make_ledger
+from harness.model.scheduling.scheduler import Scheduler, Step
+from harness.model.workload.request import CreateRequest, Shape
+
+
+class Session:
+    """One replica's state for one seed, from a Hello to the next."""
+
+    def __init__(self, hello: pb.HelloRequest) -> None:
+        self.rules = wire.placement_spec(hello.options)
+        self.seed = hello.seed
+        self.replica = hello.replica
+        self.nodes: list[NodeInfo | None] = [None] * hello.node_count
+        self.scheduler: Scheduler | None = None
+        self.creates: dict[int, CreateRequest] = {}
+        """Creates placed or in flight, by sandbox ID, until killed or failed."""
+        self.shapes: dict[tuple, Shape] = {}
+
+    def ready(self) -> Scheduler:
+        """The scheduler, built once every node has registered (the first Place brings them)."""
+        if self.scheduler is None:
+            nodes = [info for info in self.nodes if info is not None]
+            if len(nodes) != len(self.nodes):
+                raise ValueError("a Place came before every node registered")
+            r = self.rules
+            cpus = [info.cpu_count for info in nodes]
+            ledger = make_ledger(r.strategy, cpus, LedgerOptions(ttl_s=r.ttl_s))
+            rng = stream(self.seed, f"placement/{self.replica}")
+            self.scheduler = Scheduler(nodes, r, ledger, rng)
+        return self.scheduler
+
+    def hear(self, event: pb.Event) -> None:
+        kind, now = event.WhichOneof("kind"), event.time
+        if kind == "node_registered":
+            self.nodes[event.node_registered.node] = wire.node_info(event.node_registered)
+            return
+        s = self.ready()
+        if kind == "report":
+            s.ledger.apply_report(wire.from_report(event.report), now)
+        elif kind == "create_answered":
+            a = event.create_answered
+            req = self.creates[a.sandbox_id]
+            step = s.finish_create(req, wire.FROM_WIRE[a.outcome], now, wire.fresh_report(a))
+            if step is Step.FAILED:  # the harness gives up on it too: same rules
+                del self.creates[a.sandbox_id]
+        elif kind == "kill_answered":
+            a = event.kill_answered
+            req = self.creates.pop(a.sandbox_id)
+            s.start_kill(req, now)  # the kill was sent and answered since the last call
+            s.finish_kill(req, wire.FROM_WIRE[a.outcome], now, wire.fresh_report(a))
+
+    def place(self, request: pb.PlaceRequest) -> pb.PlaceReply:
+        for event in request.events:
+            self.hear(event)
+        c = request.create
+        req = self.creates.get(c.sandbox_id)
+        if req is None:  # a new create; else a retry, whose excluded nodes this side kept
+            req = CreateRequest(c.sandbox_id, self.shape(c), c.issued_at, c.deadline, 0)
+            self.creates[c.sandbox_id] = req
+        node = self.ready().start_create(req, request.now)
+        if node is None:
+            del self.creates[c.sandbox_id]
+            return pb.PlaceReply(placed=False)
+        return pb.PlaceReply(placed=True, node=node)
+
+    def shape(self, c: pb.Create) -> Shape:
+        """One `Shape` per distinct ask, as the harness shares one per template."""
+        key = (c.vcpu, c.memory_mib, c.template, tuple(c.labels), c.cpu_family)
+        if key not in self.shapes:
+            labels = frozenset(c.labels)
+            self.shapes[key] = Shape(c.vcpu, c.memory_mib, 1.0, c.template, labels, c.cpu_family)
+        return self.shapes[key]
+
+
+class BestOfKService(pb_grpc.SchedulerServicer):
+    def __init__(self) -> None:
+        self.session: Session | None = None
+
+    def Hello(self, request: pb.HelloRequest, context: grpc.ServicerContext) -> pb.HelloReply:
+        self.session = Session(request)
+        return pb.HelloReply(protocol_version=wire.PROTOCOL_VERSION, name="python-best-of-k")
+
+    def Place(self, request: pb.PlaceRequest, context: grpc.ServicerContext) -> pb.PlaceReply:
+        if self.session is None:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "Place before Hello")
+        return self.session.place(request)
+
+    def Reset(self, request: pb.ResetRequest, context: grpc.ServicerContext) -> pb.ResetReply:
+        self.session = None
+        return pb.ResetReply()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0, help="0: any free port")
+    args = parser.parse_args()
+    # One worker: the harness awaits each call, and the session is not shared between threads.
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    pb_grpc.add_SchedulerServicer_to_server(BestOfKService(), server)
+    port = server.add_insecure_port(f"127.0.0.1:{args.port}")
+    server.start()
+    print(port, flush=True)  # the harness reads the port from the first line
+    try:
+        server.wait_for_termination()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

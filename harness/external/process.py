@@ -1,0 +1,118 @@
+"""A scheduler process the harness starts (`external.command`), waits for and stops.
+
+The command runs as given, never through a shell, in a session of its own (so stopping it
+stops what it started). It prints the port it listens on, on loopback, as its first line; what
+it writes afterwards is read and dropped (its pipe never fills), except the last lines of its
+standard error, which an error message quotes when it dies."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import subprocess
+import threading
+import time
+from collections import deque
+from typing import IO
+
+from harness.external import SchedulerError
+
+STOP_WAIT_S = 5.0
+"""How long a process may take to exit after SIGTERM before it is killed."""
+DEATH_WAIT_S = 1.0
+"""How long a failed call waits for the process to exit, to tell a death from a hang-up."""
+
+
+def _drain(pipe: IO[bytes], keep: deque[str]) -> None:
+    """Reads `pipe` to its end, keeping its last lines in `keep`."""
+    for line in pipe:
+        text = line.decode(errors="replace").strip()
+        if text:
+            keep.append(text)
+
+
+class SchedulerProcess:
+    """One running scheduler process and the port it said it listens on."""
+
+    def __init__(self, command: list[str], start_timeout_s: float) -> None:
+        self.command = command
+        self.name = " ".join(command)
+        self.stderr: deque[str] = deque(maxlen=5)
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        threading.Thread(target=_drain, args=(self.proc.stderr, self.stderr), daemon=True).start()
+        try:
+            first = self._first_line(start_timeout_s)
+            self.port = self._port(first)
+        except BaseException:
+            self.stop()
+            raise
+        threading.Thread(
+            target=_drain, args=(self.proc.stdout, deque(maxlen=1)), daemon=True
+        ).start()
+
+    def _first_line(self, timeout_s: float) -> str:
+        """The first line the process writes to its standard output, waited for at most
+        `timeout_s`; a SchedulerError if it exits or stays silent."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        got = b""
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while b"\n" not in got:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    raise SchedulerError(
+                        f"{self.name}: printed no port within {timeout_s:g} s "
+                        "(external.start_timeout_s)"
+                    )
+                chunk = os.read(fd, 1)  # byte by byte: what follows the line is not ours
+                if not chunk:
+                    raise SchedulerError(f"{self.name}: {self.death('before printing its port')}")
+                got += chunk
+        return got.decode(errors="replace").strip()
+
+    def _port(self, line: str) -> int:
+        if not line.isdigit() or not 0 < int(line) < 65536:
+            raise SchedulerError(
+                f"{self.name}: printed {line[:80]!r} where its port (1-65535) was expected"
+            )
+        return int(line)
+
+    def exit_code(self, wait_s: float = 0.0) -> int | None:
+        """The process's exit code, waiting up to `wait_s` for it; None while it runs."""
+        try:
+            return self.proc.wait(wait_s) if wait_s > 0 else self.proc.poll()
+        except subprocess.TimeoutExpired:
+            return None
+
+    def death(self, when: str) -> str:
+        """ "exited with code N `when`: <its last line on stderr>"."""
+        code = self.exit_code(DEATH_WAIT_S)
+        how = (
+            f"was killed by signal {-code}"
+            if code is not None and code < 0
+            else f"exited with code {code}"
+        )
+        said = f": {self.stderr[-1]}" if self.stderr else ""
+        return f"{how} {when}{said}"
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL if it has not exited within `STOP_WAIT_S`."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(STOP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()

@@ -1,0 +1,97 @@
+"""A scheduler process that misbehaves on purpose, for tests/test_external.py:
+
+    python tests/external_fault_scheduler.py MODE
+
+places as the Python example does (examples/python-scheduler) through seed 0, then from the
+third Place of any later seed does what MODE says: `die` (exits with code 7), `hang` (never
+answers), `no-node` (answers a node that does not exist), `garbage` (answers bytes that are
+not a PlaceReply), `hangup` (stops serving, the process lives on), `slow-once` (one answer
+late, then placing again), or from its first Hello `old` (speaks protocol version 0).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "python-scheduler"))
+
+from scheduler import Session
+
+from harness.external import scheduler_pb2 as pb
+from harness.external import wire
+
+MODE = sys.argv[1]
+FAULTY_FROM = 3
+"""The Place call of a seed after 0 from which the scheduler misbehaves."""
+
+
+class Faulty:
+    def __init__(self) -> None:
+        self.session: Session | None = None
+        self.calls = 0
+        self.server: grpc.Server | None = None
+
+    def hello(self, request: pb.HelloRequest, context: grpc.ServicerContext) -> pb.HelloReply:
+        self.session, self.calls = Session(request), 0
+        version = 0 if MODE == "old" else wire.PROTOCOL_VERSION
+        return pb.HelloReply(protocol_version=version, name=f"faulty-{MODE}")
+
+    def place(self, request: pb.PlaceRequest, context: grpc.ServicerContext) -> object:
+        assert self.session is not None
+        self.calls += 1
+        if self.session.seed == 0 or self.calls < FAULTY_FROM:
+            return self.session.place(request)
+        if MODE == "die":
+            os._exit(7)
+        if MODE == "hang":
+            time.sleep(3600)
+        if MODE == "no-node":
+            return pb.PlaceReply(placed=True, node=len(self.session.nodes) + 5)
+        if MODE == "garbage":
+            return b"\xff\xff\xff\xff"
+        if MODE == "hangup":
+            assert self.server is not None
+            threading.Thread(target=self.server.stop, args=(0,)).start()
+            time.sleep(3600)
+        if MODE == "slow-once" and self.calls == FAULTY_FROM:
+            self.session.place(request)  # heard, and placed, but answered too late
+            time.sleep(2.0)
+            return pb.PlaceReply(placed=False)
+        return self.session.place(request)
+
+    def reset(self, request: pb.ResetRequest, context: grpc.ServicerContext) -> pb.ResetReply:
+        self.session = None
+        return pb.ResetReply()
+
+
+def raw(reply: object) -> bytes:
+    """A reply's bytes: a message serialized, or the bytes the fault sends as they are."""
+    return reply if isinstance(reply, bytes) else reply.SerializeToString()  # type: ignore[attr-defined]
+
+
+def main() -> None:
+    faulty = Faulty()
+    methods = {
+        "Hello": grpc.unary_unary_rpc_method_handler(faulty.hello, pb.HelloRequest.FromString, raw),
+        "Place": grpc.unary_unary_rpc_method_handler(faulty.place, pb.PlaceRequest.FromString, raw),
+        "Reset": grpc.unary_unary_rpc_method_handler(faulty.reset, pb.ResetRequest.FromString, raw),
+    }
+    handler = grpc.method_handlers_generic_handler("herd.scheduler.v1.Scheduler", methods)
+    # Several workers: a call that hangs must not hold up the next one (slow-once).
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), handlers=[handler])
+    faulty.server = server
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    print(port, flush=True)
+    server.wait_for_termination()
+
+
+if __name__ == "__main__":
+    main()

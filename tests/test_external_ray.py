@@ -1,0 +1,62 @@
+"""An external scheduler on the Ray engine: each scheduler replica actor starts and talks to a
+process of its own, and stops it when the seed ends. Real time, so not the virtual run draw for
+draw; the herd (stale) and its cure (optimistic) are there all the same."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from harness.cli import main
+from harness.external.generate import ROOT
+
+pytestmark = pytest.mark.usefixtures("local_ray")
+
+PYTHON_SCHEDULER = [sys.executable, str(ROOT / "examples" / "python-scheduler" / "scheduler.py")]
+GO = ROOT / "examples" / "go-scheduler"
+NO_GO = [
+    tool
+    for tool in ("go", "protoc", "protoc-gen-go", "protoc-gen-go-grpc")
+    if not shutil.which(tool)
+]
+
+
+def go_scheduler() -> list[str]:
+    subprocess.run([str(GO / "build.sh")], check=True, capture_output=True)
+    return [str(GO / "bin" / "scheduler")]
+
+
+@pytest.mark.parametrize(
+    "which",
+    [
+        "python",
+        pytest.param(
+            "go",
+            marks=pytest.mark.skipif(
+                bool(NO_GO), reason=f"no Go toolchain ({', '.join(NO_GO)} missing)"
+            ),
+        ),
+    ],
+)
+def test_the_example_schedulers_herd_on_ray_with_a_process_per_replica(tmp_path, which) -> None:
+    scheduler = PYTHON_SCHEDULER if which == "python" else go_scheduler()
+    sets = [
+        f"external.command={json.dumps(scheduler)}",
+        "run.time_scale=0.4",
+        "placement.replicas=2",
+    ]
+    args = ["run", str(ROOT / "configs" / "seed-herd.toml"), "--engine", "ray", "--seeds", "2"]
+    args += ["--compare", "stale,optimistic", "--out", str(tmp_path / "run"), "--quiet"]
+    args += ["--no-report", *[a for s in sets for a in ("--set", s)]]
+    assert main(args) == 0
+    summary = pd.read_parquet(tmp_path / "run" / "summary.parquet")
+    assert (summary["placed"] == summary["requests"]).all()
+    cv = summary.groupby("strategy")["cv"].mean()
+    assert cv["stale"] > 0.3 and cv["optimistic"] < 0.1, cv
+    requests = pd.read_parquet(tmp_path / "run" / "requests.parquet")
+    assert set(requests["replica"]) == {0, 1}
