@@ -21,7 +21,6 @@ from setuptools.command.build_ext import build_ext
 ROOT = Path(__file__).resolve().parent
 COMPILED = [
     "harness/model/event_queue.py",
-    "harness/model/native_event_queue.py",
     "harness/model/cluster/node.py",
     "harness/model/cluster/heartbeat_wheel.py",
     "harness/model/workload/request.py",

@@ -306,5 +306,5 @@ class ClientPool(Host):
         `check`) are still collected."""
         rows = table(REQUESTS, self.strategy, self.seed, self.host.log.take())
         carrier = self.carrier
-        done = carrier.started and not carrier.heap and not self.host.waiting
+        done = carrier.started and not carrier.agenda and not self.host.waiting
         return rows.to_batches(), done
