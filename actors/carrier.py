@@ -1,9 +1,10 @@
 """A Ray host's hot path: its agenda, the delivery to its party and its outboxes.
 
-Every message carries the model time `at` it is due: the carrier keeps those not yet due on a
-heap and handles them, in (time, arrival) order, on a wall clock
-(`harness.model.event_queue.WallClock`);
-one that arrives late is handled at once. A message for another party goes into the outbox of
+Every message carries the model time `at` it is due: the carrier keeps its timers and every
+message that arrives on the model's event queue (`harness.model.event_queue.EventQueue`, in the
+order the virtual engine keeps) and advances the queue on a wall clock
+(`harness.model.event_queue.WallClock`): each message is handled when the clock reaches its
+time, and one that arrives late at once. A message for another party goes into the outbox of
 the actor hosting its key (`actors.outbox`); while an RPC's item is handled, into its reply.
 
 Compiled with mypyc like the model's hot modules (setup.py), so it imports no Ray: the actor
@@ -14,14 +15,13 @@ It moves messages and keeps time only; what each message does is the party's (th
 from __future__ import annotations
 
 import asyncio
-import heapq
 import pickle
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final, final
 
 from actors.outbox import PROTOCOL, Outbox
-from harness.model.event_queue import Recipient, Sink, WallClock
+from harness.model.event_queue import EventQueue, Recipient, Sink, WallClock
 from harness.model.protocol import IS_TIMER, PARTY, Kind, Party
 from harness.model.protocol.node_party import died
 
@@ -60,30 +60,20 @@ class Call:
 
 
 @final
-class Entry:
-    """A message on a host's agenda: ordered by time, then by arrival (`seq`). `call` is the
-    RPC batch an item belongs to (its reply is `call.replies[index]`), or None. Typed, so the
-    heap compares two fields directly rather than two tuples."""
+class Item:
+    """An RPC item on a host's agenda, in its payload's place: the payload, and the call it
+    belongs to (its reply is `call.replies[index]`)."""
 
-    __slots__ = ("at", "call", "index", "key", "kind", "payload", "seq")
+    __slots__ = ("call", "index", "payload")
 
-    def __init__(
-        self, at: float, seq: int, kind: int, key: Any, payload: Any, call: Call | None, index: int
-    ) -> None:
-        self.at = at
-        self.seq = seq
-        self.kind = kind
-        self.key = key
-        self.payload = payload
+    def __init__(self, call: Call, index: int, payload: Any) -> None:
         self.call = call
         self.index = index
-
-    def __lt__(self, other: Entry) -> bool:
-        return self.at < other.at or (self.at == other.at and self.seq < other.seq)
+        self.payload = payload
 
 
 class Carrier(Sink):
-    """One host's hot path for one seed run: its agenda (the heap and the wake-up), the
+    """One host's hot path for one seed run: its agenda (the queue and the wake-up), the
     delivery to its party and the outboxes to other actors; the party's sink.
 
     A plain class, not part of the actor: Ray wraps every method of an actor class for tracing
@@ -100,9 +90,8 @@ class Carrier(Sink):
         self.dead = dead
         """What a call to an actor that died raises (Ray's `RayActorError`)."""
         self.clock = WallClock(0.0, scale)
-        self.heap: list[Entry] = []
-        self.seq = 0
-        """The last arrival number given."""
+        self.agenda = EventQueue()
+        """Timers and messages that have arrived, until handled."""
         self.actors: list[list[Any]] = [[] for _ in Party]
         """The actors of each party, indexed by party number."""
         self.group_of: list[int] = []
@@ -149,7 +138,7 @@ class Carrier(Sink):
 
     def start(self, epoch: float) -> None:
         """The run's t = 0 is wall time `epoch`: model time runs from here."""
-        self.clock = WallClock(epoch, self.clock.scale)
+        self.clock = WallClock(epoch, self.clock.scale, self.clock.source)
         self.started = True
 
     def _outboxes(self) -> list[Outbox]:
@@ -168,12 +157,11 @@ class Carrier(Sink):
         return box
 
     def emit(self, at: float, kind: int, key: int, payload: Any) -> None:
-        """The party's sink (`harness.model.protocol`): a timer waits on the heap; a message for
+        """The party's sink (`harness.model.protocol`): a timer waits on the agenda; a message for
         another party goes into the outbox of the actor hosting its key, or into the reply
         while a call's item is handled."""
         if _IS_TIMER[kind]:
-            self.seq += 1
-            heapq.heappush(self.heap, Entry(at, self.seq, kind, key, payload, None, 0))
+            self.agenda.at(at, kind, key, payload)
             return
         reply = self.reply
         if reply is not None:
@@ -206,45 +194,19 @@ class Carrier(Sink):
             if at_send is not None and round_trip is not None:
                 round_trip(back - at_send)
             messages_back.extend(messages)
-        self.arrived(self._entries(messages_back, None))
+        self.arrived(messages_back, None)
 
     def take(self, batch: bytes) -> None:
         """Messages from another actor (pickled, `actors.outbox`): each handled when due."""
-        self.arrived(self._entries(pickle.loads(batch), None))
+        self.arrived(pickle.loads(batch), None)
 
-    def _entries(self, messages: list[Any], call: Call | None) -> list[Entry]:
-        """`Message`s that have just arrived as heap entries, numbered in arrival order; items
-        of `call` know their place in its reply."""
-        entries: list[Entry] = []
-        seq = self.seq
+    def arrived(self, messages: list[Any], call: Call | None) -> None:
+        """`Message`s that have just arrived, onto the agenda in arrival order (items of `call`
+        with their place in its reply); then every message due is handled. Most arrive due (a
+        Ray hop takes longer than a modelled leg)."""
+        agenda = self.agenda
         for index, (at, kind, key, payload) in enumerate(messages):
-            seq += 1
-            entries.append(Entry(at, seq, kind, key, payload, call, index))
-        self.seq = seq
-        return entries
-
-    def arrived(self, entries: list[Entry]) -> None:
-        """Messages that have just arrived, as heap entries numbered in arrival order: those
-        due are handled at once, those not yet due wait on the heap. Most arrive due (a Ray
-        hop takes longer than a modelled leg), so they skip the heap's push and pop; the order
-        is the heap's all the same, (time, arrival), merged with any entry on it that is due
-        earlier (or that handling one of them pushes)."""
-        now = self.now()
-        heap, party = self.heap, self.party
-        due: list[Entry] = []
-        for entry in entries:
-            if entry.at <= now:
-                due.append(entry)
-            else:
-                heapq.heappush(heap, entry)
-        due.sort()
-        for entry in due:
-            while heap and heap[0] < entry:
-                self._handle(heapq.heappop(heap), now)
-            if entry.call is None and entry.kind != Kind.BEAT:  # `_handle`'s plain case, inline
-                party.deliver(entry.kind, entry.key, entry.payload, now)
-            else:
-                self._handle(entry, now)
+            agenda.at(at, kind, key, payload if call is None else Item(call, index, payload))
         self.run()
 
     async def answer(self, batch: bytes) -> bytes:
@@ -254,7 +216,7 @@ class Carrier(Sink):
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         call = Call(len(items), done)
         self.calls.add(done)
-        self.arrived(self._entries(items, call))
+        self.arrived(items, call)
         try:
             await done
         finally:
@@ -262,10 +224,9 @@ class Carrier(Sink):
         return pickle.dumps(call.replies, PROTOCOL)
 
     def arm(self) -> None:
-        """The wake-up for the first message on the heap, unless one is set for that time."""
-        heap = self.heap
-        at = heap[0].at if heap else _INF
-        if heap and heap[0].kind == Kind.BEAT:
+        """The wake-up for the first message on the agenda, unless one is set for that time."""
+        at, kind = self.agenda.head()
+        if kind == Kind.BEAT:
             at = max(at, self.last_beat + BEAT_TICK_S / self.clock.scale)
         if self.wake is not None:
             if at == self.wake_at:
@@ -279,7 +240,7 @@ class Carrier(Sink):
             self.wake = None
 
     def disarm(self) -> None:
-        """No wake-up: nothing on the heap is handled until something arrives (or `arm`)."""
+        """No wake-up: nothing on the agenda is handled until something arrives (or `arm`)."""
         if self.wake is not None:
             self.wake.cancel()
             self.wake = None
@@ -289,34 +250,29 @@ class Carrier(Sink):
         self.run()
 
     def run(self) -> None:
-        """Handle every message due by now, in (time, arrival) order."""
-        heap, party = self.heap, self.party
-        now = self.now()
-        while heap and heap[0].at <= now:
-            entry = heapq.heappop(heap)
-            if entry.call is None and entry.kind != Kind.BEAT:  # as in `arrived`
-                party.deliver(entry.kind, entry.key, entry.payload, now)
-            else:
-                self._handle(entry, now)
+        """The agenda's time advanced to the wall clock's: every message due by now is
+        handled, in the queue's order, at now."""
+        agenda = self.agenda
+        now = agenda.time = self.now()
+        while agenda.head()[0] <= now:
+            at, kind, key, payload = agenda.pop()
+            self._handle(at, kind, key, payload, now)
         self.arm()
 
-    def _handle(self, entry: Entry, now: float) -> None:
-        """One entry due by `now`: delivered, with a heartbeat's lateness taken and a call's
-        replies collected. `arrived` and `run` handle a plain message (no call, no beat) inline:
-        calling this for every one cost 6% more instructions per pair (callgrind, the hosts
-        in one process)."""
-        kind = entry.kind
+    def _handle(self, at: float, kind: int, key: int, payload: Any, now: float) -> None:
+        """One message due at `at`, handled at `now`: delivered, with a heartbeat's lateness
+        taken and an RPC item's replies collected."""
         if kind == Kind.BEAT:
             if self.beat_late is not None:
-                self.beat_late(now - entry.at)
+                self.beat_late(now - at)
             self.last_beat = now
-        call = entry.call
-        if call is None:
-            self.party.deliver(kind, entry.key, entry.payload, now)
+        if not isinstance(payload, Item):
+            self.party.deliver(kind, key, payload, now)
             return
-        self.reply = call.replies[entry.index]
+        call = payload.call
+        self.reply = call.replies[payload.index]
         try:
-            self.party.deliver(kind, entry.key, entry.payload, now)
+            self.party.deliver(kind, key, payload.payload, now)
         finally:
             self.reply = None
         call.finished()

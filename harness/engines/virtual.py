@@ -15,11 +15,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from harness import COMPILED
 from harness.config import Config
 from harness.engines import Progress
-from harness.model.event_queue import VirtualClock
-from harness.model.native_event_queue import NativeClock
+from harness.model.event_queue import EventQueue
 from harness.model.protocol import IS_TIMER, KINDS, PARTY, Party, Recipient
 from harness.model.protocol.replica_party import Replicas
 from harness.model.recording import TimelineLog
@@ -38,10 +36,7 @@ class _World(Recipient):
 
     def __init__(self, config: Config, seed: int) -> None:
         self.config = config
-        # The same order either way; compiled, the native clock's queue is the faster one.
-        self.clock: VirtualClock | NativeClock = (
-            NativeClock(IS_TIMER) if COMPILED else VirtualClock(IS_TIMER)
-        )
+        self.clock = EventQueue(IS_TIMER)
         self.nodes = scenario.nodes(config, seed)
         self.node_host = scenario.node_host(config, seed, self.nodes, self.clock)
         self.replicas = scenario.replica_hosts(config, seed, self.clock)
