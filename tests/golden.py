@@ -24,7 +24,7 @@ from harness.config import load  # noqa: E402
 from harness.model.scheduling.ledgers import LEDGERS  # noqa: E402
 from harness.results.invariants import InvariantError  # noqa: E402
 from harness.running.runner import run  # noqa: E402
-from tests.conftest import SCENARIOS  # noqa: E402
+from tests.helpers import SCENARIOS  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "golden.json"
 SEEDS = 2

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 import harness.running.sweep_runner
 from harness.cli import main, parse_args, run_config
 from harness.config import ConfigError
-from tests.conftest import CONFIGS
-from tests.test_config_fuzz import (
+from tests.helpers import (
+    CONFIGS,
     SECTION_KEYS,
     bounded,
     near,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import harness
-from tests.conftest import SCENARIOS
+from tests.helpers import SCENARIOS
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLES = ("summary", "nodes", "requests", "timeline")

@@ -9,7 +9,7 @@ import pytest
 from harness.cli import main
 from harness.config import ConfigError, from_dict, parse_override
 from harness.config.key_tables import defaults_table
-from tests.conftest import CONFIGS, SCENARIOS
+from tests.helpers import CONFIGS, SCENARIOS
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import pytest
 import harness.running.runner
 from harness.cli import main
 from harness.model.scheduling.ledgers import LEDGERS
-from tests.conftest import CONFIGS
+from tests.helpers import CONFIGS
 
 FAULTS = sorted(CONFIGS.glob("faults-*.toml"))
 

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from tests.conftest import SCENARIOS
 from tests.golden import GOLDEN, digests
+from tests.helpers import SCENARIOS
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import CONFIGS, ray_cluster
+from tests.helpers import CONFIGS, ray_cluster
 
 ROOT = CONFIGS.parent
 PACKAGE = ROOT / "examples" / "idle-first-plugin"

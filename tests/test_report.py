@@ -24,7 +24,7 @@ from harness.cli import main
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.presentation import plots
 from harness.presentation.html_report import _beats, write_report
-from tests.conftest import CONFIGS, scenario
+from tests.helpers import CONFIGS, scenario
 
 IMAGE = re.compile(r'<img alt="([^"]*)" src="data:image/png;base64,([^"]+)">')
 

@@ -21,7 +21,7 @@ from harness.results.arrow_schemas import TIMELINE, table
 from harness.results.invariants import InvariantError
 from harness.results.statistics import accounting_error, cv_shift
 from harness.running.runner import run
-from tests.conftest import CONFIGS
+from tests.helpers import CONFIGS
 
 
 def _req(sandbox_id: int, node: int = 0, vcpu: float = 2.0) -> CreateRequest:

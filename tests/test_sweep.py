@@ -19,7 +19,7 @@ from harness.results.run_folder import ResultsError
 from harness.results.sweep_folder import SweepStore, load_sweep_results, read_cells
 from harness.running.ray_setup import stop_ray
 from harness.running.sweep_runner import run_sweep
-from tests.conftest import CONFIGS
+from tests.helpers import CONFIGS
 
 FAILING_CPU_COUNT = 13  # the fault injected into Ray workers hits seed 1 of these cells
 

@@ -17,7 +17,7 @@ from harness.engines.virtual import VirtualEngine
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.results.arrow_schemas import TABLES
 from harness.running.runner import run
-from tests.conftest import CONFIGS, scenario
+from tests.helpers import CONFIGS, scenario
 
 # A scenario that reaches every path: churn, full nodes, retries, kills, staggered reports.
 TIGHT = {
