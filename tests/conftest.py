@@ -10,6 +10,14 @@ import pytest
 from tests.helpers import scenario
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that starts Ray is slow: starting one costs seconds and takes both cores, so the
+    fast tier (`-m "not slow"`) runs without Ray."""
+    for item in items:
+        if item.get_closest_marker("ray"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def make_config():
     return scenario

@@ -81,6 +81,7 @@ def test_only_extensions_their_build_recorded_and_whose_sources_match_are_used(
     assert harness.changed_sources() == ["harness/node.py"]
 
 
+@pytest.mark.slow
 def test_compiled_and_pure_write_the_same_parquet_bytes(tmp_path):
     if not _compiled_available():
         pytest.skip(

@@ -27,6 +27,7 @@ from tests.helpers import (
     SYNTHETIC,
     TEMPLATE_KEYS,
     bounded,
+    examples,
     near,
     raw_configs,
     small,
@@ -159,43 +160,48 @@ def seeds_from_the_command_line(raw: dict[str, Any]) -> dict[str, Any]:
     return {**raw, "run": {**raw.get("run", {}), "seeds": 1}}
 
 
-@settings(max_examples=30, deadline=None, derandomize=True)
-@given(raw_configs())
+@examples(fast=10, full=30)
 def test_the_cli_exits_0_on_a_valid_config_and_2_with_one_line_on_an_invalid_one(
-    tmp_path_factory, raw
+    examples, tmp_path_factory
 ):
     """The test knows which exit code is right: 0 when the config validates (and then runs),
     2 when it does not, with exactly one `harness: error:` line on stderr and no traceback."""
-    tmp = tmp_path_factory.mktemp("fuzz")
-    path = tmp / "c.toml"
-    write_config(raw, path)
-    try:
-        config = validated(seeds_from_the_command_line(raw))
-    except ConfigError:
-        config = None
-    caps = []
-    if config is not None:
-        if not small(config):
-            event("valid, too big to run")
-            return
-        b = bounded(config)
-        caps = [
-            "--set",
-            f"placement.deadline_s={b.placement.deadline_s}",
-            "--set",
-            f"workload.failure_backoff_s={b.workload.failure_backoff_s}",
-        ]
-    argv = ["run", str(path), "--seeds", "1", "--out", str(tmp / "out"), "--quiet", *caps]
-    err = io.StringIO()
-    with redirect_stderr(err), redirect_stdout(io.StringIO()):
-        code = main(argv)
-    err = err.getvalue()
-    if config is None:
-        event("exit 2")
-        assert code == 2, err
-        assert err.startswith("harness: error:") and err.count("\n") == 1, err
-        assert "Traceback" not in err
-    else:
-        event("exit 0")
-        assert code == 0, err
-        assert err == ""
+
+    @settings(max_examples=examples, deadline=None, derandomize=True)
+    @given(raw_configs())
+    def one(raw: dict[str, Any]) -> None:
+        tmp = tmp_path_factory.mktemp("fuzz")
+        path = tmp / "c.toml"
+        write_config(raw, path)
+        try:
+            config = validated(seeds_from_the_command_line(raw))
+        except ConfigError:
+            config = None
+        caps = []
+        if config is not None:
+            if not small(config):
+                event("valid, too big to run")
+                return
+            b = bounded(config)
+            caps = [
+                "--set",
+                f"placement.deadline_s={b.placement.deadline_s}",
+                "--set",
+                f"workload.failure_backoff_s={b.workload.failure_backoff_s}",
+            ]
+        argv = ["run", str(path), "--seeds", "1", "--out", str(tmp / "out"), "--quiet", *caps]
+        err = io.StringIO()
+        with redirect_stderr(err), redirect_stdout(io.StringIO()):
+            code = main(argv)
+        err = err.getvalue()
+        if config is None:
+            event("exit 2")
+            assert code == 2, err
+            assert err.startswith("harness: error:") and err.count("\n") == 1, err
+            assert "Traceback" not in err
+        else:
+            event("exit 0")
+            assert code == 0, err
+            assert err == ""
+
+    one()

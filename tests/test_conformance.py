@@ -62,7 +62,7 @@ from harness.engines.virtual import VirtualEngine
 from harness.results.seed_result import SeedResult
 from tests.helpers import CONFIGS, SCENARIOS
 
-pytestmark = pytest.mark.conformance
+pytestmark = [pytest.mark.conformance, pytest.mark.ray]
 
 VIRTUAL_SEEDS = 20
 RAY_SEED = 0

@@ -52,6 +52,7 @@ def ray_engine(local_ray: None) -> Iterator[Kept]:
     engine.close()
 
 
+@pytest.mark.ray
 @pytest.mark.parametrize("path", FAULTS, ids=lambda p: p.stem)
 def test_every_fault_scenario_runs_clean_on_ray(path, tmp_path, ray_engine, monkeypatch) -> None:
     """Its own strategy, at a time scale that plays 30 s of model time in 1.5 s, on the

@@ -9,10 +9,10 @@ import json
 import pytest
 
 from tests.golden import GOLDEN, digests
-from tests.helpers import SCENARIOS
+from tests.helpers import SCENARIOS, tiered
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", tiered(SCENARIOS))
 def test_a_shipped_scenario_gives_the_recorded_parquet_content(path):
     recorded = json.loads(GOLDEN.read_text()).get(path.name)
     assert recorded is not None, f"{path.name} has no digests: run python tests/golden.py --record"

@@ -20,7 +20,10 @@ from harness.cli import main
 from harness.results.run_folder import RunWriter, load_run
 from tests.helpers import CONFIGS, Tree
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux processes")
+pytestmark = [
+    pytest.mark.slow,  # each test runs `harness` in a subprocess, most on Ray, some killed
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux processes"),
+]
 
 ENV = {**os.environ, "PYTHONPATH": str(CONFIGS.parent)}
 RAY = ["--engine", "ray", "--seeds", "1", "--quiet"]
@@ -38,6 +41,7 @@ def _start(args: list[str], env: dict[str, str] = ENV, **popen) -> tuple[subproc
     return proc, Tree(proc)
 
 
+@pytest.mark.ray
 def test_a_virtual_run_and_a_sweep_leave_no_process(tmp_path):
     args = ["run", str(CONFIGS / "seed-herd.toml"), "--seeds", "2", "--quiet"]
     proc, tree = _start([*args, "--out", str(tmp_path / "run")])
@@ -55,6 +59,7 @@ def test_a_virtual_run_and_a_sweep_leave_no_process(tmp_path):
     assert tree.seen and tree.left() == []  # Ray's processes came and went
 
 
+@pytest.mark.ray
 def test_ctrl_c_just_after_the_results_exits_130_and_leaves_no_process(tmp_path):
     """Issue 12, finding 4: Ctrl-C (to the whole process group, as a terminal sends it) while
     the harness stops Ray at the end of a run left Ray's agents running, exit code 0 and a
@@ -73,6 +78,7 @@ def test_ctrl_c_just_after_the_results_exits_130_and_leaves_no_process(tmp_path)
     assert tree.left() == []
 
 
+@pytest.mark.ray
 def test_a_killed_driver_leaves_no_process(tmp_path):
     """kill -9 of `harness run`: Ray's GCS, raylet and workers share its fate, but its
     dashboard and runtime-env agents would run on for ever."""
@@ -89,6 +95,7 @@ def test_a_killed_driver_leaves_no_process(tmp_path):
     assert json.loads((out / "run.json").read_text())["completed"] is False
 
 
+@pytest.mark.ray
 def test_a_killed_raylet_ends_the_run_with_partial_results_and_leaves_no_process(tmp_path):
     """Ray's GCS finds a dead raylet by health checks, every 3 s, dead after 5 failures: the
     driver learns of it 15 s after the kill. Every 0.5 s here: a check of a live raylet still

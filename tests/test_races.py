@@ -81,6 +81,7 @@ def test_adding_before_the_rpc_erases_more_than_after_it() -> None:
     assert share["reconcile"] == 0
 
 
+@pytest.mark.slow  # a paired CV shift over 5 seeds of two strategies
 def test_add_only_over_count_grows_between_reports_and_skews_load() -> None:
     # Aligned reports (every 20 s, delivered 50 ms later) so "time since the last report" is t.
     config = _config("churn", "optimistic_add_only", "heartbeat.phase=aligned")
@@ -124,6 +125,7 @@ measured on every shipped scenario, at most 0.012 in CV and under 10% of optimis
 That is the tolerance: a mean worsening beyond it puts the whole interval above 0."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "path",
     SCENARIOS,
@@ -145,6 +147,7 @@ def test_reconcile_cv_is_no_worse_than_optimistic(path: Path) -> None:
     assert lo <= 0, f"reconcile worse by {mean:.4f} [{lo:.4f}, {hi:.4f}] over {seeds} seeds"
 
 
+@pytest.mark.slow
 def test_every_replica_hears_every_report_and_optimistic_degrades_with_replicas() -> None:
     four = _runs(_config("replicas", "optimistic"), 6)
     tl = _timeline(four)

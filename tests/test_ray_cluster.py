@@ -11,6 +11,8 @@ from harness.results.run_folder import load_run
 from harness.running.ray_setup import plugin_sources
 from tests.helpers import CONFIGS, ray_cluster, scenario
 
+pytestmark = pytest.mark.ray
+
 NODES = 3
 
 

@@ -27,7 +27,7 @@ from tests.helpers import CONFIGS, GIB, beyond_in_flight, memory_in_use, memory_
 
 DASHBOARD_PORT = 8265
 
-pytestmark = pytest.mark.usefixtures("local_ray")  # the embedded Ray the tests share
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]  # the Ray the tests share
 
 
 def test_embedded_ray_is_on_loopback_and_sized_to_the_machine():

@@ -27,7 +27,7 @@ FAST = {"run.time_scale": 0.1, "run.sample_interval_s": 0.0, "run.engine": "ray"
 SCALE = {"faults-slow-node": 0.15}
 """Slower where latencies are compared: engine overhead in model time grows as 1 / scale."""
 
-pytestmark = pytest.mark.usefixtures("local_ray")
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
 
 
 @pytest.fixture(scope="module")
