@@ -7,7 +7,22 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers import scenario
+from tests.helpers import own_entry_points, scenario
+
+_others_hidden = pytest.MonkeyPatch()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The registries of this process find built-in plugins and this project's entry points
+    only, from collection on (tests are parametrized over their names): the suite passes
+    whatever else is installed. A test about installed plugins registers one itself
+    (tests/test_strategies.py) or installs the example package apart
+    (tests/test_plugin_package.py)."""
+    _others_hidden.setattr("harness.model.registry.entry_points", own_entry_points)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _others_hidden.undo()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

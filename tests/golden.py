@@ -46,7 +46,7 @@ def digests(path: Path) -> dict[str, str]:
         out = Path(tmp) / "run"
         # A broken check is part of the content (invariants_ok); the files are written.
         with contextlib.suppress(InvariantError):
-            run(config, list(LEDGERS), out)
+            run(config, list(LEDGERS.builtins), out)
         return {name: digest(pd.read_parquet(out / f"{name}.parquet")) for name in TABLES}
 
 

@@ -2,19 +2,22 @@
 tests/conftest.py holds only fixtures and hooks (pytest imports it under a name of its own, so
 importing it again from a test would load a second copy).
 
-Sections: shipped configs and small scenarios; messages; Ray; runs on two pools; accounting
-error beyond the calls in flight; fault scenarios' checks; process trees; generated configs."""
+Sections: shipped configs and small scenarios; plugins of other packages; tiers; messages;
+Ray; runs on two pools; accounting error beyond the calls in flight; fault scenarios' checks;
+process trees; generated configs."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib
 import math
+import re
 import subprocess
 import threading
 import time
 import tomllib
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +80,28 @@ def registered(cpu_counts: list[int], memory_mib: float = 524288.0) -> list[Node
 def scenario(**sections: dict[str, Any]) -> Config:
     """A validated config: `scenario(cluster={"nodes": 5}, run={"duration_s": 2})`."""
     return from_dict(sections)
+
+
+# --- plugins of other packages ---------------------------------------------------------------
+
+PROJECT = tomllib.loads((CONFIGS.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+"""This project's [project] table: its distribution's name."""
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def own_entry_points(**select: Any) -> metadata.EntryPoints:
+    """`importlib.metadata.entry_points(**select)` less those other installed distributions
+    declare: what the registries find in a test process (tests/conftest.py), so that a plugin
+    installed beside the harness (the README's example one) changes no test."""
+    own = _normal(PROJECT["name"])
+    return metadata.EntryPoints(
+        ep
+        for ep in metadata.entry_points(**select)
+        if ep.dist is not None and _normal(ep.dist.name) == own
+    )
 
 
 # --- tiers: what runs in the fast tier (`-m "not slow"`) and what only in the full suite ------
