@@ -262,7 +262,7 @@ def assert_contract(code: int | str | None, err: str) -> None:
         assert err.startswith("harness: error: ") and err.count("\n") == 1, err
 
 
-@examples(fast=20, full=150)
+@examples(fast=10, full=150)
 def test_the_cli_exits_0_or_2_with_one_line(examples, tmp_path_factory, finished_run):
     @settings(
         max_examples=examples,

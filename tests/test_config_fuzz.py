@@ -160,7 +160,7 @@ def seeds_from_the_command_line(raw: dict[str, Any]) -> dict[str, Any]:
     return {**raw, "run": {**raw.get("run", {}), "seeds": 1}}
 
 
-@examples(fast=10, full=30)
+@examples(fast=5, full=30)
 def test_the_cli_exits_0_on_a_valid_config_and_2_with_one_line_on_an_invalid_one(
     examples, tmp_path_factory
 ):

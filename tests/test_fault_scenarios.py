@@ -16,6 +16,7 @@ from tests.helpers import CONFIGS
 FAULTS = sorted(CONFIGS.glob("faults-*.toml"))
 
 
+@pytest.mark.slow  # in the fast tier the golden digests (invariants_ok among them) cover 2 seeds
 @pytest.mark.parametrize("path", FAULTS, ids=lambda p: p.stem)
 def test_every_strategy_runs_every_fault_scenario_clean(path, tmp_path) -> None:
     argv = ["run", str(path), "--seeds", "5", "--compare", ",".join(LEDGERS.builtins)]
