@@ -75,11 +75,6 @@ def tables(path: Path) -> dict[str, pd.DataFrame]:
     }
 
 
-def digests(path: Path) -> dict[str, str]:
-    """{table: digest} of one scenario (`tables`)."""
-    return {name: digest(frame) for name, frame in tables(path).items()}
-
-
 def _block_size(rows: int) -> int:
     return max(1, -(-rows // BLOCKS))
 
