@@ -15,7 +15,7 @@ from harness.engines.virtual import VirtualEngine
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.running import cost_check as budget
 from harness.running.cost_check import Machine, check_run, check_sweep, seed_terms
-from tests.conftest import CONFIGS, SCENARIOS, SWEEPS
+from tests.helpers import CONFIGS, SCENARIOS, SWEEPS
 
 SMALL = Machine(memory_bytes=4e9, cpus=2)
 """A small machine: 4 GB available, 2 cores. Every shipped scenario must fit it."""

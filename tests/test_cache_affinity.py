@@ -17,8 +17,7 @@ from harness.model.scheduling.ledgers import make_ledger
 from harness.model.scheduling.placement.affinity import CacheAffinity
 from harness.model.scheduling.scheduler import Scheduler, Step
 from harness.model.workload.request import CreateRequest, Shape
-from tests.conftest import registered, scenario
-from tests.test_protocol import Sink
+from tests.helpers import Sink, registered, scenario
 
 
 def test_a_node_caches_the_templates_of_its_most_recent_creates():

@@ -24,10 +24,11 @@ from hypothesis import strategies as st
 import harness.running.sweep_runner
 from harness.cli import main, parse_args, run_config
 from harness.config import ConfigError
-from tests.conftest import CONFIGS
-from tests.test_config_fuzz import (
+from tests.helpers import (
+    CONFIGS,
     SECTION_KEYS,
     bounded,
+    examples,
     near,
     raw_configs,
     small,
@@ -260,26 +261,30 @@ def assert_contract(code: int | str | None, err: str) -> None:
         assert err.startswith("harness: error: ") and err.count("\n") == 1, err
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-@given(data=st.data())
-def test_the_cli_exits_0_or_2_with_one_line(data, tmp_path_factory, finished_run):
-    tmp = tmp_path_factory.mktemp("cli")
-    argv = tiny(data.draw(command_lines(tmp, finished_run)))
-    if argv is None:
-        event("valid, too big to run here")
-        return
-    try:
-        code, err = outcome(argv)
-    except SweepStarted:
-        event("sweep reached Ray (stubbed)")
-        return
-    event(f"{argv[0] if argv else 'no command'}: exit {code}")
-    assert_contract(code, err)
+@examples(fast=10, full=150)
+def test_the_cli_exits_0_or_2_with_one_line(examples, tmp_path_factory, finished_run):
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    @given(data=st.data())
+    def one(data: st.DataObject) -> None:
+        tmp = tmp_path_factory.mktemp("cli")
+        argv = tiny(data.draw(command_lines(tmp, finished_run)))
+        if argv is None:
+            event("valid, too big to run here")
+            return
+        try:
+            code, err = outcome(argv)
+        except SweepStarted:
+            event("sweep reached Ray (stubbed)")
+            return
+        event(f"{argv[0] if argv else 'no command'}: exit {code}")
+        assert_contract(code, err)
+
+    one()
 
 
 def check_target(command: str, kind: str, tmp: Path, finished: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from harness.cli import main
 from harness.config import ConfigError, from_dict, parse_override
 from harness.config.key_tables import defaults_table
-from tests.conftest import CONFIGS, SCENARIOS
+from tests.helpers import CONFIGS, SCENARIOS
 
 
 @pytest.mark.parametrize(
@@ -67,14 +67,23 @@ def test_every_key_has_help_and_a_valid_default():
     from_dict({})
 
 
+@pytest.mark.parametrize(
+    "report",
+    [
+        pytest.param(False, id="no-report"),
+        # Drawing the report's charts is most of a short run's time: slow for all 13.
+        pytest.param(True, id="report", marks=pytest.mark.slow),
+    ],
+)
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
-def test_every_shipped_config_runs(path, tmp_path):
+def test_every_shipped_config_runs(path, report, tmp_path):
     out = tmp_path / "out"
     # Shortened to 5 s, except fault scenarios: their faults are timed within the full run.
     shorter = [] if path.name.startswith("faults-") else ["--set", "run.duration_s=5"]
-    code = main(["run", str(path), "--seeds", "1", *shorter, "--out", str(out), "--quiet"])
-    assert code == 0
+    argv = ["run", str(path), "--seeds", "1", *shorter, "--out", str(out), "--quiet"]
+    assert main(argv if report else [*argv, "--no-report"]) == 0
     assert json.loads((out / "run.json").read_text())["completed"] is True
+    assert (out / "report.html").exists() == report
 
 
 def test_run_compare_then_report(tmp_path, capsys):

@@ -59,9 +59,9 @@ from actors.engine import Layout, RayEngine, layout
 from harness.config import Config, load
 from harness.engines.virtual import VirtualEngine
 from harness.results.seed_result import SeedResult
-from tests.conftest import CONFIGS, SCENARIOS
+from tests.helpers import CONFIGS, SCENARIOS
 
-pytestmark = pytest.mark.conformance
+pytestmark = [pytest.mark.conformance, pytest.mark.ray]
 
 VIRTUAL_SEEDS = 20
 RAY_SEED = 0

@@ -22,7 +22,7 @@ from harness.results.run_folder import load_run
 from harness.results.statistics import by_strategy
 from harness.results.sweep_folder import SweepStore, load_sweep_results
 from harness.running.sweep_runner import run_seed
-from tests.conftest import CONFIGS
+from tests.helpers import CONFIGS
 
 WIDTHS = (80, 120)
 THRESHOLDS = ["optimistic.cv_median < 0.05", "*.p99_place_ms < 50", "cv < 0.5", "failed_frac==0"]

@@ -11,11 +11,12 @@ import pytest
 import harness.running.runner
 from harness.cli import main
 from harness.model.scheduling.ledgers import LEDGERS
-from tests.conftest import CONFIGS
+from tests.helpers import CONFIGS
 
 FAULTS = sorted(CONFIGS.glob("faults-*.toml"))
 
 
+@pytest.mark.slow  # in the fast tier the golden digests (invariants_ok among them) cover 2 seeds
 @pytest.mark.parametrize("path", FAULTS, ids=lambda p: p.stem)
 def test_every_strategy_runs_every_fault_scenario_clean(path, tmp_path) -> None:
     argv = ["run", str(path), "--seeds", "5", "--compare", ",".join(LEDGERS.builtins)]
@@ -52,6 +53,7 @@ def ray_engine(local_ray: None) -> Iterator[Kept]:
     engine.close()
 
 
+@pytest.mark.ray
 @pytest.mark.parametrize("path", FAULTS, ids=lambda p: p.stem)
 def test_every_fault_scenario_runs_clean_on_ray(path, tmp_path, ray_engine, monkeypatch) -> None:
     """Its own strategy, at a time scale that plays 30 s of model time in 1.5 s, on the

@@ -12,7 +12,7 @@ from harness.engines.virtual import VirtualEngine
 from harness.results.arrow_schemas import TABLES
 from harness.results.run_folder import PARTS, RunWriter, load_run
 from harness.running.runner import run
-from tests.conftest import CONFIGS, scenario
+from tests.helpers import CONFIGS, scenario
 
 
 def test_a_finished_run_has_one_compact_file_per_table_with_its_run_id(tmp_path):

@@ -10,7 +10,7 @@ from harness.model.cluster.node import Node, Outcome
 from harness.model.scheduling.ledgers import LEDGERS, make_ledger
 from harness.model.scheduling.scheduler import PlacementSpec, Scheduler, Step
 from harness.model.workload.request import CreateRequest, Shape
-from tests.conftest import registered
+from tests.helpers import registered
 
 
 def request(sandbox_id=1, vcpu=1.0, deadline=30.0):

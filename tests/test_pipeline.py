@@ -16,7 +16,7 @@ from harness.model.scheduling.placement import Scorer
 from harness.model.scheduling.scheduler import Scheduler
 from harness.model.workload.request import CreateRequest
 from harness.wiring.scenario import quiet_allowed, quiet_nodes
-from tests.conftest import CONFIGS, ask, registered, scenario
+from tests.helpers import CONFIGS, ask, registered, scenario
 
 CONFIG_HERD = CONFIGS / "seed-herd.toml"
 

@@ -13,7 +13,7 @@ from harness.model.scheduling.ledgers import make_ledger
 from harness.model.scheduling.placement.best_of_k import Reference, _Shuffle, sample
 from harness.model.scheduling.scheduler import PlacementSpec, Scheduler
 from harness.results.statistics import rank_shares
-from tests.conftest import ask, registered, scenario
+from tests.helpers import ask, registered, scenario
 
 
 def original_sample(draw, n, k, eligible):

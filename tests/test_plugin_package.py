@@ -11,10 +11,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import CONFIGS, ray_cluster
+from tests.helpers import CONFIGS, ray_cluster
 
 ROOT = CONFIGS.parent
 PACKAGE = ROOT / "examples" / "idle-first-plugin"
+pytestmark = (
+    pytest.mark.slow
+)  # pip installs the package, and every test runs `harness` in a subprocess
+
 PLUGINS = ["placement.scorers=['reference', 'idle_first=0.5']"]
 
 
@@ -45,7 +49,7 @@ def test_the_installed_plugins_are_listed(env) -> None:
     assert ["strategy", "optimistic_twice", "idle_first:OptimisticTwice"] in lines
 
 
-@pytest.mark.parametrize("engine", ["virtual", "ray"])
+@pytest.mark.parametrize("engine", ["virtual", pytest.param("ray", marks=pytest.mark.ray)])
 def test_the_plugins_run_on_both_engines(env, engine, tmp_path) -> None:
     """The strategy plugin counts each placement twice, so it places differently from the
     optimistic one it derives from; both runs use the installed scorer."""
@@ -85,6 +89,7 @@ def two_nodes(env, monkeypatch):
         yield cluster
 
 
+@pytest.mark.ray
 def test_a_sweep_on_a_two_node_cluster_uses_the_plugins(env, two_nodes, tmp_path) -> None:
     sweep = tmp_path / "sweep.toml"
     sweep.write_text(

@@ -7,18 +7,14 @@ import random
 
 import pytest
 
-from harness.config import Config, ConfigError
-from harness.engines.virtual import VirtualEngine
+from harness.config import ConfigError
 from harness.model.cluster.node import NodeInfo, Outcome
 from harness.model.cluster.pools import registrations
 from harness.model.scheduling.ledgers import make_ledger
 from harness.model.scheduling.scheduler import Scheduler
 from harness.model.workload.request import CreateRequest, Shape
 from harness.wiring import scenario as sc
-from tests.conftest import refused, scenario
-from tests.test_protocol import Sink
-
-GIB = 1024.0
+from tests.helpers import GIB, Sink, memory_in_use, memory_run, refused, scenario
 
 TWO_POOLS = {
     "pools": [
@@ -217,31 +213,6 @@ def test_the_eligibility_filters_cost_nothing_when_unused():
 
 
 # --- two pools and the memory filter in a run ------------------------------------------------
-
-
-def memory_run(strategy: str, engine: str = "virtual") -> Config:
-    """20 creates/s of 4 GiB for 10 s, never killed, onto a small pool (3 x 16 GiB) and a large
-    one (2 x 64 GiB): 200 creates, room for 3 x 4 + 2 x 16 = 44 at M = 1. Reports every 2 s."""
-    return scenario(
-        run={"duration_s": 10.0, "seeds": 1, "sample_interval_s": 0, "engine": engine},
-        cluster={
-            "pools": [
-                {"count": 3, "cpu_count": 16, "memory_mib": 16 * GIB},
-                {"count": 2, "cpu_count": 16, "memory_mib": 64 * GIB},
-            ]
-        },
-        heartbeat={"interval_s": 2.0},
-        placement={"strategy": strategy, "memory_overcommit": 1.0, "k": 2},
-        workload={"memory_mib": 4 * GIB, "lifetime_s": None},
-    )
-
-
-def memory_in_use(config: Config, seed: int = 0) -> tuple[list[float], list[float], int]:
-    """(allocated memory per node at the end, each node's M x total, creates placed)."""
-    result = VirtualEngine().run_seed(config, seed)
-    counts = result.nodes.column("sandboxes").to_pylist()
-    limits = [info.memory_mib for info in registrations(config.cluster)]
-    return [4 * GIB * n for n in counts], limits, result.summary["placed"]
 
 
 def test_the_memory_filter_holds_each_pool_to_m_times_its_memory_with_optimistic_accounting():

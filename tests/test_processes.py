@@ -5,7 +5,6 @@ no traceback, one line for a mistake (issue 12, findings 4 and 5)."""
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import signal
@@ -14,71 +13,20 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
-import ray  # noqa: F401  (puts the psutil that ships with Ray on the path)
 
 from harness.cli import main
 from harness.results.run_folder import RunWriter, load_run
-from tests.conftest import CONFIGS
+from tests.helpers import CONFIGS, Tree
 
-psutil = importlib.import_module("psutil")
-
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux processes")
+pytestmark = [
+    pytest.mark.slow,  # each test runs `harness` in a subprocess, most on Ray, some killed
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux processes"),
+]
 
 ENV = {**os.environ, "PYTHONPATH": str(CONFIGS.parent)}
 RAY = ["--engine", "ray", "--seeds", "1", "--quiet"]
-
-
-class Tree:
-    """The processes under `proc` (and their temp folders), listed every 50 ms while it runs:
-    after it has exited, `left()` is those still running."""
-
-    def __init__(self, proc: subprocess.Popen) -> None:
-        self.proc = proc
-        self.seen: dict[tuple[int, float], str] = {}
-        self.folders: set[Path] = set()
-        self._watch = threading.Thread(target=self._list, daemon=True)
-        self._watch.start()
-
-    def _list(self) -> None:
-        while self.proc.poll() is None:
-            try:
-                children = psutil.Process(self.proc.pid).children(recursive=True)
-            except psutil.Error:
-                return
-            for child in children:
-                try:
-                    self.seen[(child.pid, child.create_time())] = child.name()
-                    for arg in child.cmdline():
-                        if arg.startswith(("--temp-dir=", "--temp_dir=")):
-                            self.folders.add(Path(arg.split("=", 1)[1]))
-                except psutil.Error:
-                    pass
-            time.sleep(0.05)
-
-    def left(self, wait_s: float = 10.0) -> list[str]:
-        """Processes seen under it that still run (waiting up to `wait_s` for them to end),
-        and Ray temp folders left behind; each is killed or reported."""
-        self._watch.join(timeout=5)
-        deadline = time.time() + wait_s
-        while True:
-            alive = []
-            for (pid, created), name in self.seen.items():
-                try:
-                    p = psutil.Process(pid)
-                    if p.create_time() == created and p.status() != psutil.STATUS_ZOMBIE:
-                        alive.append((p, name))
-                except psutil.Error:
-                    pass
-            if not alive or time.time() > deadline:
-                break
-            time.sleep(0.2)
-        for p, _ in alive:  # do not leave them to the next test
-            p.kill()
-        private = [str(f) for f in self.folders if f.exists() and "harness-ray-" in str(f)]
-        return [f"{p.pid} {name}" for p, name in alive] + private
 
 
 def _start(args: list[str], env: dict[str, str] = ENV, **popen) -> tuple[subprocess.Popen, Tree]:
@@ -93,6 +41,7 @@ def _start(args: list[str], env: dict[str, str] = ENV, **popen) -> tuple[subproc
     return proc, Tree(proc)
 
 
+@pytest.mark.ray
 def test_a_virtual_run_and_a_sweep_leave_no_process(tmp_path):
     args = ["run", str(CONFIGS / "seed-herd.toml"), "--seeds", "2", "--quiet"]
     proc, tree = _start([*args, "--out", str(tmp_path / "run")])
@@ -110,6 +59,7 @@ def test_a_virtual_run_and_a_sweep_leave_no_process(tmp_path):
     assert tree.seen and tree.left() == []  # Ray's processes came and went
 
 
+@pytest.mark.ray
 def test_ctrl_c_just_after_the_results_exits_130_and_leaves_no_process(tmp_path):
     """Issue 12, finding 4: Ctrl-C (to the whole process group, as a terminal sends it) while
     the harness stops Ray at the end of a run left Ray's agents running, exit code 0 and a
@@ -128,6 +78,7 @@ def test_ctrl_c_just_after_the_results_exits_130_and_leaves_no_process(tmp_path)
     assert tree.left() == []
 
 
+@pytest.mark.ray
 def test_a_killed_driver_leaves_no_process(tmp_path):
     """kill -9 of `harness run`: Ray's GCS, raylet and workers share its fate, but its
     dashboard and runtime-env agents would run on for ever."""
@@ -144,6 +95,7 @@ def test_a_killed_driver_leaves_no_process(tmp_path):
     assert json.loads((out / "run.json").read_text())["completed"] is False
 
 
+@pytest.mark.ray
 def test_a_killed_raylet_ends_the_run_with_partial_results_and_leaves_no_process(tmp_path):
     """Ray's GCS finds a dead raylet by health checks, every 3 s, dead after 5 failures: the
     driver learns of it 15 s after the kill. Every 0.5 s here: a check of a live raylet still

@@ -18,7 +18,7 @@ from harness.engines.virtual import VirtualEngine
 from harness.model.scheduling.ledgers.optimistic import OptimisticLedger
 from harness.results.seed_result import SeedResult
 from harness.results.statistics import cv_shift
-from tests.conftest import CONFIGS, SCENARIOS
+from tests.helpers import CONFIGS, SCENARIOS, beyond_in_flight
 
 TOL = 1e-9
 
@@ -35,15 +35,6 @@ def _timeline(results: list[SeedResult]) -> pd.DataFrame:
     return pd.concat([r.timeline.to_pandas() for r in results], ignore_index=True)
 
 
-def _beyond_in_flight(tl: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    """(over-count, under-count) per sample beyond the vCPUs of the replica's own calls in
-    flight, both >= 0."""
-    slack = tl["in_progress_cpu"] + tl["kill_in_progress_cpu"]
-    over = (tl["cpu_error"] - slack).clip(lower=0)
-    under = (-tl["cpu_error"] - slack).clip(lower=0)
-    return over, under
-
-
 def _cv_shift(base: list[SeedResult], other: list[SeedResult]) -> tuple[float, float, float]:
     """(mean, lo, hi) of the per-seed CV difference other - base, paired by seed even when
     the two ran different strategies."""
@@ -57,7 +48,7 @@ def _cv_shift(base: list[SeedResult], other: list[SeedResult]) -> tuple[float, f
 
 def test_optimistic_double_counts_on_churn_with_report_delay() -> None:
     results = _runs(_config("churn", "optimistic"), 3)
-    over, _ = _beyond_in_flight(_timeline(results))
+    over, _ = beyond_in_flight(_timeline(results))
     assert max(r.summary["err_over_max"] for r in results) > 0
     assert over.max() >= 2.0  # at least one whole sandbox counted twice
 
@@ -66,7 +57,7 @@ def test_double_count_scenario_isolates_the_add_after_the_rpc() -> None:
     """Nothing is killed there and reports arrive faster than the create RPC: only the
     merged fix double counts; the two thorough fixes never exceed their calls in flight."""
     over = {
-        s: _beyond_in_flight(_timeline(_runs(_config("race-double-count", s), 4)))[0]
+        s: beyond_in_flight(_timeline(_runs(_config("race-double-count", s), 4)))[0]
         for s in ("optimistic", "sync_response", "reconcile")
     }
     assert (over["optimistic"] > 0).mean() > 0.02
@@ -75,20 +66,21 @@ def test_double_count_scenario_isolates_the_add_after_the_rpc() -> None:
 
 def test_pre_rpc_under_counts_on_churn_with_report_delay() -> None:
     results = _runs(_config("churn", "optimistic_pre_rpc"), 3)
-    _, under = _beyond_in_flight(_timeline(results))
+    _, under = beyond_in_flight(_timeline(results))
     assert max(r.summary["err_under_max"] for r in results) > 0
     assert under.max() >= 2.0  # at least one whole sandbox erased
 
 
 def test_adding_before_the_rpc_erases_more_than_after_it() -> None:
     share = {
-        s: (_beyond_in_flight(_timeline(_runs(_config("race-erase", s), 4)))[1] > 0).mean()
+        s: (beyond_in_flight(_timeline(_runs(_config("race-erase", s), 4)))[1] > 0).mean()
         for s in ("optimistic", "optimistic_pre_rpc", "reconcile")
     }
     assert share["optimistic_pre_rpc"] > 1.3 * share["optimistic"] > 0
     assert share["reconcile"] == 0
 
 
+@pytest.mark.slow  # a paired CV shift over 5 seeds of two strategies
 def test_add_only_over_count_grows_between_reports_and_skews_load() -> None:
     # Aligned reports (every 20 s, delivered 50 ms later) so "time since the last report" is t.
     config = _config("churn", "optimistic_add_only", "heartbeat.phase=aligned")
@@ -119,7 +111,7 @@ def test_one_replica_errs_only_by_its_calls_in_flight(strategy: str, scenario: s
 def test_the_in_flight_bound_catches_the_merged_fix() -> None:
     """The same check fails for `optimistic`, so it has teeth."""
     config = _config("churn", "optimistic", "run.duration_s=30", "run.sample_interval_s=0.01")
-    over, under = _beyond_in_flight(_timeline(_runs(config, 2)))
+    over, under = beyond_in_flight(_timeline(_runs(config, 2)))
     assert over.max() > 0 or under.max() > 0
 
 
@@ -132,6 +124,7 @@ measured on every shipped scenario, at most 0.012 in CV and under 10% of optimis
 That is the tolerance: a mean worsening beyond it puts the whole interval above 0."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "path",
     SCENARIOS,
@@ -153,6 +146,7 @@ def test_reconcile_cv_is_no_worse_than_optimistic(path: Path) -> None:
     assert lo <= 0, f"reconcile worse by {mean:.4f} [{lo:.4f}, {hi:.4f}] over {seeds} seeds"
 
 
+@pytest.mark.slow
 def test_every_replica_hears_every_report_and_optimistic_degrades_with_replicas() -> None:
     four = _runs(_config("replicas", "optimistic"), 6)
     tl = _timeline(four)

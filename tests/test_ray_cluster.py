@@ -9,7 +9,9 @@ from actors.engine import ActorSet
 from harness.cli import main
 from harness.results.run_folder import load_run
 from harness.running.ray_setup import plugin_sources
-from tests.conftest import CONFIGS, ray_cluster, scenario
+from tests.helpers import CONFIGS, ray_cluster, scenario
+
+pytestmark = pytest.mark.ray
 
 NODES = 3
 

@@ -23,12 +23,11 @@ from harness.results import percentiles as sketch
 from harness.results.arrow_schemas import TABLES
 from harness.results.run_folder import load_run
 from harness.wiring.scenario import nodes as nodes_at_start
-from tests.conftest import CONFIGS, scenario
-from tests.test_pools import GIB, memory_in_use, memory_run
+from tests.helpers import CONFIGS, GIB, beyond_in_flight, memory_in_use, memory_run, scenario
 
 DASHBOARD_PORT = 8265
 
-pytestmark = pytest.mark.usefixtures("local_ray")  # the embedded Ray the tests share
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]  # the Ray the tests share
 
 
 def test_embedded_ray_is_on_loopback_and_sized_to_the_machine():
@@ -303,13 +302,6 @@ def test_unreachable_address_is_a_one_line_error_with_exit_code_2(tmp_path, caps
     assert not out.exists()
 
 
-def _beyond_in_flight(timeline) -> tuple[float, float]:
-    """Share of node-time under-counted, and over-counted, by more than the calls in flight."""
-    under = -timeline["cpu_error"] - timeline["in_progress_cpu"]
-    over = timeline["cpu_error"] - timeline["kill_in_progress_cpu"]
-    return float((under > 1e-9).mean()), float((over > 1e-9).mean())
-
-
 def test_the_erase_race_has_the_same_sign_on_ray_as_in_virtual_time():
     """race-erase: adding before the RPC lets older reports erase the add. Both engines must
     find the scheduler under-counting beyond its calls in flight, and rarely over-counting."""
@@ -320,7 +312,8 @@ def test_the_erase_race_has_the_same_sign_on_ray_as_in_virtual_time():
     shares = {}
     for engine in ("virtual", "ray"):
         result = get_engine(engine).run_seed(config.with_value("run.engine", engine), seed=0)
-        shares[engine] = _beyond_in_flight(result.timeline.to_pandas())
+        over, under = beyond_in_flight(result.timeline.to_pandas())
+        shares[engine] = float((under > 1e-9).mean()), float((over > 1e-9).mean())
     for engine, (under, over) in shares.items():
         assert under > 0.2, (engine, shares)
         assert over < under / 4, (engine, shares)

@@ -21,15 +21,13 @@ from harness.config import load
 from harness.engines import EngineError
 from harness.results.run_folder import load_run
 from harness.running.runner import run
-from tests.conftest import CONFIGS
-from tests.test_faults import EXPECT, FAULT_CONFIGS
-from tests.test_processes import Tree
+from tests.helpers import CONFIGS, EXPECT, FAULT_CONFIGS, Tree
 
 FAST = {"run.time_scale": 0.1, "run.sample_interval_s": 0.0, "run.engine": "ray"}
 SCALE = {"faults-slow-node": 0.15}
 """Slower where latencies are compared: engine overhead in model time grows as 1 / scale."""
 
-pytestmark = pytest.mark.usefixtures("local_ray")
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
 
 
 @pytest.fixture(scope="module")

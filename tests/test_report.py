@@ -24,7 +24,7 @@ from harness.cli import main
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.presentation import plots
 from harness.presentation.html_report import _beats, write_report
-from tests.conftest import CONFIGS, scenario
+from tests.helpers import CONFIGS, scenario
 
 IMAGE = re.compile(r'<img alt="([^"]*)" src="data:image/png;base64,([^"]+)">')
 
@@ -123,6 +123,7 @@ def test_a_run_that_places_nothing_still_gets_its_report(tmp_path):
     assert "placement latency" in (out / "report.html").read_text()
 
 
+@pytest.mark.ray
 def test_sweep_report_has_the_curve_against_the_swept_key(heartbeat_report):
     page = heartbeat_report.read_text()
     _self_contained(page)
@@ -134,6 +135,7 @@ def test_sweep_report_has_the_curve_against_the_swept_key(heartbeat_report):
     assert len(meta["cells"]) == 7 * len(LEDGERS)
 
 
+@pytest.mark.ray
 def test_two_swept_keys_give_heat_maps(local_ray, tmp_path):
     path = tmp_path / "two.toml"
     path.write_text(
@@ -170,7 +172,10 @@ window.addEventListener("load", () => {
 
 
 @pytest.mark.skipif(_browser() is None, reason="no Chromium installed (apt-get install chromium)")
-@pytest.mark.parametrize("which", ["run_report", "heartbeat_report"])
+@pytest.mark.slow  # a browser started for each
+@pytest.mark.parametrize(
+    "which", ["run_report", pytest.param("heartbeat_report", marks=pytest.mark.ray)]
+)
 def test_reports_open_in_chromium(which, request, tmp_path):
     """The page loads without errors, the browser decodes every image (the latency and
     throughput charts among them) at its full size, and nothing sticks out to the right of

@@ -20,7 +20,7 @@ from harness.config.sweep_file import load_sweep
 from harness.results import run_folder as run_store
 from harness.results.run_folder import ResultsError, RunWriter, load_run
 from harness.results.sweep_folder import SweepStore
-from tests.conftest import CONFIGS
+from tests.helpers import CONFIGS
 
 HERD = str(CONFIGS / "seed-herd.toml")
 SHORT = ["--seeds", "1", "--set", "run.duration_s=2", "--quiet"]

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 
 from harness.cli import main
 from harness.results.arrow_schemas import TABLES
-from tests.conftest import CONFIGS
+from tests.helpers import CONFIGS
 
 
 def test_the_folder_is_named_by_the_run_id_every_table_carries(tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ import pytest
 from harness.cli import main
 from harness.results.run_folder import load_run
 from harness.results.statistics import by_strategy, flat, in_flight_at_once
-from tests.conftest import CONFIGS
+from tests.helpers import CONFIGS
 
 EQUAL = (
     "in_progress equals stale to every digit in all 2 seeds: creates in flight at once: 0, so "

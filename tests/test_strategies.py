@@ -6,12 +6,14 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+from importlib.metadata import EntryPoint, EntryPoints
 
 import pandas as pd
 import pyarrow as pa
 import pytest
 
 from harness.config import ConfigError, from_dict, load
+from harness.model import registry
 from harness.model.cluster.node import Node, Outcome
 from harness.model.recording import TIMELINE_COLUMNS
 from harness.model.scheduling.ledger import LedgerOptions
@@ -21,7 +23,7 @@ from harness.results.arrow_schemas import TIMELINE, table
 from harness.results.invariants import InvariantError
 from harness.results.statistics import accounting_error, cv_shift
 from harness.running.runner import run
-from tests.conftest import CONFIGS
+from tests.helpers import CONFIGS
 
 
 def _req(sandbox_id: int, node: int = 0, vcpu: float = 2.0) -> CreateRequest:
@@ -71,6 +73,19 @@ def test_registry_has_every_strategy_by_name() -> None:
         "reconcile",
     }
     assert all(name == cls.name for name, cls in LEDGERS.items())
+
+
+def test_an_installed_strategy_is_listed_after_the_built_ins_and_found_by_name(monkeypatch):
+    """The example package's entry point, registered here as if it were installed: its name
+    is listed (`--compare`, `harness plugins`) and resolves to its class. The rest of the suite
+    sees built-ins only (tests/conftest.py)."""
+    monkeypatch.syspath_prepend(str(CONFIGS.parent / "examples" / "idle-first-plugin" / "src"))
+    installed = EntryPoint("optimistic_twice", "idle_first:OptimisticTwice", LEDGERS.group)
+    found = {LEDGERS.group: EntryPoints([installed])}
+    monkeypatch.setattr(registry, "entry_points", lambda group: found.get(group, EntryPoints()))
+    assert list(LEDGERS) == [*LEDGERS.builtins, "optimistic_twice"]
+    twice = LEDGERS["optimistic_twice"]
+    assert twice.__name__ == "OptimisticTwice" and twice.name == "optimistic_twice"
 
 
 @pytest.mark.parametrize("name", sorted(LEDGERS))

@@ -19,7 +19,7 @@ from harness.results.run_folder import ResultsError
 from harness.results.sweep_folder import SweepStore, load_sweep_results, read_cells
 from harness.running.ray_setup import stop_ray
 from harness.running.sweep_runner import run_sweep
-from tests.conftest import CONFIGS
+from tests.helpers import CONFIGS
 
 FAILING_CPU_COUNT = 13  # the fault injected into Ray workers hits seed 1 of these cells
 
@@ -176,6 +176,7 @@ def _everything(out: Path) -> dict[str, pd.DataFrame]:
     }
 
 
+@pytest.mark.ray
 def test_interrupted_sweep_resumes_to_the_same_results(ray_instance, tmp_path):
     sweep = load_sweep(_sweep_file(tmp_path, GRID))
     full, part = tmp_path / "full", tmp_path / "part"
@@ -218,6 +219,7 @@ def test_interrupted_sweep_resumes_to_the_same_results(ray_instance, tmp_path):
         pd.testing.assert_frame_equal(got[name], expected[name], check_categorical=False)
 
 
+@pytest.mark.ray
 def test_a_cell_that_raises_is_recorded_and_the_rest_complete(ray_instance, tmp_path):
     sweep = load_sweep(
         _sweep_file(tmp_path, f'"cluster.cpu_count" = [64, {FAILING_CPU_COUNT}, 192]')
@@ -238,6 +240,7 @@ def test_a_cell_that_raises_is_recorded_and_the_rest_complete(ray_instance, tmp_
     assert (summary.groupby("cell").size() == len(sweep.seeds)).all()
 
 
+@pytest.mark.ray
 def test_the_exit_code_says_whether_a_cell_or_a_threshold_failed(ray_instance, tmp_path, capsys):
     path, out = _sweep_file(tmp_path, '"placement.strategy" = ["stale", "optimistic"]'), tmp_path
     passing = ["--threshold", "optimistic.cv_max < 0.5"]
@@ -262,6 +265,7 @@ def test_the_exit_code_says_whether_a_cell_or_a_threshold_failed(ray_instance, t
     assert capsys.readouterr().err == "harness: 1 of 2 cells failed\n"
 
 
+@pytest.mark.ray
 def test_sweep_tables_carry_the_run_id_and_the_swept_keys_in_compact_files(ray_instance, tmp_path):
     """`pd.read_parquet` on a table's folder gives every swept key as a column, with one type
     over all cells (the grid mixes 1 and 2.5), and each cell's partition is one compact file."""

@@ -12,7 +12,7 @@ import pytest
 from harness.cli import THRESHOLD_FAILED, main
 from harness.config import ConfigError, from_dict, load
 from harness.results.thresholds import ThresholdError, evaluate, parse
-from tests.conftest import CONFIGS
+from tests.helpers import CONFIGS
 
 HERD = str(CONFIGS / "seed-herd.toml")
 

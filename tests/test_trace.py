@@ -22,9 +22,8 @@ from harness.config.trace_file import TraceError, rows
 from harness.engines.virtual import VirtualEngine
 from harness.model.protocol import Kind
 from harness.model.random_streams import stream
-from tests.conftest import CONFIGS, scenario
-from tests.test_protocol import Sink
-from tests.test_protocol import sc as wiring
+from harness.wiring import scenario as wiring
+from tests.helpers import CONFIGS, Sink, scenario
 
 REPLAY = CONFIGS / "trace-replay.toml"
 SYNTHETIC = CONFIGS / "traces" / "synthetic.csv"

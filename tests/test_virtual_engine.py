@@ -17,7 +17,7 @@ from harness.engines.virtual import VirtualEngine
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.results.arrow_schemas import TABLES
 from harness.running.runner import run
-from tests.conftest import CONFIGS, scenario
+from tests.helpers import CONFIGS, heavy, scenario, tiered
 
 # A scenario that reaches every path: churn, full nodes, retries, kills, staggered reports.
 TIGHT = {
@@ -69,18 +69,20 @@ def test_the_same_seed_gives_identical_parquet_and_other_seeds_differ(tmp_path):
 
 
 QUIET = [
-    ("churn.toml", []),
-    ("faults-crash.toml", ["heartbeat.phase=staggered", "heartbeat.delay_ms=300"]),
-    ("replicas.toml", ["heartbeat.interval_s=3"]),
+    ("churn", []),
+    ("faults-crash", ["heartbeat.phase=staggered", "heartbeat.delay_ms=300"]),
+    ("replicas", ["heartbeat.interval_s=3"]),
 ]
 
 
-@pytest.mark.parametrize(("name", "changes"), QUIET, ids=[q[0] for q in QUIET])
+@pytest.mark.parametrize(
+    ("name", "changes"), [pytest.param(*q, marks=heavy(q[0]), id=q[0]) for q in QUIET]
+)
 def test_quiet_nodes_give_the_same_tables_as_reporting_every_beat(tmp_path, name, changes):
     """Nodes skip the reports that would change nothing (`scenario.quiet_nodes`), for every
     strategy that ignores them: every table is what it is when every node reports on every beat.
     Staggered phases, crashes and comebacks, a delivery delay, four replicas, short intervals."""
-    config = load(CONFIGS / name, ["run.seeds=2", *changes])
+    config = load(CONFIGS / f"{name}.toml", ["run.seeds=2", *changes])
     strategies = [s for s in LEDGERS.builtins if LEDGERS[s].ignores_unchanged_reports()]
     assert sorted(strategies) == ["in_progress", "stale", "ttl"]
     quiet = tables_of(
@@ -123,12 +125,15 @@ def test_invariants_hold_under_pressure(strategy, too_many_starting):
     assert np.allclose(nodes["cpu_allocated"], expected)
 
 
-@pytest.mark.parametrize("config_name", ["churn", "faults-crash", "replicas", "trace-replay"])
-def test_a_seed_leaves_no_reference_cycles(config_name):
+@pytest.mark.parametrize(
+    "path",
+    tiered([CONFIGS / f"{n}.toml" for n in ("churn", "faults-crash", "replicas", "trace-replay")]),
+)
+def test_a_seed_leaves_no_reference_cycles(path):
     """The engine runs a seed with the cyclic collector off (`_no_cycle_collection`); that is
     only free if the model, every strategy and every fault path included, makes no cycles:
     after a seed the collector finds nothing to free."""
-    config = load(CONFIGS / f"{config_name}.toml")
+    config = load(path)
     gc.collect()
     for strategy in LEDGERS.builtins:
         gc.disable()

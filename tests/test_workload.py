@@ -23,8 +23,7 @@ from harness.model.random_streams import stream
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.lifetimes import LIFETIMES, lifetime
 from harness.model.workload.templates import SandboxSpec, Templates, WorkloadSpec
-from tests.conftest import refused, scenario
-from tests.test_protocol import clients, open_loop
+from tests.helpers import clients, open_loop, refused, scenario
 
 KS_999 = 1.95
 """Kolmogorov-Smirnov: sqrt(n) D exceeds 1.95 with probability 0.001 for a correct CDF."""
