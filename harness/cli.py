@@ -20,7 +20,7 @@ from harness.config.sweep_file import load_sweep
 from harness.engines import ENGINES, EngineError
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
-from harness.model.scheduling.placement.framework import plugin_catalogue
+from harness.model.catalogue import catalogue
 from harness.presentation.terminal import LazyProgress, SweepBar, print_keys, print_run, print_sweep
 from harness.results.invariants import InvariantError
 from harness.results.run_folder import ResultsError, load_run
@@ -231,7 +231,8 @@ def _writable_name(out: Path) -> Path:
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     config, strategies = run_config(args)
     if not args.force:
-        on_a_cluster = config.run.engine == "ray" and _ray_address(config.ray.address)
+        on_ray = ENGINES[config.run.engine].on_ray
+        on_a_cluster = on_ray and _ray_address(config.ray.address)
         check_run(config, len(strategies), this_machine(), remote=on_a_cluster)
     out = _writable_name(args.out or default_out_dir(config))
     progress = None if args.quiet else LazyProgress(config.run.name)
@@ -327,7 +328,7 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 def _cmd_plugins(args: argparse.Namespace, console: Console) -> int:
     """One line per plugin: its kind, its name, and where it comes from."""
-    for kind, name, source in plugin_catalogue():
+    for kind, name, source in catalogue(ENGINES):
         print(f"{kind:<10} {name:<20} {source}")
     return 0
 

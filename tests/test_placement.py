@@ -10,7 +10,8 @@ import pytest
 
 from harness.engines.virtual import VirtualEngine
 from harness.model.scheduling.ledgers import make_ledger
-from harness.model.scheduling.placement.best_of_k import Reference, _Shuffle, sample
+from harness.model.scheduling.placement.samplers.best_of_k import _Shuffle, sample
+from harness.model.scheduling.placement.scorers.reference import Reference
 from harness.model.scheduling.scheduler import PlacementSpec, Scheduler
 from harness.results.statistics import rank_shares
 from tests.conftest import ask, registered, scenario

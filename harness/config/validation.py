@@ -18,7 +18,8 @@ from harness.model.cluster.faults import FAULT_KINDS, FaultSpec, SlowNodes
 from harness.model.cluster.pools import SINGLE_POOL_KEYS, ClusterSpec, PoolSpec
 from harness.model.registry import RegistryError
 from harness.model.scheduling.placement import PluginError, resolve
-from harness.model.scheduling.placement.framework import ALGORITHMS, parse_weighted
+from harness.model.scheduling.placement.algorithms import ALGORITHMS
+from harness.model.scheduling.placement.registries import parse_weighted
 from harness.model.scheduling.scheduler import PlacementSpec
 from harness.model.tunables import choice_names
 from harness.model.workload.arrivals import ARRIVALS

@@ -17,7 +17,7 @@ from typing import Any
 
 from harness import COMPILED
 from harness.config import Config
-from harness.engines import Progress
+from harness.engines import Engine, Progress
 from harness.model.event_queue import VirtualClock
 from harness.model.native_event_queue import NativeClock
 from harness.model.protocol import IS_TIMER, KINDS, PARTY, Party, Recipient
@@ -106,7 +106,9 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-class VirtualEngine:
+class VirtualEngine(Engine):
+    """Every party in this process, on one event queue, as fast as it goes."""
+
     name = "virtual"
 
     def prepare(self, config: Config, strategies: Sequence[str]) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.config import Config, ConfigError, RayConfig
+from harness.engines import ENGINES
 from harness.model.workload.arrivals import ARRIVALS
 from harness.wiring.demand_estimate import demand
 
@@ -304,7 +305,7 @@ def check_run(config: Config, strategies: int, machine: Machine, remote: bool) -
     runs = config.run.seeds * strategies
     how = f"{runs} seeds" if strategies == 1 else f"{runs} seeds of {strategies} strategies"
     seeds_key = {"run.seeds": _up(config.run.seeds, _D.run.seeds)}
-    if config.run.engine == "virtual":
+    if not ENGINES[config.run.engine].on_ray:
         _refuse_memory(sum(map(_memory, terms)), terms, machine, "one seed", _memory)
         worst = max(terms, key=lambda t: t.seconds)
         _refuse_time(sum(t.seconds for t in terms) * runs, worst, how, seeds_key)

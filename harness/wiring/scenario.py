@@ -22,7 +22,7 @@ from harness.model.protocol.replica_party import ReplicaHost
 from harness.model.random_streams import stream
 from harness.model.scheduling.ledger import LedgerOptions
 from harness.model.scheduling.ledgers import LEDGERS, make_ledger
-from harness.model.scheduling.placement.framework import Parts
+from harness.model.scheduling.placement.pipeline import Parts
 from harness.model.scheduling.scheduler import Scheduler
 from harness.wiring.demand_estimate import demand
 

@@ -86,7 +86,8 @@ class Ledger:
 
     name: ClassVar[str] = ""
     counts_in_progress: ClassVar[bool] = True
-    """Whether vCPUs of creates still in flight are added to the score's `reserved`."""
+    """Whether vCPUs of creates still in flight count as taken
+    (`harness.model.scheduling.replica_state.ReplicaState.reserved`)."""
     wants_sandbox_ids: ClassVar[bool] = False
     """Whether reports must list the node's sandbox IDs for this strategy."""
     wants_response_report: ClassVar[bool] = False
@@ -106,8 +107,6 @@ class Ledger:
         self.checks_seq = self.drops_old_reports
         """`drops_old_reports`, read once: compiled, a class attribute is a lookup on the type
         for every report."""
-        self.counts_pending = self.counts_in_progress
-        """`counts_in_progress`, read once (the score reads it for every create)."""
 
     @classmethod
     def ignores_unchanged_reports(cls) -> bool:

@@ -1,34 +1,13 @@
-"""Registries of placement plugins, algorithms as named pipelines, and the pipeline that runs a
-choice."""
+"""The pipeline that runs one replica's choice: its parts resolved once from the `[placement]`
+keys (`Parts`), then, for every create, sample with the filters that apply, score, select."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harness.model.registry import Registry, RegistryError
-from harness.model.scheduling.ledgers import LEDGERS
-from harness.model.scheduling.placement.affinity import CacheAffinity
-from harness.model.scheduling.placement.best_of_k import BestOfK, EveryNode, Lowest, Reference
-from harness.model.scheduling.placement.designs import (
-    BinPack,
-    Constant,
-    CpuUsage,
-    Fits,
-    LeastBusyQuirk,
-    OneAtRandom,
-    RoundRobin,
-    StartingCap,
-    TwoChoices,
-)
-from harness.model.scheduling.placement.filters import (
-    CpuFamily,
-    CpuFits,
-    Excluded,
-    MemoryOvercommit,
-    RequiredLabels,
-    TooManyStarting,
-)
+from harness.model.scheduling.placement.algorithms import ALGORITHMS
+from harness.model.scheduling.placement.filters.too_many_starting import TooManyStarting
 from harness.model.scheduling.placement.plugin import (
     Eligible,
     Filter,
@@ -37,95 +16,12 @@ from harness.model.scheduling.placement.plugin import (
     Scorer,
     Selector,
 )
+from harness.model.scheduling.placement.registries import parse_weighted, resolve
 
 if TYPE_CHECKING:
     from harness.model.scheduling.placement.placement_keys import PlacementSpec
-    from harness.model.scheduling.scheduler import Scheduler
+    from harness.model.scheduling.replica_state import ReplicaState
     from harness.model.workload.request import CreateRequest, Shape
-
-SAMPLERS = Registry(
-    "samplers", "sampler", Sampler, (BestOfK, EveryNode, OneAtRandom, TwoChoices, RoundRobin)
-)
-FILTERS = Registry(
-    "filters",
-    "filter",
-    Filter,
-    (
-        Excluded,
-        TooManyStarting,
-        CpuFits,
-        MemoryOvercommit,
-        RequiredLabels,
-        CpuFamily,
-        StartingCap,
-        Fits,
-    ),
-)
-SCORERS = Registry(
-    "scorers", "scorer", Scorer, (Reference, CpuUsage, BinPack, Constant, CacheAffinity)
-)
-SELECTORS = Registry("selectors", "selector", Selector, (Lowest, LeastBusyQuirk))
-REGISTRIES = {r.axis: r for r in (SAMPLERS, FILTERS, SCORERS, SELECTORS)}
-"""The placement extension points by axis (the name of their config key)."""
-
-PluginError = RegistryError
-
-
-def plugin_catalogue() -> list[tuple[str, str, str]]:
-    """(kind, name, source) of every placement plugin, algorithm and ledger strategy: built
-    in ("harness") or installed (its entry point)."""
-    rows = [("algorithm", name, "harness") for name in ALGORITHMS]
-    for registry in (*REGISTRIES.values(), LEDGERS):
-        kind = registry.one
-        rows += [(kind, name, "harness") for name in registry.builtins]
-        rows += [(kind, name, path) for name, path in registry.installed().items()]
-    return rows
-
-
-def resolve(kind: str, ref: str) -> type:
-    """The plugin class of axis `kind` that `ref` names (see `harness.model.registry`)."""
-    return REGISTRIES[kind].resolve(ref)
-
-
-@dataclass(frozen=True)
-class Algorithm:
-    """A named pipeline: what `placement.algorithm` picks unless the config lists plugins."""
-
-    sampler: str
-    filters: tuple[str, ...]
-    scorers: tuple[tuple[str, float], ...]
-    selector: str = "lowest"
-
-
-ELIGIBLE = ("memory_overcommit", "labels", "cpu_family")
-"""Upstream's eligibility beyond the CPU: every algorithm keeps to it. Each costs nothing unless
-used: `memory_overcommit` is dropped with M = 0, `labels` and `cpu_family` skip a request that
-requires neither."""
-BEST_OF_K_FILTERS = ("excluded", "too_many_starting", "cpu_fits", *ELIGIBLE)
-LEAST_BUSY_FILTERS = ("excluded", "starting_cap", "cpu_fits", *ELIGIBLE)
-ALGORITHMS = {
-    "best_of_k": Algorithm("best_of_k", BEST_OF_K_FILTERS, (("reference", 1.0),)),
-    "power_of_two": Algorithm("two_choices", BEST_OF_K_FILTERS, (("reference", 1.0),)),
-    "random": Algorithm("one_at_random", BEST_OF_K_FILTERS, (("constant", 1.0),)),
-    "round_robin": Algorithm("round_robin", BEST_OF_K_FILTERS, (("constant", 1.0),)),
-    "bin_pack": Algorithm("every_node", (*BEST_OF_K_FILTERS, "fits"), (("bin_pack", 1.0),)),
-    "least_busy": Algorithm(
-        "every_node", LEAST_BUSY_FILTERS, (("cpu_usage", 1.0),), "least_busy_quirk"
-    ),
-    "least_busy_corrected": Algorithm("every_node", LEAST_BUSY_FILTERS, (("cpu_usage", 1.0),)),
-}
-"""Algorithms by name."""
-
-
-def parse_weighted(entry: str) -> tuple[str, float]:
-    """ "name" or "name=weight" -> (name, weight); PluginError if the weight is not a number."""
-    name, sep, weight = entry.rpartition("=")
-    if not sep:
-        return entry, 1.0
-    try:
-        return name, float(weight)
-    except ValueError:
-        raise PluginError(f"{entry!r}: the weight after = must be a number") from None
 
 
 @dataclass(frozen=True)
@@ -142,9 +38,12 @@ class Parts:
     def of(cls, rules: PlacementSpec) -> Parts:
         algorithm = ALGORITHMS[rules.algorithm]
         weighted = [parse_weighted(s) for s in rules.scorers] or algorithm.scorers
+        filters = [resolve("filters", f) for f in rules.filters or algorithm.filters]
+        if rules.too_many_starting:  # upstream's flag: the filter in any pipeline
+            filters.append(TooManyStarting)
         return cls(
             resolve("samplers", rules.sampler or algorithm.sampler),
-            [resolve("filters", f) for f in rules.filters or algorithm.filters],
+            list(dict.fromkeys(filters)),  # each once, whatever name listed it
             [(resolve("scorers", name), weight) for name, weight in weighted],
             resolve("selectors", rules.selector or algorithm.selector),
         )
@@ -195,7 +94,7 @@ class Pipeline:
         self.scorer: Scorer | None = self.scorers[0][0] if single else None
 
     def _weighted(
-        self, scheduler: Scheduler, candidates: list[int], req: CreateRequest, now: float
+        self, scheduler: ReplicaState, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         scores = [0.0] * len(candidates)
         for scorer, weight in self.scorers:
@@ -203,7 +102,7 @@ class Pipeline:
             scores = [s + weight * p for s, p in zip(scores, part, strict=True)]
         return scores
 
-    def eligible(self, scheduler: Scheduler, req: CreateRequest, now: float) -> Eligible | None:
+    def eligible(self, scheduler: ReplicaState, req: CreateRequest, now: float) -> Eligible | None:
         """The test a candidate must pass for this request; None when no filter applies."""
         shape = req.shape
         if shape is not self.shape:  # a shape's own filters, asked once per shape
@@ -220,10 +119,10 @@ class Pipeline:
             return lambda node: passes(scheduler, node, req, now)
         return lambda node: all(f.passes(scheduler, node, req, now) for f in active)
 
-    def sample(self, scheduler: Scheduler, eligible: Eligible | None) -> list[int]:
+    def sample(self, scheduler: ReplicaState, eligible: Eligible | None) -> list[int]:
         return self.sampler.sample(scheduler, eligible)
 
-    def choose(self, scheduler: Scheduler, req: CreateRequest, now: float) -> int | None:
+    def choose(self, scheduler: ReplicaState, req: CreateRequest, now: float) -> int | None:
         eligible = self.eligible(scheduler, req, now) if self.filters else None
         candidates = self.sampler.sample(scheduler, eligible)
         scorer = self.scorer

@@ -1,0 +1,60 @@
+"""The registries of placement plugins, one per extension point, and how a config names one
+("name", "name=weight" for a scorer, or "module:Class")."""
+
+from __future__ import annotations
+
+from harness.model.registry import Registry, RegistryError
+from harness.model.scheduling.placement.filters.cpu_family import CpuFamily
+from harness.model.scheduling.placement.filters.cpu_fits import CpuFits
+from harness.model.scheduling.placement.filters.excluded import Excluded
+from harness.model.scheduling.placement.filters.fits import Fits
+from harness.model.scheduling.placement.filters.labels import RequiredLabels
+from harness.model.scheduling.placement.filters.memory_overcommit import MemoryOvercommit
+from harness.model.scheduling.placement.filters.too_many_starting import TooManyStarting
+from harness.model.scheduling.placement.plugin import Filter, Sampler, Scorer, Selector
+from harness.model.scheduling.placement.samplers.best_of_k import BestOfK
+from harness.model.scheduling.placement.samplers.every_node import EveryNode
+from harness.model.scheduling.placement.samplers.one_at_random import OneAtRandom
+from harness.model.scheduling.placement.samplers.round_robin import RoundRobin
+from harness.model.scheduling.placement.samplers.two_choices import TwoChoices
+from harness.model.scheduling.placement.scorers.bin_pack import BinPack
+from harness.model.scheduling.placement.scorers.cache_affinity import CacheAffinity
+from harness.model.scheduling.placement.scorers.constant import Constant
+from harness.model.scheduling.placement.scorers.cpu_usage import CpuUsage
+from harness.model.scheduling.placement.scorers.reference import Reference
+from harness.model.scheduling.placement.selectors.least_busy_quirk import LeastBusyQuirk
+from harness.model.scheduling.placement.selectors.lowest import Lowest
+
+SAMPLERS = Registry(
+    "samplers", "sampler", Sampler, (BestOfK, EveryNode, OneAtRandom, TwoChoices, RoundRobin)
+)
+FILTERS = Registry(
+    "filters",
+    "filter",
+    Filter,
+    (Excluded, TooManyStarting, CpuFits, MemoryOvercommit, RequiredLabels, CpuFamily, Fits),
+)
+SCORERS = Registry(
+    "scorers", "scorer", Scorer, (Reference, CpuUsage, BinPack, Constant, CacheAffinity)
+)
+SELECTORS = Registry("selectors", "selector", Selector, (Lowest, LeastBusyQuirk))
+REGISTRIES = {r.axis: r for r in (SAMPLERS, FILTERS, SCORERS, SELECTORS)}
+"""The placement extension points by axis (the name of their config key)."""
+
+PluginError = RegistryError
+
+
+def resolve(kind: str, ref: str) -> type:
+    """The plugin class of axis `kind` that `ref` names (see `harness.model.registry`)."""
+    return REGISTRIES[kind].resolve(ref)
+
+
+def parse_weighted(entry: str) -> tuple[str, float]:
+    """ "name" or "name=weight" -> (name, weight); PluginError if the weight is not a number."""
+    name, sep, weight = entry.rpartition("=")
+    if not sep:
+        return entry, 1.0
+    try:
+        return name, float(weight)
+    except ValueError:
+        raise PluginError(f"{entry!r}: the weight after = must be a number") from None
