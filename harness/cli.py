@@ -18,9 +18,9 @@ import harness
 from harness.config import Config, ConfigError, load, trace_file
 from harness.config.sweep_file import load_sweep
 from harness.engines import ENGINES, EngineError
+from harness.model.catalogue import catalogue
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
-from harness.model.catalogue import catalogue
 from harness.presentation.terminal import LazyProgress, SweepBar, print_keys, print_run, print_sweep
 from harness.results.invariants import InvariantError
 from harness.results.run_folder import ResultsError, load_run

@@ -24,7 +24,7 @@ from harness.model.cluster.faults import FAULT_KINDS
 from harness.model.cluster.pools import SINGLE_POOL_KEYS
 from harness.model.tunables import choice_names
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.templates import TemplateSpec, WorkloadSpec
+from harness.model.workload.workload_keys import TemplateSpec, WorkloadSpec
 from tests.conftest import CONFIGS
 
 SECTION_KEYS: dict[str, dict[str, str]] = {}

@@ -22,7 +22,8 @@ from harness.model.protocol import Kind
 from harness.model.random_streams import stream
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.lifetimes import LIFETIMES, lifetime
-from harness.model.workload.templates import SandboxSpec, Templates, WorkloadSpec
+from harness.model.workload.templates import Templates
+from harness.model.workload.workload_keys import SandboxSpec, WorkloadSpec
 from tests.conftest import refused, scenario
 from tests.test_protocol import clients, open_loop
 

@@ -18,7 +18,7 @@ from harness.model.cluster.heartbeat import HeartbeatSpec
 from harness.model.cluster.pools import ClusterSpec
 from harness.model.scheduling.scheduler import PlacementSpec
 from harness.model.tunables import key
-from harness.model.workload.templates import WorkloadSpec
+from harness.model.workload.workload_keys import WorkloadSpec
 from harness.results.thresholds import Threshold
 
 

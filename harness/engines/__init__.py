@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from harness.config import Config
     from harness.results.seed_result import SeedResult
 
+
 @dataclass(frozen=True, slots=True)
 class Load:
     """The requests answered so far in a running seed: what a load test watches."""

@@ -16,6 +16,18 @@ from typing import Any
 Choices = Iterable[str] | Callable[[], Iterable[str]]
 
 
+class ConfigError(ValueError):
+    """A user mistake in a config file or override; the CLI prints it and exits with 2.
+
+    Declared with the keys so the model's own kinds can refuse a value of theirs (an arrival
+    kind checks its keys) in the same words as the config layer."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}" if key else reason)
+        self.key = key
+        self.reason = reason
+
+
 def key(
     default: Any,
     help: str,
@@ -38,7 +50,8 @@ def key(
 
 def choice_names(meta: dict[str, Any]) -> tuple[str, ...]:
     """The names a key's `choices` (or `registry`) allow now. A "module:attribute" string names
-    a registry in a layer above the declaring one, imported only when a value is checked."""
+    a registry the declaring module may not import (in a layer above, or a package whose kinds
+    read the declaring module), imported only when a value is checked."""
     choices = meta.get("choices")
     if choices is None:
         registry = meta.get("registry")

@@ -7,10 +7,11 @@ Extension points, in the order a choice runs them:
 - **filters** (`filters/`): predicates a candidate must pass (`excluded` after a failed RPC,
   `too_many_starting`, `cpu_fits`, and upstream's eligibility: `memory_overcommit`, `labels`,
   `cpu_family`).
-- **scorers** (`scorers/`), each with a weight: the candidate's score is the weighted sum (`reference`:
-  the reference's formula; `cache_affinity`: a bounded bonus where the template was placed).
-- **selector** (`selectors/`): which scored candidate wins (`lowest`, strict `<`: the first sampled wins a
-  tie).
+- **scorers** (`scorers/`), each with a weight: the candidate's score is the weighted sum
+  (`reference`: the reference's formula; `cache_affinity`: a bounded bonus where the template
+  was placed).
+- **selector** (`selectors/`): which scored candidate wins (`lowest`, strict `<`: the first
+  sampled wins a tie).
 
 Any part may learn from the creates it placed (`Plugin.placed`, kube-scheduler's PostBind).
 Every plugin is a small class in a file of its own, its extension point's folder, registered
