@@ -62,6 +62,9 @@ def seed_result(
         if isinstance(timeline, pa.Table)
         else table(TIMELINE, strategy, seed, dict(timeline))
     )
+    uncounted = sorted(set(faults) - set(COUNTS))
+    if uncounted:  # a kind counting what it does not declare (`FaultKind.counters`)
+        raise ValueError(f"fault counters no fault kind declares: {', '.join(uncounted)}")
     summary = {
         "engine": engine,
         "strategy": strategy,

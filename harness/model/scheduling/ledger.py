@@ -94,6 +94,10 @@ class Ledger:
     """Whether create and kill answers must carry the node's fresh report (`response`)."""
     drops_old_reports: ClassVar[bool] = False
     """Whether a report not newer (by `seq`) than the view is dropped; upstream applies it."""
+    exact_when_drained: ClassVar[bool] = False
+    """Whether the view is the truth once the run has drained and every live node has sent one
+    last report: the end-of-run checks then hold the strategy to it
+    (`harness.results.invariants`)."""
     view_is_last_report: ClassVar[bool] = False
     """Whether a node's view is the last report applied and nothing else: the strategy adds
     nothing to it, or keeps what it adds apart (as `ttl` does)."""
