@@ -6,8 +6,9 @@ for the docs.
 """
 
 from harness.config.reading import load, parse_override, parse_toml, with_thresholds
-from harness.config.sections import SECTIONS, Config, RayConfig, RunConfig
+from harness.config.sections import SECTIONS, RayConfig, RunConfig
 from harness.config.validation import (
+    Config,
     ConfigError,
     check_folder_name,
     flatten,

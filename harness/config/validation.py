@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import difflib
 import types
-from dataclasses import fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from harness.config.sections import SECTIONS, Config
+from harness.config.sections import SECTIONS, Sections
 from harness.model.cluster.faults import FAULT_KINDS, FaultSpec, SlowNodes
 from harness.model.cluster.pools import SINGLE_POOL_KEYS, ClusterSpec, PoolSpec
 from harness.model.registry import RegistryError
@@ -184,6 +184,26 @@ def thresholds_table(raw: Any) -> tuple[Threshold, ...]:
             )
         found += [parse_threshold(f"{selector} {c}", key) for c in listed]
     return tuple(found)
+
+
+@dataclass(frozen=True)
+class Config(Sections):
+    """A whole config, checked (`from_dict`); a copy with keys changed is checked again.
+
+    Declared here, over the sections (`harness.config.sections`), so that changing a key can
+    validate without the sections importing the validation that reads them."""
+
+    def with_value(self, key: str, value: Any) -> Config:
+        """A copy with one dotted key changed and the whole config validated again."""
+        return self.with_values({key: value})
+
+    def with_values(self, values: dict[str, Any]) -> Config:
+        """A copy with several dotted keys changed at once, validated once: keys that must
+        agree (say cluster.nodes and cluster.initial_cpu_per_node) can change together."""
+        raw = self.to_dict()
+        for dotted, value in values.items():
+            set_dotted(raw, dotted, value)
+        return from_dict(raw)
 
 
 def from_dict(raw: dict[str, Any]) -> Config:
