@@ -4,12 +4,23 @@ registered."""
 
 from __future__ import annotations
 
+from harness.model.cluster.faults import FAULT_KINDS
+from harness.model.cluster.phases import PHASES
 from harness.model.registry import Registry
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
 from harness.model.scheduling.placement.registries import REGISTRIES
+from harness.model.workload.arrivals import ARRIVALS
+from harness.model.workload.lifetimes import LIFETIMES
 
-MODEL_REGISTRIES: tuple[Registry, ...] = (*REGISTRIES.values(), LEDGERS)
+MODEL_REGISTRIES: tuple[Registry, ...] = (
+    *REGISTRIES.values(),
+    LEDGERS,
+    ARRIVALS,
+    LIFETIMES,
+    PHASES,
+    FAULT_KINDS,
+)
 """The model's axes, in the order `harness plugins` lists them."""
 
 

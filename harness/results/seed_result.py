@@ -50,6 +50,9 @@ def seed_result(
     """Tables and summary row of one finished seed. `nodes` are the end state's columns,
     `requests` and `timeline` tables or columns, `faults` the injected-fault counters,
     `extra` what only some engines measure; `end_state` goes to the SeedResult as is."""
+    uncounted = sorted(set(faults) - set(COUNTS))
+    if uncounted:  # a kind counting what it does not declare (`FaultKind.counters`)
+        raise ValueError(f"fault counters no fault kind declares: {', '.join(uncounted)}")
     strategy = config.placement.strategy
     nodes_t = table(NODES, strategy, seed, dict(nodes))
     requests_t = (
@@ -62,9 +65,6 @@ def seed_result(
         if isinstance(timeline, pa.Table)
         else table(TIMELINE, strategy, seed, dict(timeline))
     )
-    uncounted = sorted(set(faults) - set(COUNTS))
-    if uncounted:  # a kind counting what it does not declare (`FaultKind.counters`)
-        raise ValueError(f"fault counters no fault kind declares: {', '.join(uncounted)}")
     summary = {
         "engine": engine,
         "strategy": strategy,

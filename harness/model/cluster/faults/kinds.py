@@ -13,7 +13,7 @@ from harness.model.cluster.faults.timeout import Timeout
 from harness.model.registry import Registry
 
 FAULT_KINDS = Registry(
-    "faults", "fault kind", FaultKind, (RpcError, Timeout, Crash, LostReports, SlowNode)
+    "faults", "fault", FaultKind, (RpcError, Timeout, Crash, LostReports, SlowNode)
 )
 """Fault kinds by name: built in, or installed (entry points `herd_harness.faults`)."""
 

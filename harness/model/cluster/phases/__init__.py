@@ -8,5 +8,5 @@ from harness.model.cluster.phases.phase import Phase
 from harness.model.cluster.phases.staggered import Staggered
 from harness.model.registry import Registry
 
-PHASES = Registry("phases", "heartbeat phase", Phase, (Aligned, Staggered))
+PHASES = Registry("phases", "phase", Phase, (Aligned, Staggered))
 """Heartbeat phase kinds by name."""

@@ -17,7 +17,7 @@ from harness.model.workload.arrivals.trace import Trace
 
 ARRIVALS = Registry(
     "arrivals",
-    "arrival kind",
+    "arrival",
     ArrivalKind,
     (Constant, Poisson, Burst, Steps, Ramp, Diurnal, Trace, Closed),
 )

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from harness.model.workload.workload_keys import SandboxSpec
 
 LIFETIMES = Registry(
-    "lifetimes", "lifetime distribution", Lifetime, (Fixed, Exponential, LogNormal, Pareto)
+    "lifetimes", "lifetime", Lifetime, (Fixed, Exponential, LogNormal, Pareto)
 )
 """Lifetime distributions by name (`lifetime_dist`)."""
 
