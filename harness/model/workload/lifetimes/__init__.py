@@ -16,9 +16,7 @@ from harness.model.workload.lifetimes.pareto import Pareto
 if TYPE_CHECKING:
     from harness.model.workload.workload_keys import SandboxSpec
 
-LIFETIMES = Registry(
-    "lifetimes", "lifetime", Lifetime, (Fixed, Exponential, LogNormal, Pareto)
-)
+LIFETIMES = Registry("lifetimes", "lifetime", Lifetime, (Fixed, Exponential, LogNormal, Pareto))
 """Lifetime distributions by name (`lifetime_dist`)."""
 
 
