@@ -20,7 +20,7 @@ from harness.model.scheduling.placement import PluginError, resolve
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
 from harness.model.scheduling.placement.registries import parse_weighted
 from harness.model.scheduling.scheduler import PlacementSpec
-from harness.model.tunables import ConfigError, choice_names
+from harness.model.tunables import ConfigError, allows, choice_names
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.workload_keys import SandboxSpec
 from harness.results.thresholds import Threshold, ThresholdError, parse
@@ -80,9 +80,8 @@ def _check_range(key: str, value: Any, meta: dict[str, Any]) -> None:
         except RegistryError as e:
             raise ConfigError(key, str(e)) from None
         return
-    names = choice_names(meta)
-    if names and value not in names:
-        raise ConfigError(key, f"must be one of {', '.join(names)}; got {value!r}")
+    if not allows(meta, value):
+        raise ConfigError(key, f"must be one of {', '.join(choice_names(meta))}; got {value!r}")
 
 
 def _unknown(key: str, known: list[str]) -> ConfigError:

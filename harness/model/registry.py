@@ -15,13 +15,16 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 
 class RegistryError(ValueError):
     """A reference that does not resolve to a class of its registry's kind."""
 
 
-class Registry(Mapping[str, type]):
+class Registry(Mapping[str, type[T]], Generic[T]):
     """The built-in classes of one axis by name; `resolve` also finds installed and
     import-path ones. As a mapping it lists the names available now (built in, installed)."""
 
@@ -29,8 +32,8 @@ class Registry(Mapping[str, type]):
         self,
         axis: str,
         one: str,
-        base: type,
-        builtins: tuple[type, ...],
+        base: type[T],
+        builtins: tuple[type[T], ...],
         lazy: dict[str, str] | None = None,
     ) -> None:
         self.axis = axis
@@ -38,7 +41,7 @@ class Registry(Mapping[str, type]):
         self.one = one
         """What one of them is called in messages."""
         self.base = base
-        self.builtins: dict[str, type] = {cls.name: cls for cls in builtins}
+        self.builtins: dict[str, type[T]] = {getattr(cls, "name"): cls for cls in builtins}
         self.lazy = dict(lazy or {})
         """Built-in names whose class is imported only when resolved ("module:Class"): one that
         needs what a run may not have (the Ray engine needs Ray)."""
@@ -59,7 +62,7 @@ class Registry(Mapping[str, type]):
         """The built-in names, lazy ones and aliases included."""
         return {*self.builtins, *self.lazy, *self.aliases}
 
-    def __getitem__(self, name: str) -> type:
+    def __getitem__(self, name: str) -> type[T]:
         return self.resolve(name)
 
     def __iter__(self) -> Iterator[str]:
@@ -73,7 +76,7 @@ class Registry(Mapping[str, type]):
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and (name in self.known() or name in self.installed())
 
-    def resolve(self, ref: str) -> type:
+    def resolve(self, ref: str) -> type[T]:
         """The class `ref` names: a built-in (or an alias of one) or installed name, or
         "module:Class"."""
         ref = self.aliases.get(ref, ref)
@@ -93,11 +96,6 @@ class Registry(Mapping[str, type]):
             base = f"{self.base.__module__}.{self.base.__name__}"
             raise RegistryError(f"{path} is not a {self.base.__name__} ({base})")
         return found
-
-    def classes(self) -> list[type]:
-        """The class of every name available now (built in, lazy, installed), in that order;
-        what a declaration derived from the whole axis reads (say, the faults' counters)."""
-        return [self.resolve(name) for name in self]
 
     def catalogue(self) -> list[tuple[str, str, str]]:
         """(what one is called, name, source) of every name available now: "harness" for a

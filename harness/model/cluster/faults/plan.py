@@ -117,7 +117,9 @@ class Faults:
         elif not down:
             node.restart()
 
-    def _draw(self, faults: Struck, node_id: int, now: float) -> tuple[FaultSpec, type] | None:
+    def _draw(
+        self, faults: Struck, node_id: int, now: float
+    ) -> tuple[FaultSpec, type[FaultKind]] | None:
         for f, kind in faults:
             if f.active(node_id, now) and self.random() < f.fraction:
                 return f, kind
