@@ -41,7 +41,7 @@ class Registry(Mapping[str, type[T]], Generic[T]):
         self.one = one
         """What one of them is called in messages."""
         self.base = base
-        self.builtins: dict[str, type[T]] = {getattr(cls, "name"): cls for cls in builtins}
+        self.builtins: dict[str, type[T]] = {cls.name: cls for cls in builtins}
         self.lazy = dict(lazy or {})
         """Built-in names whose class is imported only when resolved ("module:Class"): one that
         needs what a run may not have (the Ray engine needs Ray)."""
