@@ -72,27 +72,27 @@ class ArrivalKind:
     rate_key: ClassVar[str] = "workload.rate_per_s"
     """The key that sets how many creates are sent (the budget names it)."""
 
-    @staticmethod
-    def times(spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
+    @classmethod
+    def times(cls, spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
         """Intended send times of the creates before `duration`, in order (open loop)."""
         raise NotImplementedError
 
-    @staticmethod
-    def expected(spec: WorkloadSpec, duration: float) -> float:
+    @classmethod
+    def expected(cls, spec: WorkloadSpec, duration: float) -> float:
         """How many creates `times` sends before `duration`, on average (open loop)."""
         raise NotImplementedError
 
-    @staticmethod
-    def starts(spec: WorkloadSpec, rng: random.Random) -> list[float]:
+    @classmethod
+    def starts(cls, spec: WorkloadSpec, rng: random.Random) -> list[float]:
         """Start times of the clients, in order (closed loop)."""
         raise NotImplementedError
 
-    @staticmethod
-    def start(spec: WorkloadSpec) -> float:
+    @classmethod
+    def start(cls, spec: WorkloadSpec) -> float:
         """When the first create can be sent."""
         return 0.0
 
-    @staticmethod
-    def check(spec: WorkloadSpec, duration: float) -> None:
+    @classmethod
+    def check(cls, spec: WorkloadSpec, duration: float) -> None:
         """Refuse (`harness.model.tunables.ConfigError`, naming the key) a spec of this kind
         that cannot work in a run of `duration`; the config layer calls it when it loads."""

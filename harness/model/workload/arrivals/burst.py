@@ -23,21 +23,21 @@ class Burst(ArrivalKind):
     at_once = True
     rate_key = "workload.burst"
 
-    @staticmethod
-    def times(spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
+    @classmethod
+    def times(cls, spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
         if spec.burst_at_s < duration:
             yield from (spec.burst_at_s for _ in range(spec.burst))
 
-    @staticmethod
-    def expected(spec: WorkloadSpec, duration: float) -> float:
+    @classmethod
+    def expected(cls, spec: WorkloadSpec, duration: float) -> float:
         return float(spec.burst) if spec.burst_at_s < duration else 0.0
 
-    @staticmethod
-    def start(spec: WorkloadSpec) -> float:
+    @classmethod
+    def start(cls, spec: WorkloadSpec) -> float:
         return spec.burst_at_s
 
-    @staticmethod
-    def check(spec: WorkloadSpec, duration: float) -> None:
+    @classmethod
+    def check(cls, spec: WorkloadSpec, duration: float) -> None:
         if spec.burst_at_s >= duration:
             raise ConfigError(
                 "workload.burst_at_s",

@@ -20,8 +20,8 @@ class Closed(ArrivalKind):
     name = "closed"
     closed = True
 
-    @staticmethod
-    def starts(spec: WorkloadSpec, rng: random.Random) -> list[float]:
+    @classmethod
+    def starts(cls, spec: WorkloadSpec, rng: random.Random) -> list[float]:
         """Start times of the clients, spread uniformly over the ramp, in order."""
         ramp = spec.ramp_s
         return sorted(rng.uniform(0.0, ramp) if ramp else 0.0 for _ in range(spec.clients))

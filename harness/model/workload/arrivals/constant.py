@@ -20,13 +20,13 @@ class Constant(ArrivalKind):
 
     name = "constant"
 
-    @staticmethod
-    def times(spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
+    @classmethod
+    def times(cls, spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
         i, rate = 0, spec.rate_per_s  # the spec is interpreted: read once, not per create
         while (t := i / rate) < duration:
             yield t
             i += 1
 
-    @staticmethod
-    def expected(spec: WorkloadSpec, duration: float) -> float:
+    @classmethod
+    def expected(cls, spec: WorkloadSpec, duration: float) -> float:
         return spec.rate_per_s * duration

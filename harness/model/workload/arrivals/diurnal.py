@@ -23,8 +23,8 @@ class Diurnal(ArrivalKind):
 
     name = "diurnal"
 
-    @staticmethod
-    def rate(spec: WorkloadSpec) -> Callable[[float], float]:
+    @classmethod
+    def rate(cls, spec: WorkloadSpec) -> Callable[[float], float]:
         mean, swing = spec.rate_per_s, spec.diurnal_amplitude
         omega, peak = 2 * math.pi / spec.diurnal_period_s, spec.diurnal_peak_s
         return lambda t: mean * (1.0 + swing * math.cos(omega * (t - peak)))
@@ -35,8 +35,8 @@ class Diurnal(ArrivalKind):
         rate = cls.rate(spec) if spec.diurnal_amplitude else None
         return thinned([(0.0, duration, top, rate)], rng)
 
-    @staticmethod
-    def expected(spec: WorkloadSpec, duration: float) -> float:
+    @classmethod
+    def expected(cls, spec: WorkloadSpec, duration: float) -> float:
         """The integral of the rate over [0, duration]."""
         omega, peak = 2 * math.pi / spec.diurnal_period_s, spec.diurnal_peak_s
         swing = math.sin(omega * (duration - peak)) + math.sin(omega * peak)

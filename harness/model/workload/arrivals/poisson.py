@@ -20,10 +20,10 @@ class Poisson(ArrivalKind):
 
     name = "poisson"
 
-    @staticmethod
-    def times(spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
+    @classmethod
+    def times(cls, spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
         return thinned([(0.0, duration, spec.rate_per_s, None)], rng)
 
-    @staticmethod
-    def expected(spec: WorkloadSpec, duration: float) -> float:
+    @classmethod
+    def expected(cls, spec: WorkloadSpec, duration: float) -> float:
         return spec.rate_per_s * duration

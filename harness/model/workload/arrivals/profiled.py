@@ -36,8 +36,8 @@ class Profiled(ArrivalKind):
 
     rate_key = "workload.profile_rates"
 
-    @staticmethod
-    def pieces(spec: WorkloadSpec, duration: float) -> Iterator[Piece]:
+    @classmethod
+    def pieces(cls, spec: WorkloadSpec, duration: float) -> Iterator[Piece]:
         raise NotImplementedError
 
     @classmethod

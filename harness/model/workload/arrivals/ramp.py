@@ -27,8 +27,8 @@ class Ramp(Profiled):
 
     name = "ramp"
 
-    @staticmethod
-    def pieces(spec: WorkloadSpec, duration: float) -> Iterator[Piece]:
+    @classmethod
+    def pieces(cls, spec: WorkloadSpec, duration: float) -> Iterator[Piece]:
         for t0, r0, t1, r1 in points(spec, duration):
             rate = None if r0 == r1 else _line(t0, r0, t1, r1)
             end = min(t1, duration)

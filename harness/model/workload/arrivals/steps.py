@@ -21,7 +21,7 @@ class Steps(Profiled):
 
     name = "steps"
 
-    @staticmethod
-    def pieces(spec: WorkloadSpec, duration: float) -> Iterator[Piece]:
+    @classmethod
+    def pieces(cls, spec: WorkloadSpec, duration: float) -> Iterator[Piece]:
         for t0, r0, t1, _ in points(spec, duration):
             yield t0, min(t1, duration), r0, None

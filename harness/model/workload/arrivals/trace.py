@@ -22,8 +22,8 @@ class Trace(ArrivalKind):
     replay = True
     rate_key = "workload.trace"
 
-    @staticmethod
-    def check(spec: WorkloadSpec, duration: float) -> None:
+    @classmethod
+    def check(cls, spec: WorkloadSpec, duration: float) -> None:
         if not spec.trace:
             raise ConfigError(
                 "workload.trace", "arrival trace needs a file: a .csv or .parquet path"
