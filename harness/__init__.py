@@ -98,7 +98,7 @@ if _pure_wanted() and not any(isinstance(f, _SourceFirst) for f in sys.meta_path
 
 
 def _compiled() -> bool:
-    spec = find_spec(f"{__name__}.native_clock")
+    spec = find_spec(f"{__name__}.model.native_event_queue")
     origin = spec.origin if spec is not None else None
     return origin is not None and origin.endswith(tuple(EXTENSION_SUFFIXES))
 
