@@ -26,7 +26,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from actors.host import ClientPool, NodeGroup, Replica, Restarted
 from actors.spool import Spool
 from harness.config import Config
-from harness.engines import EngineError, Progress, Snapshot
+from harness.engines import Engine, EngineError, Progress, Snapshot
 from harness.model.event_queue import WallClock
 from harness.model.recording import TimelineLog
 from harness.results import percentiles
@@ -434,12 +434,13 @@ def _stopped(role: str, index: int, error: Exception) -> EngineError:
     return EngineError(f"the run stopped: {role} {index} died ({why})")
 
 
-class RayEngine:
+class RayEngine(Engine):
     """Runs seeds on one `ActorSet` as long as their layout is the same (a run's seeds and
     strategies), built anew after a seed that failed or wore it (`ActorSet.worn`); `close`
     kills it."""
 
     name = "ray"
+    on_ray = True
 
     def __init__(self) -> None:
         self._kept: ActorSet | None = None

@@ -20,7 +20,8 @@ from harness.cli import EXIT_CODES, _parser
 from harness.config.key_tables import defaults_table, entry_keys_table, fault_keys_table
 from harness.model.registry import Registry
 from harness.model.scheduling.ledgers import LEDGERS
-from harness.model.scheduling.placement.framework import ALGORITHMS, REGISTRIES
+from harness.model.scheduling.placement.algorithms import ALGORITHMS
+from harness.model.scheduling.placement.registries import REGISTRIES
 from harness.results.arrow_schemas import TABLES
 from harness.results.column_docs import COLUMNS, COMMON, ROW
 from harness.results.thresholds import AGGREGATE_NAMES, DERIVED, FORM, METRICS

@@ -21,9 +21,9 @@ from harness.config.sweep_file import load_sweep
 from harness.engines import ENGINES, EngineError
 from harness.external import EXIT_CODE as SCHEDULER_FAILED
 from harness.external import SchedulerError
+from harness.model.catalogue import catalogue
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
-from harness.model.scheduling.placement.framework import plugin_catalogue
 from harness.presentation.terminal import LazyProgress, SweepBar, print_keys, print_run, print_sweep
 from harness.results.invariants import InvariantError
 from harness.results.run_folder import ResultsError, load_run, new_run_id
@@ -255,7 +255,8 @@ def _writable_name(out: Path) -> Path:
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     config, strategies = run_config(args)
     if not args.force:
-        on_a_cluster = config.run.engine == "ray" and _ray_address(config.ray.address)
+        on_ray = ENGINES[config.run.engine].on_ray
+        on_a_cluster = on_ray and _ray_address(config.ray.address)
         check_run(config, len(strategies), this_machine(), remote=on_a_cluster)
     run_id = new_run_id(config.run.name)  # without --out, the folder is named by it
     out = _writable_name(args.out or Path("results") / run_id)
@@ -362,7 +363,7 @@ def _cmd_plugins(args: argparse.Namespace, console: Console) -> int:
     """One line per plugin under a header: its kind, its name, and where it comes from (the
     package, or an installed entry point's "module:Class")."""
     print(f"{'KIND':<10} {'NAME':<20} FROM")
-    for kind, name, source in plugin_catalogue():
+    for kind, name, source in catalogue(ENGINES):
         print(f"{kind:<10} {name:<20} {source}")
     print(f"{'scheduler':<10} {'external':<20} harness.external")  # [external] address or command
     return 0

@@ -59,6 +59,16 @@ def digest(frame: pd.DataFrame) -> str:
     return h.hexdigest()[:16]
 
 
+def folder_digests(folder: Path) -> dict[str, str]:
+    """{table: digest} of a run folder's tables, less the machine's columns: two runs that
+    should give the same content compare equal."""
+    frames = {name: pd.read_parquet(folder / f"{name}.parquet") for name in TABLES}
+    return {
+        name: digest(frame.drop(columns=[c for c in MACHINE_COLUMNS if c in frame.columns]))
+        for name, frame in frames.items()
+    }
+
+
 def tables(path: Path) -> dict[str, pd.DataFrame]:
     """{table: content} of one scenario, every built-in strategy, SEEDS seeds, virtual engine,
     less the machine's columns."""

@@ -14,7 +14,7 @@ from harness.engines.virtual import VirtualEngine
 from harness.model.cluster.node import Node, Outcome
 from harness.model.protocol import Kind
 from harness.model.scheduling.ledgers import make_ledger
-from harness.model.scheduling.placement.affinity import CacheAffinity
+from harness.model.scheduling.placement.scorers.cache_affinity import CacheAffinity
 from harness.model.scheduling.scheduler import Scheduler, Step
 from harness.model.workload.request import CreateRequest, Shape
 from tests.helpers import Sink, registered, scenario

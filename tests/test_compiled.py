@@ -67,18 +67,18 @@ def test_only_extensions_their_build_recorded_and_whose_sources_match_are_used(
     the digest of every source as it is now; without a record, pure Python."""
     package = tmp_path / "harness"
     package.mkdir()
-    (package / "clock.py").write_text("A = 1\n")
-    (package / "node.py").write_text("B = 1\n")
+    (package / "first.py").write_text("A = 1\n")
+    (package / "second.py").write_text("B = 1\n")
     monkeypatch.setattr(harness, "BUILT", package / "_compiled.json")
     assert harness.changed_sources() is None
     digests = {
         f"harness/{name}": hashlib.sha256((package / name).read_bytes()).hexdigest()
-        for name in ("clock.py", "node.py")
+        for name in ("first.py", "second.py")
     }
     harness.BUILT.write_text(json.dumps({"sources": digests}))
     assert harness.changed_sources() == []
-    (package / "node.py").write_text("B = 2\n")
-    assert harness.changed_sources() == ["harness/model/cluster/node.py"]
+    (package / "second.py").write_text("B = 2\n")
+    assert harness.changed_sources() == ["harness/second.py"]
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ from harness.config import trace_file as trace
 from harness.engines.virtual import VirtualEngine
 from harness.model.tunables import choice_names
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.templates import TemplateSpec, WorkloadSpec
+from harness.model.workload.workload_keys import TemplateSpec, WorkloadSpec
 from tests.helpers import (
     KEY_VALUES,
     SECTION_KEYS,

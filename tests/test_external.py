@@ -16,7 +16,7 @@ from harness.cli import main
 from harness.config import ConfigError, load
 from harness.external import EXIT_CODE
 from harness.external.generate import GENERATED, REFERENCE, ROOT, generate
-from tests.golden import MACHINE_COLUMNS, TABLES, digest
+from tests.golden import folder_digests
 
 PYTHON_SCHEDULER = [sys.executable, str(ROOT / "examples" / "python-scheduler" / "scheduler.py")]
 FAULTY = [sys.executable, str(ROOT / "tests" / "external_fault_scheduler.py")]
@@ -45,21 +45,13 @@ def _run(tmp_path: Path, name: str, *sets: str, seeds: int = 2, extra: list[str]
     return main(args)
 
 
-def _tables(folder: Path) -> dict[str, str]:
-    frames = {t: pd.read_parquet(folder / f"{t}.parquet") for t in TABLES}
-    return {
-        t: digest(frame.drop(columns=[c for c in MACHINE_COLUMNS if c in frame.columns]))
-        for t, frame in frames.items()
-    }
-
-
 def test_the_python_example_gives_the_in_process_run(tmp_path) -> None:
     """Same Parquet content, stale and optimistic, on seed-herd and on a scenario whose RPCs
     fail and are retried (the scheduler keeps the excluded nodes itself)."""
     compare = ["--compare", "stale,optimistic"]
     assert _run(tmp_path, "inproc", extra=compare) == 0
     assert _run(tmp_path, "external", command(PYTHON_SCHEDULER), extra=compare) == 0
-    inproc, external = _tables(tmp_path / "inproc"), _tables(tmp_path / "external")
+    inproc, external = folder_digests(tmp_path / "inproc"), folder_digests(tmp_path / "external")
     assert inproc == external
     requests = pd.read_parquet(tmp_path / "external" / "requests.parquet")
     assert len(requests) == 2 * 2 * 500 and requests["node_id"].nunique() == 10
@@ -85,7 +77,7 @@ def test_other_scenarios_match_too(tmp_path, config, sets) -> None:
         args += ["--out", str(tmp_path / name)]
         args += [a for s in [*sets, *external] for a in ("--set", s)]
         assert main(args) == 0
-        runs[name] = _tables(tmp_path / name)
+        runs[name] = folder_digests(tmp_path / name)
     assert runs["inproc"] == runs["external"]
     requests = pd.read_parquet(tmp_path / "external" / "requests.parquet")
     if config == "faults-rpc-error.toml":

@@ -14,7 +14,7 @@ import pytest
 
 from harness.cli import main
 from harness.external.generate import ROOT
-from tests.golden import TABLES, digest
+from tests.golden import folder_digests
 
 GO = ROOT / "examples" / "go-scheduler"
 MISSING = [
@@ -62,5 +62,5 @@ def test_the_framed_transport_gives_the_same_run_as_grpc(tmp_path, go_scheduler)
         argv = ["run", str(ROOT / "configs" / "seed-herd.toml"), "--seeds", "2", "--quiet"]
         argv += ["--out", str(out), "--no-report", *[a for s in sets for a in ("--set", s)]]
         assert main(argv) == 0
-        runs[transport] = {t: digest(pd.read_parquet(out / f"{t}.parquet")) for t in TABLES}
+        runs[transport] = folder_digests(out)
     assert runs["grpc"] == runs["framed"]

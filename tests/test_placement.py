@@ -10,7 +10,10 @@ import pytest
 
 from harness.engines.virtual import VirtualEngine
 from harness.model.scheduling.ledgers import make_ledger
-from harness.model.scheduling.placement.best_of_k import Reference, _Shuffle, sample
+from harness.model.scheduling.placement.filters.fits import Fits
+from harness.model.scheduling.placement.samplers.best_of_k import _Shuffle, sample
+from harness.model.scheduling.placement.scorers.bin_pack import BinPack
+from harness.model.scheduling.placement.scorers.reference import Reference
 from harness.model.scheduling.scheduler import PlacementSpec, Scheduler
 from harness.results.statistics import rank_shares
 from tests.helpers import ask, registered, scenario
@@ -99,6 +102,33 @@ def test_score_formula_and_empty_node():
     scheduler = Scheduler(registered(cpus), spec, ledger, random.Random(0))
     scores = Reference(spec).scores(scheduler, [0, 1], ask(1.0), 0.0)
     assert scores == [pytest.approx((1 + 10 + 2) / 768), math.inf]
+
+
+@pytest.mark.parametrize("strategy", ["stale", "in_progress"])
+def test_reference_fits_and_bin_pack_weigh_one_reserved(strategy):
+    """`reserved` is one rule (`ReplicaState.reserved`): the believed allocation, plus creates
+    in progress where the strategy counts them. The reference score, the `fits` filter and the
+    `bin_pack` score all weigh exactly it; in_progress counts the pending vCPUs, stale not."""
+    cpus = [8, 8, 16]
+    ledger = make_ledger(strategy, cpus)
+    for node, (load, percent) in enumerate([(2.0, 100.0), (5.0, 300.0), (1.0, 50.0)]):
+        ledger.views[node].cpu_allocated, ledger.views[node].cpu_percent = load, percent
+    spec = PlacementSpec(r=1.0, alpha=0.5)
+    scheduler = Scheduler(registered(cpus), spec, ledger, random.Random(0))
+    scheduler.pending_cpu[0], scheduler.pending_cpu[1] = 3.0, 2.0
+    reserved = [scheduler.reserved(n, 0.0) for n in range(3)]
+    counts = strategy == "in_progress"
+    assert reserved == ([5.0, 7.0, 1.0] if counts else [2.0, 5.0, 1.0])
+    req, nodes = ask(2.0), [0, 1, 2]
+    views = ledger.views
+    assert Reference(spec).scores(scheduler, nodes, req, 0.0) == [
+        (2.0 + reserved[n] + 0.5 * views[n].cpu_percent / 100.0) / (1.0 * cpus[n]) for n in nodes
+    ]
+    assert BinPack(spec).scores(scheduler, nodes, req, 0.0) == [
+        -reserved[n] / (1.0 * cpus[n]) for n in nodes
+    ]
+    fits = [Fits(spec).passes(scheduler, n, req, 0.0) for n in nodes]
+    assert fits == [reserved[n] + 2.0 <= cpus[n] for n in nodes] == [True, not counts, True]
 
 
 def test_lowest_score_wins_and_first_sampled_wins_a_tie():

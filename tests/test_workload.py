@@ -22,7 +22,8 @@ from harness.model.protocol import Kind
 from harness.model.random_streams import stream
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.lifetimes import LIFETIMES, lifetime
-from harness.model.workload.templates import SandboxSpec, Templates, WorkloadSpec
+from harness.model.workload.templates import Templates
+from harness.model.workload.workload_keys import SandboxSpec, WorkloadSpec
 from tests.helpers import clients, open_loop, refused, scenario
 
 KS_999 = 1.95

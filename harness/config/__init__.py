@@ -5,8 +5,9 @@
 `key_tables` lists every key for the docs; `sweep_file` and `trace_file` read the other inputs."""
 
 from harness.config.reading import load, parse_override, parse_toml, with_thresholds
-from harness.config.sections import SECTIONS, Config, RayConfig, RunConfig
+from harness.config.sections import SECTIONS, RayConfig, RunConfig
 from harness.config.validation import (
+    Config,
     ConfigError,
     check_folder_name,
     flatten,

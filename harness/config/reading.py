@@ -8,8 +8,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.config.sections import Config
-from harness.config.validation import ConfigError, from_dict, parse_threshold, set_dotted
+from harness.config.validation import (
+    Config,
+    ConfigError,
+    from_dict,
+    parse_threshold,
+    set_dotted,
+)
 
 
 def parse_override(text: str) -> tuple[str, Any]:

@@ -17,7 +17,7 @@ from harness.model.cluster.heartbeat import HeartbeatSpec
 from harness.model.cluster.pools import ClusterSpec
 from harness.model.scheduling.scheduler import PlacementSpec
 from harness.model.tunables import key
-from harness.model.workload.templates import WorkloadSpec
+from harness.model.workload.workload_keys import WorkloadSpec
 from harness.results.thresholds import Threshold
 
 
@@ -70,7 +70,10 @@ class RayConfig:
 
 
 @dataclass(frozen=True)
-class Config:
+class Sections:
+    """Every section of a config, as declared; `harness.config.validation.Config` is the
+    checked whole (built only by validation, which changes of it go through again)."""
+
     run: RunConfig = field(default_factory=RunConfig)
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     heartbeat: HeartbeatSpec = field(default_factory=HeartbeatSpec)
@@ -94,23 +97,9 @@ class Config:
             raw["thresholds"].setdefault(t.selector, []).append(t.condition)
         return raw
 
-    def with_value(self, key: str, value: Any) -> Config:
-        """A copy with one dotted key changed and the whole config validated again."""
-        return self.with_values({key: value})
-
-    def with_values(self, values: dict[str, Any]) -> Config:
-        """A copy with several dotted keys changed at once, validated once: keys that must
-        agree (say cluster.nodes and cluster.initial_cpu_per_node) can change together."""
-        from harness.config.validation import from_dict, set_dotted
-
-        raw = self.to_dict()
-        for dotted, value in values.items():
-            set_dotted(raw, dotted, value)
-        return from_dict(raw)
-
 
 SECTIONS: dict[str, type] = {
-    k: v for k, v in get_type_hints(Config).items() if k not in ("faults", "thresholds")
+    k: v for k, v in get_type_hints(Sections).items() if k not in ("faults", "thresholds")
 }
 """The sections of a config made of keys (`[[faults]]` is a list of `FaultSpec` entries,
 `[thresholds]` a table of conditions, `harness.results.thresholds`)."""

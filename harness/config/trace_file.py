@@ -31,6 +31,7 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from harness.config import Config, ConfigError
+from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.templates import TraceRow
 
 COLUMNS = ("time_s", "template", "vcpu", "memory_mib", "lifetime_s")
@@ -246,7 +247,7 @@ def check(config: Config) -> int:
     """Checks every row of `config`'s trace before anything runs (exit 2 for a bad one) and
     returns how many creates it sends; 0 for other arrival kinds."""
     w = config.workload
-    if w.arrival != "trace":
+    if not ARRIVALS[w.arrival].replay:
         return 0
     creates = _scan(w.trace, _stat(w.trace), w.template_ids(), config.run.duration_s)
     if not creates:

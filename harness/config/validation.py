@@ -8,32 +8,23 @@ dotted key and the reason; nothing unknown is silently ignored.
 from __future__ import annotations
 
 import difflib
-import itertools
 import types
-from dataclasses import fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from harness.config.sections import SECTIONS, Config
+from harness.config.sections import SECTIONS, Sections
 from harness.external import spec as external
 from harness.model.cluster.faults import FAULT_KINDS, FaultSpec, SlowNodes
 from harness.model.cluster.pools import SINGLE_POOL_KEYS, ClusterSpec, PoolSpec
 from harness.model.registry import RegistryError
 from harness.model.scheduling.placement import PluginError, resolve
-from harness.model.scheduling.placement.framework import ALGORITHMS, parse_weighted
+from harness.model.scheduling.placement.algorithms import ALGORITHMS
+from harness.model.scheduling.placement.registries import parse_weighted
 from harness.model.scheduling.scheduler import PlacementSpec
-from harness.model.tunables import choice_names
+from harness.model.tunables import ConfigError, allows, choice_names
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.templates import SandboxSpec, WorkloadSpec
+from harness.model.workload.workload_keys import SandboxSpec
 from harness.results.thresholds import Threshold, ThresholdError, parse
-
-
-class ConfigError(ValueError):
-    """A user mistake in a config file or override; the CLI prints it and exits with 2."""
-
-    def __init__(self, key: str, reason: str) -> None:
-        super().__init__(f"{key}: {reason}" if key else reason)
-        self.key = key
-        self.reason = reason
 
 
 def _type_name(tp: Any) -> str:
@@ -90,9 +81,8 @@ def _check_range(key: str, value: Any, meta: dict[str, Any]) -> None:
         except RegistryError as e:
             raise ConfigError(key, str(e)) from None
         return
-    names = choice_names(meta)
-    if names and value not in names:
-        raise ConfigError(key, f"must be one of {', '.join(names)}; got {value!r}")
+    if not allows(meta, value):
+        raise ConfigError(key, f"must be one of {', '.join(choice_names(meta))}; got {value!r}")
 
 
 def _unknown(key: str, known: list[str]) -> ConfigError:
@@ -194,6 +184,26 @@ def thresholds_table(raw: Any) -> tuple[Threshold, ...]:
             )
         found += [parse_threshold(f"{selector} {c}", key) for c in listed]
     return tuple(found)
+
+
+@dataclass(frozen=True)
+class Config(Sections):
+    """A whole config, checked (`from_dict`); a copy with keys changed is checked again.
+
+    Declared here, over the sections (`harness.config.sections`), so that changing a key can
+    validate without the sections importing the validation that reads them."""
+
+    def with_value(self, key: str, value: Any) -> Config:
+        """A copy with one dotted key changed and the whole config validated again."""
+        return self.with_values({key: value})
+
+    def with_values(self, values: dict[str, Any]) -> Config:
+        """A copy with several dotted keys changed at once, validated once: keys that must
+        agree (say cluster.nodes and cluster.initial_cpu_per_node) can change together."""
+        raw = self.to_dict()
+        for dotted, value in values.items():
+            set_dotted(raw, dotted, value)
+        return from_dict(raw)
 
 
 def from_dict(raw: dict[str, Any]) -> Config:
@@ -347,10 +357,11 @@ def _check_placeable(prefix: str, sandbox: SandboxSpec, c: Config) -> None:
 
 def _check_workload(c: Config) -> None:
     w = c.workload
+    arrival = ARRIVALS[w.arrival]
     prefixes = [f"workload.templates[{i}]" for i in range(len(w.templates))] or ["workload"]
     ids: dict[str, str] = {}
     for prefix, sandbox in zip(prefixes, w.sandboxes, strict=True):
-        if w.arrival == "closed" and sandbox.lifetime_s is None:
+        if arrival.closed and sandbox.lifetime_s is None:
             raise ConfigError(
                 f"{prefix}.lifetime_s",
                 "must be a number for closed-loop clients (they kill, then create)",
@@ -363,43 +374,7 @@ def _check_workload(c: Config) -> None:
                 "each template needs an ID of its own",
             )
         ids[sandbox.template] = prefix
-    if w.arrival == "burst" and w.burst_at_s >= c.run.duration_s:
-        raise ConfigError(
-            "workload.burst_at_s",
-            f"{w.burst_at_s:g} is not before run.duration_s {c.run.duration_s:g}: "
-            "the run would send nothing",
-        )
-    if w.arrival in ("steps", "ramp"):
-        _check_profile(w, c.run.duration_s)
-    if w.arrival == "trace" and not w.trace:
-        raise ConfigError("workload.trace", "arrival trace needs a file: a .csv or .parquet path")
-
-
-def _check_profile(w: WorkloadSpec, duration: float) -> None:
-    """The points of a steps or ramp profile: times from 0 on, increasing, a rate each, and
-    some creates before the end."""
-    times, rates = w.profile_s, w.profile_rates
-    if not times:
-        raise ConfigError(
-            "workload.profile_s", f"arrival {w.arrival} needs the times of its points, e.g. [0, 10]"
-        )
-    if len(rates) != len(times):
-        raise ConfigError(
-            "workload.profile_rates",
-            f"has {len(rates)} rates for the {len(times)} points of workload.profile_s",
-        )
-    if times[0] != 0:
-        raise ConfigError("workload.profile_s", f"must start at 0, got {times[0]:g}")
-    for before, after in itertools.pairwise(times):
-        if after <= before:
-            raise ConfigError(
-                "workload.profile_s", f"must increase, got {after:g} after {before:g}"
-            )
-    if ARRIVALS[w.arrival].expected(w, duration) <= 0:
-        raise ConfigError(
-            "workload.profile_rates",
-            f"are 0 until run.duration_s {duration:g}: the run would send nothing",
-        )
+    arrival.check(w, c.run.duration_s)
 
 
 def _check_placement(p: PlacementSpec) -> None:

@@ -1,27 +1,23 @@
 """Engines carry the protocol's messages through time; each takes a config and a seed and
 returns a SeedResult, and the runner does not care which one ran.
 
-Engines are registered by name with the import path of their class, so naming one costs
-nothing until it runs (the Ray engine lives in `actors/` and imports Ray).
+Engines are a `Registry` (`ENGINES`) whose built-ins are named by the import path of their
+class, so naming one costs nothing until it runs (the Ray engine lives in `actors/` and imports
+Ray); a package may add one under the entry-point group `herd_harness.engines`.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from harness.model.registry import Registry, RegistryError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from harness.config import Config
     from harness.results.seed_result import SeedResult
-
-ENGINES = {
-    "virtual": "harness.engines.virtual:VirtualEngine",
-    "ray": "actors.engine:RayEngine",
-}
-"""Engines by name: the import path of each engine's class."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,26 +65,41 @@ class EngineError(Exception):
     partial: SeedResult | None = None
 
 
-class Engine(Protocol):
-    name: str
+class Engine:
+    """What every engine is: a name, what it needs of the machine, and three steps."""
+
+    name: ClassVar[str] = ""
+    on_ray: ClassVar[bool] = False
+    """Whether its parties run as Ray actors: a run then needs a Ray cluster (its own,
+    embedded, or one at `ray.address`, which then holds everything but the results), and the
+    budget counts the actors; otherwise every party runs in this process."""
 
     def prepare(self, config: Config, strategies: Sequence[str]) -> None:
         """Check and set up what the engine needs to run `config` under each of `strategies`
         before any results folder is created; raises ConfigError for a setting that cannot
         work (say, an unreachable cluster)."""
 
-    def run_seed(
-        self, config: Config, seed: int, progress: Progress | None = None
-    ) -> SeedResult: ...
+    def run_seed(self, config: Config, seed: int, progress: Progress | None = None) -> SeedResult:
+        raise NotImplementedError
 
     def close(self) -> None:
         """Release what the engine kept between seeds (the Ray engine keeps its actors); the
         runner calls it when the run ends, however it ends."""
 
 
+ENGINES = Registry(
+    "engines",
+    "engine",
+    Engine,
+    (),
+    lazy={"virtual": "harness.engines.virtual:VirtualEngine", "ray": "actors.engine:RayEngine"},
+)
+"""Engines by name, each class imported when a run needs it."""
+
+
 def get_engine(name: str) -> Engine:
+    """A new engine of the kind `name` names."""
     try:
-        module, _, cls = ENGINES[name].partition(":")
-    except KeyError:
-        raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}") from None
-    return getattr(importlib.import_module(module), cls)()
+        return ENGINES.resolve(name)()
+    except RegistryError as e:
+        raise ValueError(str(e)) from None

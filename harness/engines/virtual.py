@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from harness.config import Config
-from harness.engines import Progress
+from harness.engines import Engine, Progress
 from harness.model.event_queue import EventQueue
 from harness.model.protocol import IS_TIMER, KINDS, PARTY, Party, Recipient
 from harness.model.protocol.replica_party import Replicas
@@ -106,7 +106,9 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-class VirtualEngine:
+class VirtualEngine(Engine):
+    """Every party in this process, on one event queue, as fast as it goes."""
+
     name = "virtual"
 
     def prepare(self, config: Config, strategies: Sequence[str]) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.model.protocol import Kind, Recipient
 from harness.model.recording import View
-from harness.model.scheduling.placement.framework import Pipeline
+from harness.model.scheduling.placement.pipeline import Pipeline
 
 if TYPE_CHECKING:
     from harness.model.cluster.heartbeat import Report

@@ -24,7 +24,7 @@ ON_TIMEOUT = {
 class ExternalSpec:
     address: str = key(
         "",
-        "host:port of a scheduler process already listening (gRPC, harness/external/"
+        "host:port of a scheduler process already listening (gRPC; the protocol is "
         "scheduler.proto); loopback only unless allow_remote. Empty: in-process placement.",
     )
     command: list[str] = key(

@@ -1,33 +1,52 @@
 """Named extension classes: built in, installed by another package, or named by import path.
 
-Every axis a user can extend (ledger strategies, placement samplers, filters, scorers,
-selectors) is a `Registry`: a name maps to a class of the axis's base; a package adds names
-by declaring entry points in the group `herd_harness.<axis>`; any other reference is read as
-an import path "module:Class". The config resolves every reference when it loads, so a bad one
-is refused with its key before anything runs."""
+Every axis that varies (ledger strategies; placement samplers, filters, scorers, selectors;
+arrival kinds, lifetimes, heartbeat phases, fault kinds; engines) is a `Registry`: a name maps
+to a class of the axis's base, which declares what the rest of the harness may ask of it
+(capability attributes, not name comparisons elsewhere); a class may declare `aliases`, other
+names it answers to; a package adds names by declaring entry points in the group
+`herd_harness.<axis>`; any other reference is read as an import path "module:Class". The config
+resolves every reference when it loads, so a bad one is refused with its key before anything
+runs.
+"""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 
 class RegistryError(ValueError):
     """A reference that does not resolve to a class of its registry's kind."""
 
 
-class Registry(Mapping[str, type]):
+class Registry(Mapping[str, type[T]], Generic[T]):
     """The built-in classes of one axis by name; `resolve` also finds installed and
     import-path ones. As a mapping it lists the names available now (built in, installed)."""
 
-    def __init__(self, axis: str, one: str, base: type, builtins: tuple[type, ...]) -> None:
+    def __init__(
+        self,
+        axis: str,
+        one: str,
+        base: type[T],
+        builtins: tuple[type[T], ...],
+        lazy: dict[str, str] | None = None,
+    ) -> None:
         self.axis = axis
         """The plural name: the entry-point group's suffix."""
         self.one = one
         """What one of them is called in messages."""
         self.base = base
-        self.builtins: dict[str, type] = {cls.name: cls for cls in builtins}
+        self.builtins: dict[str, type[T]] = {cls.name: cls for cls in builtins}
+        self.lazy = dict(lazy or {})
+        """Built-in names whose class is imported only when resolved ("module:Class"): one that
+        needs what a run may not have (the Ray engine needs Ray)."""
+        self.aliases = {a: cls.name for cls in builtins for a in getattr(cls, "aliases", ())}
+        """Other names a built-in answers to (an older config name) -> its name."""
 
     @property
     def group(self) -> str:
@@ -37,7 +56,7 @@ class Registry(Mapping[str, type]):
     def installed(self) -> dict[str, str]:
         """Name -> "module:attribute" of the installed plugins not shadowing a built-in."""
         found = {ep.name: ep.value for ep in entry_points(group=self.group)}
-        return {name: path for name, path in found.items() if name not in self.builtins}
+        return {name: path for name, path in found.items() if name not in self.known()}
 
     def source(self, ref: str) -> str:
         """Where `ref` comes from: "harness" for a built-in, the "module:attribute" of an
@@ -46,24 +65,31 @@ class Registry(Mapping[str, type]):
             return "harness"
         return self.installed().get(ref, ref)
 
-    def __getitem__(self, name: str) -> type:
+    def known(self) -> set[str]:
+        """The built-in names, lazy ones and aliases included."""
+        return {*self.builtins, *self.lazy, *self.aliases}
+
+    def __getitem__(self, name: str) -> type[T]:
         return self.resolve(name)
 
     def __iter__(self) -> Iterator[str]:
         yield from self.builtins
+        yield from self.lazy
         yield from self.installed()
 
     def __len__(self) -> int:
-        return len(self.builtins) + len(self.installed())
+        return len(self.builtins) + len(self.lazy) + len(self.installed())
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and (name in self.builtins or name in self.installed())
+        return isinstance(name, str) and (name in self.known() or name in self.installed())
 
-    def resolve(self, ref: str) -> type:
-        """The class `ref` names: a built-in or installed name, or "module:Class"."""
+    def resolve(self, ref: str) -> type[T]:
+        """The class `ref` names: a built-in (or an alias of one) or installed name, or
+        "module:Class"."""
+        ref = self.aliases.get(ref, ref)
         if ref in self.builtins:
             return self.builtins[ref]
-        path = self.installed().get(ref, ref)
+        path = self.lazy.get(ref) or self.installed().get(ref, ref)
         module, sep, attribute = path.partition(":")
         if not sep:
             raise RegistryError(f"unknown {self.one} {ref!r}; known: {', '.join(self)}")
@@ -77,3 +103,11 @@ class Registry(Mapping[str, type]):
             base = f"{self.base.__module__}.{self.base.__name__}"
             raise RegistryError(f"{path} is not a {self.base.__name__} ({base})")
         return found
+
+    def catalogue(self) -> list[tuple[str, str, str]]:
+        """(what one is called, name, source) of every name available now: "harness" for a
+        built-in, "alias:<name>" for an alias, the entry point of an installed one."""
+        rows = [(self.one, name, "harness") for name in (*self.builtins, *self.lazy)]
+        rows += [(self.one, alias, f"alias:{name}") for alias, name in self.aliases.items()]
+        rows += [(self.one, name, path) for name, path in self.installed().items()]
+        return rows

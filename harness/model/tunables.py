@@ -15,6 +15,18 @@ from typing import Any
 Choices = Iterable[str] | Callable[[], Iterable[str]]
 
 
+class ConfigError(ValueError):
+    """A user mistake in a config file or override; the CLI prints it and exits with 2.
+
+    Declared with the keys so the model's own kinds can refuse a value of theirs (an arrival
+    kind checks its keys) in the same words as the config layer."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}" if key else reason)
+        self.key = key
+        self.reason = reason
+
+
 def key(
     default: Any,
     help: str,
@@ -35,14 +47,31 @@ def key(
     return field(default=default, metadata=meta)
 
 
-def choice_names(meta: dict[str, Any]) -> tuple[str, ...]:
-    """The names a key's `choices` (or `registry`) allow now. A "module:attribute" string names
-    a registry in a layer above the declaring one, imported only when a value is checked."""
+def _choices(meta: dict[str, Any]) -> Iterable[str] | None:
+    """A key's `choices` as an iterable of names; None when it has none. A "module:attribute"
+    string names a registry the declaring module may not import (in a layer above, or a
+    package whose kinds read the declaring module), imported only when a value is checked."""
     choices = meta.get("choices")
     if choices is None:
-        registry = meta.get("registry")
-        return tuple(registry) if registry is not None else ()
+        return None
     if isinstance(choices, str):
         module, _, attribute = choices.partition(":")
         choices = getattr(importlib.import_module(module), attribute)
-    return tuple(choices() if callable(choices) else choices)
+    return choices() if callable(choices) else choices
+
+
+def allows(meta: dict[str, Any], value: Any) -> bool:
+    """Whether a key's `choices` allow `value` (any value when it has none). Asked of the
+    choices themselves, so a registry answers for a built-in name without listing the
+    installed ones (reading every package's entry points)."""
+    choices = _choices(meta)
+    return choices is None or value in choices
+
+
+def choice_names(meta: dict[str, Any]) -> tuple[str, ...]:
+    """The names a key's `choices` (or `registry`) allow now."""
+    choices = _choices(meta)
+    if choices is None:
+        registry = meta.get("registry")
+        return tuple(registry) if registry is not None else ()
+    return tuple(choices)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from harness.model.cluster.faults import COUNTS
 from harness.model.recording import NODE_FIELDS, REQUEST_FIELDS, TIMELINE_FIELDS, Coded
 
 WIDTHS = {
@@ -66,15 +67,9 @@ SUMMARY = pa.schema(
         ("err_nonzero_frac", pa.float64()),
         ("sim_duration_s", pa.float64()),
         ("engine_wall_s", pa.float64()),
-        # Faults injected (harness.model.cluster.faults.COUNTS) and what they cost
-        # (harness.results.invariants).
-        ("fault_rpc_failed", pa.int64()),
-        ("fault_rpc_exhausted", pa.int64()),
-        ("fault_timeouts", pa.int64()),
-        ("fault_down_creates", pa.int64()),
-        ("fault_down_kills", pa.int64()),
-        ("fault_lost_reports", pa.int64()),
-        ("fault_crashes", pa.int64()),
+        # Faults injected (the fault kinds' counters, harness.model.cluster.faults.COUNTS)
+        # and what they cost (harness.results.invariants).
+        *((name, pa.int64()) for name in COUNTS),
         ("lost_sandboxes", pa.int64()),
         ("unknown_sandboxes", pa.int64()),
         ("orphans", pa.int64()),
@@ -166,5 +161,11 @@ def _numbers(name: str, values: Any, type_: pa.DataType) -> np.ndarray:
 
 
 def summary_table(summaries: list[dict[str, Any]]) -> pa.Table:
-    """Summary rows (one dict per (strategy, seed)) as a table of the SUMMARY schema."""
+    """Summary rows (one dict per (strategy, seed)) as a table of the SUMMARY schema. A figure
+    without a column is an error: Arrow would drop it without a word."""
+    columns = set(SUMMARY.names)
+    for row in summaries:
+        extra = sorted(set(row) - columns)
+        if extra:
+            raise ValueError(f"summary figures without a column in SUMMARY: {', '.join(extra)}")
     return pa.Table.from_pylist(summaries, schema=SUMMARY)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from harness.model.scheduling.ledgers import LEDGERS
 from harness.results.seed_result import SeedResult
 
 if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
@@ -93,7 +94,8 @@ def check(config: Config, result: SeedResult) -> list[dict[str, Any]]:
             f"placed {s['placed']} + failed {s['failed']} vs requests {s['requests']}",
         )
     )
-    if config.placement.strategy == "reconcile" and result.drained_views is not None:
+    ledger = LEDGERS[config.placement.strategy]
+    if ledger.exact_when_drained and result.drained_views is not None:
         true_cpu = nodes.column("cpu_allocated").to_numpy()
         live = ~nodes.column("down").to_numpy(zero_copy_only=False)
         wrong = sorted(

@@ -56,6 +56,9 @@ def seed_result(
     `extra` what only some engines measure, and `sketches` the figures they measured in many
     places (`SKETCHED`: each becomes its p50, p99 and the sketch itself); `end_state` goes
     to the SeedResult as is."""
+    uncounted = sorted(set(faults) - set(COUNTS))
+    if uncounted:  # a kind counting what it does not declare (`FaultKind.counters`)
+        raise ValueError(f"fault counters no fault kind declares: {', '.join(uncounted)}")
     strategy = config.placement.strategy
     nodes_t = table(NODES, strategy, seed, dict(nodes))
     requests_t = (

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.config import Config, ConfigError, RayConfig
+from harness.engines import ENGINES
 from harness.model.workload.arrivals import ARRIVALS
 from harness.wiring.demand_estimate import demand
 
@@ -131,17 +132,18 @@ def _requests(config: Config) -> tuple[float, float, float, dict[str, float]]:
     """(creates, kills, sandboxes alive at the peak, the keys that drive them)."""
     w, duration = config.workload, config.run.duration_s
     d = demand(config)
-    if w.arrival == "closed":
+    arrival = ARRIVALS[w.arrival]
+    if arrival.closed:
         keys = {
             "workload.clients": _up(w.clients, _D.workload.clients),
             "run.duration_s": _up(duration, _D.run.duration_s),
             "workload.lifetime_s": _down(d.cycle, _D.workload.lifetime_s),
         }
-    elif w.arrival == "burst":
-        keys = {ARRIVALS[w.arrival].rate_key: _up(w.burst, _D.workload.burst)}
+    elif arrival.at_once:
+        keys = {arrival.rate_key: _up(d.creates, arrival.expected(_D.workload, duration))}
     else:
         keys = {
-            ARRIVALS[w.arrival].rate_key: _up(d.creates / duration, _D.workload.rate_per_s),
+            arrival.rate_key: _up(d.creates / duration, _D.workload.rate_per_s),
             "run.duration_s": _up(duration, _D.run.duration_s),
         }
     return d.creates, d.kills, d.alive, keys
@@ -206,7 +208,7 @@ def seed_terms(config: Config) -> list[Term]:
             results=timeline * TIMELINE_RESULT_BYTES,
         ),
     ]
-    if config.workload.arrival == "closed":
+    if ARRIVALS[config.workload.arrival].closed:
         clients = config.workload.clients
         terms.append(
             Term(
@@ -303,7 +305,7 @@ def check_run(config: Config, strategies: int, machine: Machine, remote: bool) -
     runs = config.run.seeds * strategies
     how = f"{runs} seeds" if strategies == 1 else f"{runs} seeds of {strategies} strategies"
     seeds_key = {"run.seeds": _up(config.run.seeds, _D.run.seeds)}
-    if config.run.engine == "virtual":
+    if not ENGINES[config.run.engine].on_ray:
         _refuse_memory(sum(map(_memory, terms)), terms, machine, "one seed", _memory)
         worst = max(terms, key=lambda t: t.seconds)
         _refuse_time(sum(t.seconds for t in terms) * runs, worst, how, seeds_key)

@@ -24,7 +24,7 @@ import harness
 from harness.config import Config, ConfigError
 from harness.model.registry import Registry
 from harness.model.scheduling.ledgers import LEDGERS
-from harness.model.scheduling.placement.framework import REGISTRIES, parse_weighted
+from harness.model.scheduling.placement.registries import REGISTRIES, parse_weighted
 from harness.running.ray_reaper import ENV
 
 PROBE_S = 3.0

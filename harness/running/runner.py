@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.config import Config
 from harness.engines import Engine, Progress, Snapshot, get_engine
-from harness.model.scheduling.placement.framework import plugins_in_use
+from harness.model.scheduling.placement.registries import plugins_in_use
 from harness.results.arrow_schemas import summary_table
 from harness.results.invariants import InvariantError, check
 from harness.results.run_folder import RunWriter, check_out_dir

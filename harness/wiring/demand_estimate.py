@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from harness.config import Config, trace_file
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.templates import SandboxSpec, WorkloadSpec
+from harness.model.workload.lifetimes import LIFETIMES
+from harness.model.workload.workload_keys import SandboxSpec, WorkloadSpec
 
 
 @dataclass(frozen=True)
@@ -34,16 +35,19 @@ def _mix(w: WorkloadSpec) -> list[tuple[float, SandboxSpec]]:
 
 def _killed_share(sandbox: SandboxSpec, w: WorkloadSpec, duration: float) -> float:
     """The share of creates of `sandbox` whose kill falls within the run (lifetimes ending
-    before it); lifetimes other than fixed are taken as exponential of the same mean."""
+    before it); lifetimes other than exact ones (`Lifetime.exact`) are taken as exponential of
+    the same mean."""
     if sandbox.lifetime_s is None:
         return 0.0
     life = sandbox.lifetime_s
-    if w.arrival == "burst":
-        window = duration - w.burst_at_s
-        if sandbox.lifetime_dist == "fixed":
+    exact = LIFETIMES[sandbox.lifetime_dist].exact
+    arrival = ARRIVALS[w.arrival]
+    if arrival.at_once:
+        window = duration - arrival.start(w)
+        if exact:
             return 1.0 if life < window else 0.0
         return 1.0 - math.exp(-window / life)
-    if sandbox.lifetime_dist == "fixed":  # arrivals spread over the run: those before D - life
+    if exact:  # arrivals spread over the run: those before D - life
         return max(0.0, 1.0 - life / duration)
     return 1.0 - life / duration * (1.0 - math.exp(-duration / life))
 
@@ -57,16 +61,16 @@ def demand(config: Config) -> Demand:
     cpus = sum(p.count * p.cpu_count for p in c.node_pools())
     slots = config.placement.r * cpus / vcpu
     duration = run.duration_s
-    if w.arrival == "closed":
+    arrival = ARRIVALS[w.arrival]
+    if arrival.closed:
         started = w.clients * (min(1.0, duration / w.ramp_s) if w.ramp_s else 1.0)
         rtt = (c.create_latency_ms + c.kill_latency_ms) / 1000.0
         cycle = lifetime + w.think_s + rtt  # validation: closed clients have lifetimes
         creates = started * (1.0 + duration / cycle)
         return Demand(creates, creates - started, min(started, slots), cycle)
-    arrival = ARRIVALS[w.arrival]
     creates = float(trace_file.check(config)) if arrival.replay else arrival.expected(w, duration)
     alive = min(creates, slots)
-    if w.arrival != "burst":
+    if not arrival.at_once:
         alive = min(alive, creates / duration * lifetime)
     kills = creates * sum(share * _killed_share(s, w, duration) for share, s in mix)
     return Demand(creates, kills, alive, math.nan)

@@ -24,8 +24,9 @@ from harness.model.protocol.replica_party import ReplicaHost
 from harness.model.random_streams import stream
 from harness.model.scheduling.ledger import LedgerOptions
 from harness.model.scheduling.ledgers import LEDGERS, make_ledger
-from harness.model.scheduling.placement.framework import Parts, Pipeline
+from harness.model.scheduling.placement.pipeline import Parts, Pipeline
 from harness.model.scheduling.scheduler import Scheduler
+from harness.model.workload.arrivals import ARRIVALS
 from harness.wiring.demand_estimate import demand
 
 
@@ -95,7 +96,7 @@ def quiet_nodes(config: Config) -> bool:
     mode = config.heartbeat.quiet_nodes
     if mode == "off" or not quiet_allowed(config):
         return False
-    if mode == "on" or config.workload.arrival == "trace":
+    if mode == "on" or ARRIVALS[config.workload.arrival].replay:
         return True
     need = demand(config)
     changes = (need.creates + need.kills) / config.run.duration_s
@@ -185,7 +186,8 @@ def client_host(config: Config, seed: int, index: int, hosts: int, sink: Sink) -
     """The clients `c % hosts == index`; a trace to replay is read by each host itself,
     streamed from the file."""
     w = config.workload
-    rows = partial(trace_file.rows, w.trace, w.template_ids()) if w.arrival == "trace" else None
+    replay = ARRIVALS[w.arrival].replay
+    rows = partial(trace_file.rows, w.trace, w.template_ids()) if replay else None
     return ClientHost(
         index,
         hosts,

@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
 from harness.model.cluster.heartbeat_wheel import BeatWheel
-from harness.model.random_streams import uniforms
+from harness.model.cluster.phases import PHASES
+from harness.model.cluster.phases.phase import BeatGroup
 from harness.model.tunables import key
 
 
@@ -39,35 +40,6 @@ class Report(NamedTuple):
     memory_used_mib: float
     sandboxes_running: int
     sandbox_ids: frozenset[int] | None = None
-
-
-BeatGroup = tuple[float, list[int]]
-"""(first beat time, node IDs): nodes that report together, every interval from then on."""
-
-
-class Aligned:
-    """Every node reports at the same instants: one group."""
-
-    name: ClassVar[str] = "aligned"
-
-    @staticmethod
-    def groups(node_ids: list[int], interval: float, rng: random.Random) -> list[BeatGroup]:
-        return [(interval, list(node_ids))]
-
-
-class Staggered:
-    """Each node at its own phase, drawn uniformly over one interval (in node order)."""
-
-    name: ClassVar[str] = "staggered"
-
-    @staticmethod
-    def groups(node_ids: list[int], interval: float, rng: random.Random) -> list[BeatGroup]:
-        phases = uniforms(rng, 0.0, interval, len(node_ids))
-        return [(t, [i]) for t, i in zip(phases, node_ids, strict=True)]
-
-
-PHASES = {cls.name: cls for cls in (Aligned, Staggered)}
-"""Heartbeat phase kinds by name."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +74,7 @@ class HeartbeatPlan:
 
     def __init__(self, spec: HeartbeatSpec, duration: float) -> None:
         self.interval = spec.interval_s
-        self.phase = PHASES[spec.phase]
+        self.phase = PHASES.resolve(spec.phase)
         self.delay = spec.delay_ms / 1000.0
         self.jitter = spec.jitter_ms / 1000.0
         self.duration = duration
@@ -132,7 +104,7 @@ class HeartbeatPlan:
         """When every replica applies each aligned round of reports (the pre-run sync at 0,
         then each beat plus the delivery delay, jitter aside); None for staggered phases,
         whose beats belong to each node."""
-        if self.phase is not Aligned:
+        if not self.phase.together:
             return None
         times = [0.0]
         t = self.interval

@@ -20,7 +20,8 @@ from harness.model.random_streams import stream
 from harness.model.recording import CreateAnswer, RequestLog
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.request import Shape
-from harness.model.workload.templates import Create, Templates, TraceRow, WorkloadSpec
+from harness.model.workload.templates import Create, Templates, TraceRow
+from harness.model.workload.workload_keys import WorkloadSpec
 
 CreateContext = tuple[float, float, float | None]
 """What a create's answer brings back to its client: (issued_at, sent_at, lifetime)."""

@@ -61,13 +61,8 @@ class NodeHost(Recipient):
         self.firsts = [t for t, _ in beat_groups]
         """Each beat group's first beat."""
         self.fixed_delay = plan.fixed_delay
-        self.lossy = bool(faults.report_faults)
-        """Whether reports may be lost: else a report is the node's own beat, with no call into
-        the (interpreted) fault plan for each of a million reports."""
-        self.faultless = not faults.plan
-        """Whether no fault entry concerns these nodes: then none is ever down and every RPC
-        is the node's own answer, with no call into the fault plan for each."""
-        self.quiet = quiet and self.fixed_delay is not None and not self.lossy
+        # Quiet nodes report changes only: not where reports may be lost.
+        self.quiet = quiet and self.fixed_delay is not None and not faults.report_faults
         self._plan_beats(self.firsts.copy())
         self.beat_nodes: list[list[Node]] = []
         """Every-beat mode: each beat group's nodes, looked up once (a beat of one node is the
@@ -167,10 +162,10 @@ class NodeHost(Recipient):
     def _send_reports(self, nodes: list[Node], now: float, delayed: bool = True) -> None:
         """Each node's report, to every replica after the delivery delay plus that replica's
         own jitter draw, so reports of one node can overtake each other."""
-        sink, with_ids, lossy = self.sink, self.with_ids, self.lossy
+        sink, with_ids, faults = self.sink, self.with_ids, self.faults
         fixed = self.fixed_delay if delayed else 0.0
         for node in nodes:
-            taken = self.faults.report(node, now, with_ids) if lossy else node.beat(now, with_ids)
+            taken = faults.report(node, now, with_ids)
             if taken is None:
                 continue
             for replica in range(self.replicas):
@@ -215,11 +210,7 @@ class NodeHost(Recipient):
     def on_create(self, node_id: int, payload: tuple, now: float) -> None:
         sandbox_id, shape, replica = payload
         node = self.nodes[node_id - self.first]
-        outcome = (
-            node.create(sandbox_id, shape)
-            if self.faultless
-            else self.faults.create(node, sandbox_id, shape, now)
-        )
+        outcome = self.faults.create(node, sandbox_id, shape, now)
         if self.quiet:
             self._change(node, now)
         leg = self.rpc.leg(Rpc.CREATE, node_id, now)
@@ -240,9 +231,7 @@ class NodeHost(Recipient):
     def on_kill(self, node_id: int, payload: tuple, now: float) -> None:
         sandbox_id, replica = payload
         node = self.nodes[node_id - self.first]
-        outcome = (
-            node.kill(sandbox_id) if self.faultless else self.faults.kill(node, sandbox_id, now)
-        )
+        outcome = self.faults.kill(node, sandbox_id, now)
         if self.quiet:
             self._change(node, now)
         leg = self.rpc.leg(Rpc.KILL, node_id, now)

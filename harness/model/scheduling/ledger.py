@@ -84,13 +84,18 @@ class Ledger:
 
     name: ClassVar[str] = ""
     counts_in_progress: ClassVar[bool] = True
-    """Whether vCPUs of creates still in flight are added to the score's `reserved`."""
+    """Whether vCPUs of creates still in flight count as taken
+    (`harness.model.scheduling.replica_state.ReplicaState.reserved`)."""
     wants_sandbox_ids: ClassVar[bool] = False
     """Whether reports must list the node's sandbox IDs for this strategy."""
     wants_response_report: ClassVar[bool] = False
     """Whether create and kill answers must carry the node's fresh report (`response`)."""
     drops_old_reports: ClassVar[bool] = False
     """Whether a report not newer (by `seq`) than the view is dropped; upstream applies it."""
+    exact_when_drained: ClassVar[bool] = False
+    """Whether the view is the truth once the run has drained and every live node has sent one
+    last report: the end-of-run checks then hold the strategy to it
+    (`harness.results.invariants`)."""
     view_is_last_report: ClassVar[bool] = False
     """Whether a node's view is the last report applied and nothing else: the strategy adds
     nothing to it, or keeps what it adds apart (as `ttl` does)."""
@@ -104,8 +109,6 @@ class Ledger:
         self.checks_seq = self.drops_old_reports
         """`drops_old_reports`, read once: compiled, a class attribute is a lookup on the type
         for every report."""
-        self.counts_pending = self.counts_in_progress
-        """`counts_in_progress`, read once (the score reads it for every create)."""
 
     @classmethod
     def ignores_unchanged_reports(cls) -> bool:

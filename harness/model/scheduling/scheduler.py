@@ -8,7 +8,7 @@ Between a start and its finish the engine delivers the RPC; that gap is where th
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
 
 from librt.vecs import vec
@@ -17,8 +17,9 @@ from mypy_extensions import i64
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import NodeInfo, Outcome
 from harness.model.scheduling.ledger import Ledger
-from harness.model.scheduling.placement import Pipeline
+from harness.model.scheduling.placement.pipeline import Pipeline
 from harness.model.scheduling.placement.placement_keys import PlacementSpec
+from harness.model.scheduling.replica_state import ReplicaState
 from harness.model.workload.request import CreateRequest
 
 __all__ = ["PlacementSpec", "Scheduler", "Step"]
@@ -32,9 +33,9 @@ class Step(StrEnum):
     FAILED = "failed"
 
 
-class Scheduler:
-    """One scheduler replica: the nodes' static facts it learned when they registered
-    (`nodes`), its ledger (view), in-progress map and random stream."""
+class Scheduler(ReplicaState):
+    """One scheduler replica: its state (`ReplicaState`), its placement pipeline and its rules;
+    the steps that change the state."""
 
     def __init__(
         self,
@@ -44,40 +45,11 @@ class Scheduler:
         rng: random.Random,
         pipeline: Pipeline | None = None,
     ) -> None:
+        super().__init__(nodes, ledger, rng)
         self.rules = rules
-        self.nodes = nodes
-        self.ledger = ledger
-        self.random = rng.random
-        self.n = len(nodes)
-        # The in-progress map, node by node: how many creates are in progress and their
-        # vCPUs. Counts and sums in native vectors rather than a dict of sandbox IDs per node:
-        # each create's own ID is its request's, so the map only ever needs these two, and a
-        # vector is read without visiting an object per node (the most frequent reads of a
-        # placement, at 10,000 nodes mostly waits on memory).
-        self.starting = vec[i64]([0] * self.n)
-        self.pending_cpu = vec[float]([0.0] * self.n)
-        # Kills sent and not answered yet, per node: the accounting error's other bound.
-        self.killing = vec[i64]([0] * self.n)
-        self.killing_cpu = vec[float]([0.0] * self.n)
-        # While every node has at least this many vCPUs, no request needs a CPU filter.
-        self.min_cpu_count = min((info.cpu_count for info in nodes), default=0)
-        self.reserved = self._reserved_of(ledger)
         # The rules' pipeline, unless the wiring brings its own (an external scheduler's).
         self.pipeline = Pipeline(rules) if pipeline is None else pipeline
         self.placed_hooks = self.pipeline.placed_hooks
-
-    def _reserved_of(self, ledger: Ledger) -> Callable[[int, float], float]:
-        """`reserved(node, now)`, the score's `reserved`: the believed allocation, plus the
-        vCPUs of creates in progress on the node when the strategy counts them. Built once:
-        choose calls it for every candidate."""
-        believed, pending = ledger.believed_cpu, self.pending_cpu
-        if not ledger.counts_in_progress:
-            return believed
-
-        def reserved(node: int, now: float) -> float:
-            return believed(node, now) + pending[node]
-
-        return reserved
 
     def choose(self, req: CreateRequest, now: float) -> int | None:
         """The node the placement pipeline picks for `req`; None: no candidate."""

@@ -33,6 +33,7 @@ class ReconcileLedger(Ledger):
     counts_in_progress = True
     wants_sandbox_ids = True
     drops_old_reports = True
+    exact_when_drained = True
 
     def __init__(self, cpu_counts: list[int], options: LedgerOptions = DEFAULT_OPTIONS) -> None:
         super().__init__(cpu_counts, options)

@@ -1,15 +1,17 @@
 """The `[placement]` keys: a replica's placement rules and strategy (`PlacementSpec`).
 
-Declared apart from `harness.model.scheduling.scheduler`, which reads them, so the scheduler can be
-compiled (see docs, "Compiled hot path") while the config layer still reads this dataclass's type
-hints as written."""
+Declared apart from `harness.model.scheduling.scheduler`, which reads them, so the scheduler can
+be compiled (see README, "Compiled hot path") while the config layer still reads this
+dataclass's type hints as written. Algorithms are named here, not built: this module imports no
+plugin.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from harness.model.scheduling.ledgers import LEDGERS
-from harness.model.scheduling.placement.framework import ALGORITHMS
+from harness.model.scheduling.placement.algorithms import ALGORITHMS
 from harness.model.tunables import key
 
 
@@ -32,7 +34,9 @@ class PlacementSpec:
     k: int = key(3, "Candidates sampled per placement (Best-of-K).", ge=1)
     r: float = key(4.0, "CPU over-commit ratio.", gt=0)
     alpha: float = key(0.5, "Weight of actual CPU usage in the score.", ge=0)
-    too_many_starting: bool = key(False, "Skip nodes with more than max_starting in progress.")
+    too_many_starting: bool = key(
+        False, "Skip nodes with more than max_starting in progress (any algorithm)."
+    )
     max_starting: int = key(3, "In-progress creates above which a node is skipped.", ge=0)
     max_attempts: int = key(
         3, "Failed create RPCs (other than ResourceExhausted) per request.", ge=1

@@ -2,8 +2,8 @@
 
 A plugin is constructed once per scheduler replica with the replica's `PlacementSpec` (its
 tunables) and then asked, for each choice, about the request (`req`: its vCPUs, memory, shape,
-excluded nodes) and the replica's state (`scheduler`: the nodes' static facts in
-`scheduler.nodes`, its view through `scheduler.ledger.views` and `scheduler.reserved`, its
+excluded nodes) and the replica's state (`scheduler`, a `ReplicaState`: the nodes' static facts
+in `scheduler.nodes`, its view through `scheduler.ledger.views` and `scheduler.reserved`, its
 in-progress map, its random stream). It reads; it never changes the state, and it never reads a
 clock: `now` is given. A plugin that learns from its own placements keeps its own record and
 overrides `placed` (kube-scheduler's PostBind), as `cache_affinity` does.
@@ -18,7 +18,7 @@ from mypy_extensions import mypyc_attr
 
 if TYPE_CHECKING:
     from harness.model.scheduling.placement.placement_keys import PlacementSpec
-    from harness.model.scheduling.scheduler import Scheduler
+    from harness.model.scheduling.replica_state import ReplicaState
     from harness.model.workload.request import CreateRequest
 
 Eligible = Callable[[int], bool]
@@ -28,6 +28,8 @@ Eligible = Callable[[int], bool]
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Plugin:
     name: ClassVar[str] = ""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    """Other names the plugin answers to in a config (`harness.model.registry.Registry`)."""
     reads_report_times: ClassVar[bool] = False
     """Whether the plugin reads when a node's view was reported (`NodeView.seq`,
     `taken_at`). One that does must say so: otherwise nodes whose state has not changed may skip
@@ -37,7 +39,7 @@ class Plugin:
     def __init__(self, rules: PlacementSpec) -> None:
         self.rules = rules
 
-    def placed(self, scheduler: Scheduler, req: CreateRequest, now: float) -> None:
+    def placed(self, scheduler: ReplicaState, req: CreateRequest, now: float) -> None:
         """After a create this replica placed on `req.node` succeeded. A pipeline calls only
         the plugins that override it, so the others cost nothing."""
 
@@ -46,7 +48,7 @@ class Plugin:
 class Sampler(Plugin):
     """Which nodes are candidates, in the order that breaks ties."""
 
-    def sample(self, scheduler: Scheduler, eligible: Eligible | None) -> list[int]:
+    def sample(self, scheduler: ReplicaState, eligible: Eligible | None) -> list[int]:
         raise NotImplementedError
 
 
@@ -60,14 +62,14 @@ class Filter(Plugin):
 
     def needed(self) -> bool:
         """Whether the filter can ever reject a node under these rules; a pipeline drops one
-        that cannot (say `too_many_starting` with its flag off)."""
+        that cannot (say `memory_overcommit` with M = 0)."""
         return True
 
-    def applies(self, scheduler: Scheduler, req: CreateRequest) -> bool:
+    def applies(self, scheduler: ReplicaState, req: CreateRequest) -> bool:
         """Whether this request can fail the filter at all; False spares it per node."""
         return True
 
-    def passes(self, scheduler: Scheduler, node: int, req: CreateRequest, now: float) -> bool:
+    def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
         raise NotImplementedError
 
 
@@ -76,7 +78,7 @@ class Scorer(Plugin):
     """Lower is better; a pipeline adds the scorers' weighted scores."""
 
     def scores(
-        self, scheduler: Scheduler, candidates: list[int], req: CreateRequest, now: float
+        self, scheduler: ReplicaState, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         raise NotImplementedError
 
@@ -86,6 +88,6 @@ class Selector(Plugin):
     """Which scored candidate wins; None when there is none."""
 
     def select(
-        self, scheduler: Scheduler, candidates: list[int], scores: list[float]
+        self, scheduler: ReplicaState, candidates: list[int], scores: list[float]
     ) -> int | None:
         raise NotImplementedError

@@ -1,21 +1,19 @@
-"""`best_of_k` and `every_node`: the samplers; `reference`: the reference's score; `lowest`:
-the reference's selection. Together, Best-of-K exactly as the reference scheduler does it."""
+"""`best_of_k`: up to K candidates uniformly without replacement, drawn exactly as the reference
+scheduler draws them (with the `reference` scorer and the `lowest` selector, its Best-of-K)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, final
 
 from librt.vecs import append, vec
 from mypy_extensions import i64, mypyc_attr
 
-from harness.model.scheduling.placement.plugin import Eligible, Sampler, Scorer, Selector
+from harness.model.scheduling.placement.plugin import Eligible, Sampler
 
 if TYPE_CHECKING:
     from harness.model.scheduling.placement.placement_keys import PlacementSpec
-    from harness.model.scheduling.scheduler import Scheduler
-    from harness.model.workload.request import CreateRequest
+    from harness.model.scheduling.replica_state import ReplicaState
 
 
 SHORT: Final = 16
@@ -123,72 +121,5 @@ class BestOfK(Sampler):
         """K, read once: the rules are an interpreted object."""
         self.shuffle = _Shuffle()
 
-    def sample(self, scheduler: Scheduler, eligible: Eligible | None) -> list[int]:
+    def sample(self, scheduler: ReplicaState, eligible: Eligible | None) -> list[int]:
         return sample(scheduler.random, scheduler.n, self.k, eligible, self.shuffle)
-
-
-@mypyc_attr(allow_interpreted_subclasses=True)
-class EveryNode(Sampler):
-    """Every eligible node, in node order (a full scan)."""
-
-    name = "every_node"
-
-    def sample(self, scheduler: Scheduler, eligible: Eligible | None) -> list[int]:
-        nodes = range(scheduler.n)
-        return list(nodes) if eligible is None else [n for n in nodes if eligible(n)]
-
-
-@mypyc_attr(allow_interpreted_subclasses=True)
-class Reference(Scorer):
-    """(vcpu + reserved + alpha * cpu_percent / 100) / (R * cpu_count), with `reserved` the
-    believed allocation (plus creates in progress for strategies that count them)."""
-
-    name = "reference"
-
-    def __init__(self, rules: PlacementSpec) -> None:
-        super().__init__(rules)
-        self.r = rules.r
-        self.alpha = rules.alpha
-        """R and alpha, read once: the rules are an interpreted object, and this scores every
-        create."""
-
-    def scores(
-        self, scheduler: Scheduler, candidates: list[int], req: CreateRequest, now: float
-    ) -> list[float]:
-        # `reserved` is `scheduler.reserved`'s sum written out: a call less per candidate, and
-        # compiled, a direct call of the ledger's method.
-        ledger, pending = scheduler.ledger, scheduler.pending_cpu
-        views, counts = ledger.views, ledger.counts_pending
-        r, alpha, vcpu = self.r, self.alpha, req.vcpu
-        out = []
-        for node in candidates:
-            view = views[node]
-            count = view.cpu_count
-            if count:
-                reserved = ledger.believed_cpu(node, now)
-                if counts:
-                    reserved += pending[node]
-                out.append((vcpu + reserved + alpha * view.cpu_percent / 100.0) / (r * count))
-            else:  # a node that reports no CPUs is never chosen over one that does
-                out.append(math.inf)
-        return out
-
-
-@mypyc_attr(allow_interpreted_subclasses=True)
-class Lowest(Selector):
-    """The lowest score, strict `<`: on a tie the candidate sampled first wins."""
-
-    name = "lowest"
-
-    def select(
-        self, scheduler: Scheduler, candidates: list[int], scores: list[float]
-    ) -> int | None:
-        # The first of the lowest scores, by strict `<`, in one pass: what min() then index()
-        # find, without two generic calls (compiled, the loop is plain float comparisons).
-        if not candidates:
-            return None
-        best, low = 0, scores[0]
-        for i in range(1, len(scores)):
-            if scores[i] < low:
-                best, low = i, scores[i]
-        return candidates[best]

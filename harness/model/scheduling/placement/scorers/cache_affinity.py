@@ -19,7 +19,7 @@ from harness.model.scheduling.placement.plugin import Scorer
 
 if TYPE_CHECKING:
     from harness.model.scheduling.placement.placement_keys import PlacementSpec
-    from harness.model.scheduling.scheduler import Scheduler
+    from harness.model.scheduling.replica_state import ReplicaState
     from harness.model.workload.request import CreateRequest
 
 
@@ -43,7 +43,7 @@ class CacheAffinity(Scorer):
             return {}
         return entry[1]
 
-    def placed(self, scheduler: Scheduler, req: CreateRequest, now: float) -> None:
+    def placed(self, scheduler: ReplicaState, req: CreateRequest, now: float) -> None:
         template, node = req.shape.template, req.node
         hits = self.hits(template, now)
         hits[node] = hits.get(node, 0) + 1
@@ -52,7 +52,7 @@ class CacheAffinity(Scorer):
         self.record[template] = (now, hits)
 
     def scores(
-        self, scheduler: Scheduler, candidates: list[int], req: CreateRequest, now: float
+        self, scheduler: ReplicaState, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         hits = self.hits(req.shape.template, now)
         cap = self.rules.affinity_max_hits

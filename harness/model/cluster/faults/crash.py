@@ -1,0 +1,29 @@
+"""`crash`: the node dies (sandboxes lost, RPCs refused, no reports) and comes back empty."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from harness.model.cluster.faults.fault_kind import FaultKind, Where
+
+if TYPE_CHECKING:
+    from harness.model.cluster.faults.fault_keys import FaultSpec
+
+
+class Crash(FaultKind):
+    name = "crash"
+    keys = ("node", "at_s", "until_s")
+    needs_node = True
+    what = "the node dies (sandboxes lost, RPCs fail, no reports); back empty at until_s"
+    counters = (
+        ("fault_down_creates", Where.RPC),
+        ("fault_down_kills", Where.RPC),
+        ("fault_crashes", Where.NODE),
+    )
+    """Creates and kills a down node refused, and nodes crashed (also by their process dying,
+    on engines with processes)."""
+
+    @staticmethod
+    def down_windows(spec: FaultSpec) -> list[tuple[float, float]]:
+        return [(spec.at_s, math.inf if spec.until_s is None else spec.until_s)]

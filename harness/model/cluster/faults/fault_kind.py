@@ -1,0 +1,71 @@
+"""What a fault kind is (`FaultKind`): its keys, where it strikes, what it does there and what it
+counts. The fault plan (`harness.model.cluster.faults.plan.Faults`) asks the kinds, never their
+names, so a new kind is one file (and its registration in `kinds`)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import TYPE_CHECKING, ClassVar
+
+from harness.model.cluster.node import Node, Outcome
+
+if TYPE_CHECKING:
+    from harness.model.cluster.faults.fault_keys import FaultSpec
+    from harness.model.workload.request import Shape
+
+
+class Where(IntEnum):
+    """Where a fault strikes; a kind's counters are summary columns, grouped in this order."""
+
+    RPC = 0
+    """A create or kill RPC's answer."""
+    REPORT = 1
+    """A heartbeat report."""
+    NODE = 2
+    """A node's life (crashes)."""
+
+
+class FaultKind:
+    """One kind of `[[faults]]` entry; registered by name in
+    `harness.model.cluster.faults.kinds.FAULT_KINDS`. Hooks are static: a kind keeps no state,
+    the plan's counters (`counts`) are handed in."""
+
+    name: ClassVar[str] = ""
+    keys: ClassVar[tuple[str, ...]] = ()
+    """The keys an entry of this kind takes besides `kind`; any other is refused."""
+    needs_node: ClassVar[bool] = False
+    """Whether an entry must name its target node."""
+    what: ClassVar[str] = ""
+    counters: ClassVar[tuple[tuple[str, Where], ...]] = ()
+    """The summary columns this kind counts, each with where it strikes: every one is a column
+    of the summary (`harness.model.cluster.faults.kinds.COUNTS`), and counting any other is an
+    error."""
+    slows: ClassVar[bool] = False
+    """Whether an entry adds latency to RPCs to its node (`latency_ms`, `SlowNodes`)."""
+
+    @staticmethod
+    def strikes(spec: FaultSpec, where: str) -> bool:
+        """Whether the entry `spec` may strike "create" RPCs, "kill" RPCs or "report"s (drawn
+        with its `fraction` while active)."""
+        return False
+
+    @staticmethod
+    def on_rpc(
+        spec: FaultSpec,
+        node: Node,
+        sandbox_id: int,
+        shape: Shape | None,
+        counts: dict[str, int],
+    ) -> Outcome:
+        """The answer of a create (`shape` given) or kill RPC the entry struck."""
+        raise NotImplementedError
+
+    @staticmethod
+    def on_report(spec: FaultSpec, counts: dict[str, int]) -> None:
+        """A report the entry struck: it never arrives."""
+        raise NotImplementedError
+
+    @staticmethod
+    def down_windows(spec: FaultSpec) -> list[tuple[float, float]]:
+        """The [at, until) windows the entry holds its node down in (`Faults.crash_events`)."""
+        return []

@@ -1,0 +1,25 @@
+"""`lost_reports`: a share of heartbeat reports never arrive."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.model.cluster.faults.fault_kind import FaultKind, Where
+
+if TYPE_CHECKING:
+    from harness.model.cluster.faults.fault_keys import FaultSpec
+
+
+class LostReports(FaultKind):
+    name = "lost_reports"
+    keys = ("fraction", "node", "at_s", "until_s")
+    what = "a fraction of heartbeat reports never arrive"
+    counters = (("fault_lost_reports", Where.REPORT),)
+
+    @staticmethod
+    def strikes(spec: FaultSpec, where: str) -> bool:
+        return where == "report"
+
+    @staticmethod
+    def on_report(spec: FaultSpec, counts: dict[str, int]) -> None:
+        counts["fault_lost_reports"] += 1

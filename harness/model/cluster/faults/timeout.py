@@ -1,0 +1,38 @@
+"""`timeout`: a share of create RPCs get no answer; the node acts all the same."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.model.cluster.faults.fault_kind import FaultKind, Where
+from harness.model.cluster.node import Node, Outcome
+
+if TYPE_CHECKING:
+    from harness.model.cluster.faults.fault_keys import FaultSpec
+    from harness.model.workload.request import Shape
+
+
+class Timeout(FaultKind):
+    name = "timeout"
+    keys = ("fraction", "node", "at_s", "until_s")
+    what = "a fraction of create RPCs get no answer; the node acts all the same"
+    counters = (("fault_timeouts", Where.RPC),)
+
+    @staticmethod
+    def strikes(spec: FaultSpec, where: str) -> bool:
+        return where == "create"
+
+    @staticmethod
+    def on_rpc(
+        spec: FaultSpec,
+        node: Node,
+        sandbox_id: int,
+        shape: Shape | None,
+        counts: dict[str, int],
+    ) -> Outcome:
+        """TIMEOUT: the node acted (or not) but its answer never arrives; the scheduler gives
+        up later."""
+        assert shape is not None, "a timeout strikes create RPCs only"
+        counts["fault_timeouts"] += 1
+        node.create(sandbox_id, shape)
+        return Outcome.TIMEOUT

@@ -1,0 +1,32 @@
+"""`memory_overcommit`: upstream's proposed memory hard filter."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mypy_extensions import mypyc_attr
+
+from harness.model.scheduling.placement.plugin import Filter
+
+if TYPE_CHECKING:
+    from harness.model.scheduling.replica_state import ReplicaState
+    from harness.model.workload.request import CreateRequest
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class MemoryOvercommit(Filter):
+    """Upstream's proposed memory hard filter: not a node whose reported allocated memory plus
+    the sandbox's exceeds M x its reported total (`placement.memory_overcommit`). Off when M is
+    0, and for a node that has reported no total. The allocated memory is the ledger's view:
+    the last report, plus the strategy's own adds and removes (the `optimistic` family's)."""
+
+    name = "memory_overcommit"
+
+    def needed(self) -> bool:
+        return self.rules.memory_overcommit > 0
+
+    def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
+        view = scheduler.ledger.views[node]
+        total = view.memory_total_mib
+        limit = self.rules.memory_overcommit * total
+        return not total or view.memory_allocated_mib + req.memory_mib <= limit

@@ -1,0 +1,27 @@
+"""`too_many_starting` (also `starting_cap`): not a node with more than `placement.max_starting`
+creates in progress on this replica, upstream's TooManyStarting. The least-busy designs always
+apply it; any other pipeline does with `placement.too_many_starting` (upstream's older flag),
+which adds it (`harness.model.scheduling.placement.pipeline.Parts`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mypy_extensions import mypyc_attr
+
+from harness.model.scheduling.placement.plugin import Filter
+
+if TYPE_CHECKING:
+    from harness.model.scheduling.replica_state import ReplicaState
+    from harness.model.workload.request import CreateRequest
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class TooManyStarting(Filter):
+    """Not a node with more than `placement.max_starting` creates in progress."""
+
+    name = "too_many_starting"
+    aliases = ("starting_cap",)
+
+    def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
+        return scheduler.starting[node] <= self.rules.max_starting

@@ -1,0 +1,2 @@
+"""Selectors: which scored candidate wins (one file per design, registered in
+`harness.model.scheduling.placement.registries`)."""

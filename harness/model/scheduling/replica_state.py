@@ -1,0 +1,55 @@
+"""What one scheduler replica knows, as placement plugins read it: the nodes' static facts, its
+ledger (view), its in-progress map, its random stream, and `reserved`, the one rule for how
+much of a node's CPU it counts as taken.
+
+Apart from `harness.model.scheduling.scheduler` (the steps that change it) so the placement
+plugins, which the scheduler runs, can name the state they read without importing the
+scheduler.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from librt.vecs import vec
+from mypy_extensions import i64
+
+from harness.model.cluster.node import NodeInfo
+from harness.model.scheduling.ledger import Ledger
+
+
+class ReplicaState:
+    """One scheduler replica's state: the nodes' static facts it learned when they registered
+    (`nodes`), its ledger (view), in-progress map and random stream."""
+
+    def __init__(self, nodes: Sequence[NodeInfo], ledger: Ledger, rng: random.Random) -> None:
+        self.nodes = nodes
+        self.ledger = ledger
+        self.random = rng.random
+        self.n = len(nodes)
+        # The in-progress map, node by node: how many creates are in progress and their
+        # vCPUs. Counts and sums in native vectors rather than a dict of sandbox IDs per node:
+        # each create's own ID is its request's, so the map only ever needs these two, and a
+        # vector is read without visiting an object per node (the most frequent reads of a
+        # placement, at 10,000 nodes mostly waits on memory).
+        self.starting = vec[i64]([0] * self.n)
+        self.pending_cpu = vec[float]([0.0] * self.n)
+        # Kills sent and not answered yet, per node: the accounting error's other bound.
+        self.killing = vec[i64]([0] * self.n)
+        self.killing_cpu = vec[float]([0.0] * self.n)
+        # While every node has at least this many vCPUs, no request needs a CPU filter.
+        self.min_cpu_count = min((info.cpu_count for info in nodes), default=0)
+        self.counts_in_progress: bool = ledger.counts_in_progress
+        """The strategy's `Ledger.counts_in_progress`, read once: compiled, a class attribute
+        is a lookup on the type, and `reserved` runs for every candidate."""
+
+    def reserved(self, node: int, now: float) -> float:
+        """The vCPUs this replica counts as taken on `node` at `now`: its ledger's believed
+        allocation, plus the vCPUs of its creates in progress there when the strategy counts
+        them. Every plugin that weighs a node's load against its size asks here (`reference`,
+        `fits`, `bin_pack`)."""
+        believed = self.ledger.believed_cpu(node, now)
+        if self.counts_in_progress:
+            return believed + self.pending_cpu[node]
+        return believed
