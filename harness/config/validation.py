@@ -23,6 +23,7 @@ from harness.model.scheduling.scheduler import PlacementSpec
 from harness.model.tunables import choice_names
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.templates import SandboxSpec, WorkloadSpec
+from harness.model.workload.variety import MEAN_KEY, QUANTITIES, varied
 from harness.results.thresholds import Threshold, ThresholdError, parse
 
 
@@ -354,6 +355,7 @@ def _check_workload(c: Config) -> None:
                 "must be a number for closed-loop clients (they kill, then create)",
             )
         _check_placeable(prefix, sandbox, c)
+        _check_variety(prefix, sandbox)
         if w.templates and sandbox.template in ids:
             raise ConfigError(
                 f"{prefix}.template",
@@ -371,6 +373,54 @@ def _check_workload(c: Config) -> None:
         _check_profile(w, c.run.duration_s)
     if w.arrival == "trace" and not w.trace:
         raise ConfigError("workload.trace", "arrival trace needs a file: a .csv or .parquet path")
+
+
+def _check_variety(prefix: str, sandbox: SandboxSpec) -> None:
+    """Each varied quantity: clip bounds [lo, hi], a lifetime drawn one way only, and every
+    value a draw can take within its key's bounds (a normal draw of vCPUs needs a clip or
+    truncation, a usage ratio stays in [0, 1]); a lifetime may be anything (a non-positive
+    one is killed at once)."""
+    bounds = {f.name: f.metadata for f in fields(SandboxSpec)}
+    for quantity in QUANTITIES:
+        clip = getattr(sandbox, f"{quantity}_clip")
+        if clip and (len(clip) != 2 or clip[0] > clip[1]):
+            raise ConfigError(
+                f"{prefix}.{quantity}_clip", f"must be [lo, hi] with lo <= hi, got {clip}"
+            )
+        draw = (
+            varied(sandbox, quantity) if getattr(sandbox, f"{quantity}_draw") != "fixed" else None
+        )
+        if draw is None:
+            continue
+        if quantity == "lifetime":
+            if sandbox.lifetime_s is None:
+                raise ConfigError(
+                    f"{prefix}.lifetime_draw", "needs lifetime_s, the mean, not none (never killed)"
+                )
+            if sandbox.lifetime_dist != "fixed":
+                raise ConfigError(
+                    f"{prefix}.lifetime_draw",
+                    f"{sandbox.lifetime_draw} and lifetime_dist {sandbox.lifetime_dist} both "
+                    "draw the lifetime: keep one, the other fixed",
+                )
+            continue
+        lo, hi = draw.support()
+        meta = bounds[MEAN_KEY[quantity]]
+        low_ok = (meta["gt"] is None or lo > meta["gt"]) and (
+            meta["ge"] is None or lo >= meta["ge"]
+        )
+        if not low_ok or (meta["le"] is not None and hi > meta["le"]):
+            limits = " and ".join(
+                f"{op} {meta[name]:g}"
+                for name, op in (("gt", ">"), ("ge", ">="), ("le", "<="))
+                if meta[name] is not None
+            )
+            raise ConfigError(
+                f"{prefix}.{quantity}_draw",
+                f"{getattr(sandbox, f'{quantity}_draw')} can draw {lo:g} to {hi:g}, but "
+                f"{MEAN_KEY[quantity]} must be {limits}: set {quantity}_clip"
+                + (f" or {quantity}_integer" if hasattr(sandbox, f"{quantity}_integer") else ""),
+            )
 
 
 def _check_profile(w: WorkloadSpec, duration: float) -> None:

@@ -57,7 +57,7 @@ def accounting_error(timeline: pa.Table) -> dict[str, float]:
 SKETCHED = ("create_rpc", "heartbeat_late")
 """Figures an engine may hand over as sketches (`harness.results.seed_result`): create RPC
 round trips and heartbeat lateness, in model ms; each has p50, p99 and sketch columns."""
-FAILURE_REASONS = ("no_candidate", "attempts_exhausted", "deadline")
+FAILURE_REASONS = ("no_candidate", "attempts_exhausted", "deadline", "refused")
 """Why a create failed (`harness.model.scheduling.scheduler`); each has a `failed_<reason>` summary
 column."""
 
@@ -99,11 +99,29 @@ def seed_summary(
         "cv": cv(counts),
         "max_count": int(counts.max()) if counts.size else 0,
         "min_count": int(counts.min()) if counts.size else 0,
+        **utilisation(nodes),
         "p50_place_ms": p50,
         "p90_place_ms": p90,
         "p99_place_ms": p99,
         "sim_duration_s": float(sim_duration),
         **accounting_error(timeline),
+    }
+
+
+def utilisation(nodes: pa.Table) -> dict[str, float]:
+    """How evenly the nodes' end state spreads: `alloc_cv`, the CV of allocated vCPUs, and the
+    CV (upstream's LoadImbalanceCoefficient: population std / mean), mean, min and max of
+    utilisation, a node's actual CPU use over its vCPUs in per cent
+    (`cpu_percent / 100 / cpu_count * 100`). With sandboxes of one size and one usage all
+    three CVs agree; where sizes and usage differ, utilisation is what operators watch."""
+    used = nodes.column("cpu_percent").to_numpy() / nodes.column("cpu_count").to_numpy()
+    empty = used.size == 0
+    return {
+        "alloc_cv": cv(nodes.column("cpu_allocated").to_numpy()),
+        "util_cv": cv(used),
+        "util_mean": math.nan if empty else float(used.mean()),
+        "util_min": math.nan if empty else float(used.min()),
+        "util_max": math.nan if empty else float(used.max()),
     }
 
 
@@ -143,6 +161,7 @@ def by_strategy(summary: pd.DataFrame, requests: pd.DataFrame | None = None) -> 
     rows = []
     for strategy, group in summary.groupby("strategy", sort=False):
         mean, lo, hi = mean_interval(group["cv"])
+        util, util_lo, util_hi = mean_interval(group["util_cv"])
         rows.append(
             {
                 "strategy": strategy,
@@ -151,6 +170,11 @@ def by_strategy(summary: pd.DataFrame, requests: pd.DataFrame | None = None) -> 
                 "cv_lo": lo,
                 "cv_hi": hi,
                 "cv_median": float(group["cv"].median()),
+                "util_cv_mean": util,
+                "util_cv_lo": util_lo,
+                "util_cv_hi": util_hi,
+                "alloc_cv_mean": float(group["alloc_cv"].mean()),
+                "util_mean": float(group["util_mean"].mean()),
                 "max_count": float(group["max_count"].mean()),
                 "min_count": float(group["min_count"].mean()),
                 "placed": float(group["placed"].mean()),

@@ -57,6 +57,7 @@ class Scheduler:
         # While every node has at least this many vCPUs, no request needs a CPU filter.
         self.min_cpu_count = min((info.cpu_count for info in nodes), default=0)
         self.reserved = self._reserved_of(ledger)
+        self.retry_refused = rules.retry_refused
         self.pipeline = Pipeline(rules)
         self.placed_hooks = self.pipeline.placed_hooks
 
@@ -104,6 +105,9 @@ class Scheduler:
             return Step.PLACED
         if outcome is Outcome.RESOURCE_EXHAUSTED:
             req.skips += 1
+            if not self.retry_refused:
+                req.failure = "refused"
+                return Step.FAILED
         else:
             req.attempts += 1
             if req.excluded is None:
