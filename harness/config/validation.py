@@ -294,6 +294,13 @@ def _cross_check(c: Config) -> None:
             f"{c.cluster.create_warm_ms:g} exceeds cluster.create_cold_ms "
             f"{c.cluster.create_cold_ms:g}: a cached template cannot make a create slower",
         )
+    if c.cluster.create_latency_ms == 0 and c.placement.retry_refused:
+        raise ConfigError(
+            "cluster.create_latency_ms",
+            "is 0 while placement.retry_refused is true: a create refused by a full node would "
+            "be placed again and again without time passing; set placement.retry_refused = "
+            "false (as upstream's benchmarks fail it) or a latency above 0",
+        )
     for i, fault in enumerate(c.faults):
         _check_fault(f"faults[{i}]", fault, c)
     _check_placement(c.placement)
@@ -363,6 +370,15 @@ def _check_workload(c: Config) -> None:
                 "each template needs an ID of its own",
             )
         ids[sandbox.template] = prefix
+    instant = c.cluster.create_latency_ms + c.cluster.kill_latency_ms == 0
+    drawn = any(s.lifetime_draw != "fixed" for s in w.sandboxes)
+    if w.arrival == "closed" and drawn and instant and not (w.think_s or w.cleanup_tick_s):
+        raise ConfigError(
+            "workload.think_s",
+            "is 0 with RPCs of 0 ms and a drawn lifetime that may be non-positive (killed at "
+            "once): a closed-loop client would cycle without time passing; set think_s or "
+            "cleanup_tick_s",
+        )
     if w.arrival == "burst" and w.burst_at_s >= c.run.duration_s:
         raise ConfigError(
             "workload.burst_at_s",
@@ -387,10 +403,8 @@ def _check_variety(prefix: str, sandbox: SandboxSpec) -> None:
             raise ConfigError(
                 f"{prefix}.{quantity}_clip", f"must be [lo, hi] with lo <= hi, got {clip}"
             )
-        draw = (
-            varied(sandbox, quantity) if getattr(sandbox, f"{quantity}_draw") != "fixed" else None
-        )
-        if draw is None:
+        kind = getattr(sandbox, f"{quantity}_draw")
+        if kind == "fixed":
             continue
         if quantity == "lifetime":
             if sandbox.lifetime_s is None:
@@ -400,10 +414,12 @@ def _check_variety(prefix: str, sandbox: SandboxSpec) -> None:
             if sandbox.lifetime_dist != "fixed":
                 raise ConfigError(
                     f"{prefix}.lifetime_draw",
-                    f"{sandbox.lifetime_draw} and lifetime_dist {sandbox.lifetime_dist} both "
-                    "draw the lifetime: keep one, the other fixed",
+                    f"{kind} and lifetime_dist {sandbox.lifetime_dist} both draw the lifetime: "
+                    "keep one, the other fixed",
                 )
             continue
+        draw = varied(sandbox, quantity)
+        assert draw is not None
         lo, hi = draw.support()
         meta = bounds[MEAN_KEY[quantity]]
         low_ok = (meta["gt"] is None or lo > meta["gt"]) and (
@@ -417,7 +433,7 @@ def _check_variety(prefix: str, sandbox: SandboxSpec) -> None:
             )
             raise ConfigError(
                 f"{prefix}.{quantity}_draw",
-                f"{getattr(sandbox, f'{quantity}_draw')} can draw {lo:g} to {hi:g}, but "
+                f"{kind} can draw {lo:g} to {hi:g}, but "
                 f"{MEAN_KEY[quantity]} must be {limits}: set {quantity}_clip"
                 + (f" or {quantity}_integer" if hasattr(sandbox, f"{quantity}_integer") else ""),
             )

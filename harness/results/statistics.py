@@ -161,7 +161,7 @@ def by_strategy(summary: pd.DataFrame, requests: pd.DataFrame | None = None) -> 
     rows = []
     for strategy, group in summary.groupby("strategy", sort=False):
         mean, lo, hi = mean_interval(group["cv"])
-        util, util_lo, util_hi = mean_interval(group["util_cv"])
+        util, util_lo, util_hi = mean_interval(group.get("util_cv", []))
         rows.append(
             {
                 "strategy": strategy,
@@ -173,8 +173,8 @@ def by_strategy(summary: pd.DataFrame, requests: pd.DataFrame | None = None) -> 
                 "util_cv_mean": util,
                 "util_cv_lo": util_lo,
                 "util_cv_hi": util_hi,
-                "alloc_cv_mean": float(group["alloc_cv"].mean()),
-                "util_mean": float(group["util_mean"].mean()),
+                "alloc_cv_mean": _mean_of(group, "alloc_cv"),
+                "util_mean": _mean_of(group, "util_mean"),
                 "max_count": float(group["max_count"].mean()),
                 "min_count": float(group["min_count"].mean()),
                 "placed": float(group["placed"].mean()),
@@ -189,6 +189,11 @@ def by_strategy(summary: pd.DataFrame, requests: pd.DataFrame | None = None) -> 
     if requests is None:
         return table
     return table.merge(pooled_load(summary, requests), on="strategy", how="left")
+
+
+def _mean_of(group: pd.DataFrame, column: str) -> float:
+    """The mean of a summary column; NaN for a summary written before the column existed."""
+    return float(group[column].mean()) if column in group else math.nan
 
 
 def pooled_load(summary: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:

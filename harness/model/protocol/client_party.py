@@ -167,10 +167,14 @@ class ClientHost(Recipient):
     def kill_at(self, placed_at: float, life: float) -> float:
         """When a sandbox placed at `placed_at` that lives `life` is killed: when due (at once
         for a non-positive lifetime, as upstream's planned lifetimes may be), or with a cleanup
-        tick the first tick at or after that, as upstream's cleanup loop finds it expired."""
+        tick at the first tick after that, as upstream's cleanup loop finds it expired (its
+        age above its lifetime): time always moves on from a create to its kill."""
         due = placed_at + life if life > 0 else placed_at
         tick = self.cleanup_tick
-        return math.ceil(due / tick) * tick if tick > 0 else due
+        if tick <= 0:
+            return due
+        at = (math.floor(due / tick) + 1) * tick
+        return at if at > due else at + tick  # due / tick may round down to a tick below
 
     def _next_cycle(self, client: int, pause: float, now: float) -> None:
         if now + pause < self.duration:

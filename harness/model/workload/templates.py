@@ -128,7 +128,7 @@ class WorkloadSpec(SandboxSpec):
     )
     cleanup_tick_s: float = key(
         0.0,
-        "Kills happen at the first multiple of this at or after they are due, as upstream's "
+        "Kills happen at the first multiple of this after they are due, as upstream's "
         "cleanup loop (every 0.1 s) removes expired sandboxes; 0: when due.",
         ge=0,
     )
