@@ -71,7 +71,7 @@ WORDS = [
     "uniform",
     "normal",
     "own",
-    "benchmark_double_count",
+    "bench_double_count",
 ]
 anything = st.one_of(
     st.integers(-3, 12),

@@ -250,7 +250,7 @@ def test_the_double_count_reproduces_upstreams_flag_on_regression():
         return [VirtualEngine().run_seed(config, seed=s).summary for s in seeds]
 
     exact = summaries()
-    doubled = summaries("cluster.node_metrics=benchmark_double_count")
+    doubled = summaries("cluster.node_metrics=bench_double_count")
     assert all(s["failed"] == 0 for s in exact)
     failed = np.mean([s["failed_frac"] for s in doubled])
     assert 0.08 < failed < 0.25

@@ -23,6 +23,8 @@ from harness.results.statistics import (
     latency_over_time,
     median_seed,
     throughput_over_time,
+    utilisation_over_time,
+    utilisation_varies,
 )
 from harness.results.sweep_folder import is_sweep, load_sweep_results, read_cells
 
@@ -225,6 +227,20 @@ def _scenario(
             "a linear one. " + SAME,
         ),
     ]
+    if utilisation_varies(summary) and "cpu_percent" in timeline:
+        parts += [
+            "<h2>Utilisation CV over time</h2>",
+            _figure(
+                plots.cv_over_time(
+                    utilisation_over_time(timeline, nodes), palette, beats, "node utilisation"
+                ),
+                "CV of node utilisation over time for each strategy",
+                f"{_over_seeds(seeds)}, of each node's actual CPU use over its vCPUs "
+                "(cpu_percent / cpu_count): upstream's load imbalance coefficient as the run "
+                "goes. Sandboxes here differ in size or usage, so it is not the CV of their "
+                "counts. " + SAME,
+            ),
+        ]
     if timeline["view_cpu_allocated"].notna().any():  # an engine may not know the view
         parts += [
             "<h2>Accounting error over time</h2>",

@@ -23,7 +23,7 @@ from rich.text import Text
 
 from harness.config.key_tables import defaults_table, entry_keys_table, fault_keys_table
 from harness.engines import Snapshot
-from harness.results.statistics import by_strategy, cv, median_seed
+from harness.results.statistics import by_strategy, cv, median_seed, utilisation_varies
 from harness.results.thresholds import (
     AGGREGATE_NAMES,
     DERIVED,
@@ -180,14 +180,6 @@ def strategy_tables(
     )
     strategy = Column("strategy", list(rows["strategy"]), justify="left")
     return fitted(title, [strategy], columns, width, caption)
-
-
-def utilisation_varies(summary: pd.DataFrame) -> bool:
-    """Whether utilisation says what sandbox counts do not (sandboxes differ in size or
-    usage): then tables show its CV (upstream's LoadImbalanceCoefficient) and the allocation's."""
-    if "util_cv" not in summary:
-        return False
-    return bool(((summary["util_cv"] - summary["cv"]).abs() > 1e-9).any())
 
 
 def _utilisation_columns(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Column]:

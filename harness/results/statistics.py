@@ -273,11 +273,12 @@ def cv_shift(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def cv_over_time(timeline: pd.DataFrame) -> pd.DataFrame:
-    """CV of the true sandboxes per node at each sample, per strategy: mean over seeds with its
-    95% interval, and the mean sandboxes in all (the m of the uniform-random line)."""
+def cv_over_time(timeline: pd.DataFrame, value: str = "sandboxes") -> pd.DataFrame:
+    """CV of the true sandboxes per node (or of another per-node column, `value`) at each
+    sample, per strategy: mean over seeds with its 95% interval, and the mean total of `value`
+    (for sandboxes, the m of the uniform-random line)."""
     true = timeline[timeline["replica"] == timeline["replica"].min()]
-    per_seed = true.groupby(["strategy", "seed", "t"], sort=False)["sandboxes"].agg(
+    per_seed = true.groupby(["strategy", "seed", "t"], sort=False)[value].agg(
         mean="mean", std=lambda s: s.std(ddof=0), total="sum", nodes="size"
     )
     per_seed["cv"] = (per_seed["std"] / per_seed["mean"]).where(per_seed["mean"] > 0)
@@ -298,6 +299,24 @@ def cv_over_time(timeline: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         rows, columns=["strategy", "t", "cv_mean", "cv_lo", "cv_hi", "sandboxes", "nodes"]
     )
+
+
+def utilisation_over_time(timeline: pd.DataFrame, nodes: pd.DataFrame) -> pd.DataFrame:
+    """`cv_over_time` of utilisation, each node's `cpu_percent / cpu_count` at each sample (a
+    node's vCPUs from the nodes table): how upstream's load imbalance evolves over the run."""
+    counts = nodes[["strategy", "seed", "node_id", "cpu_count"]]
+    frame = timeline.merge(counts, on=["strategy", "seed", "node_id"])
+    frame["utilisation"] = frame["cpu_percent"] / frame["cpu_count"]
+    return cv_over_time(frame, "utilisation")
+
+
+def utilisation_varies(summary: pd.DataFrame) -> bool:
+    """Whether utilisation says what sandbox counts do not (sandboxes differ in size or
+    usage): then tables and reports show its CV (upstream's LoadImbalanceCoefficient) and the
+    allocation's."""
+    if "util_cv" not in summary:
+        return False
+    return bool(((summary["util_cv"] - summary["cv"]).abs() > 1e-9).any())
 
 
 def accounting_over_time(timeline: pd.DataFrame) -> pd.DataFrame:

@@ -95,7 +95,7 @@ class Node:
         self.templates: dict[str, None] = {}
         """The templates cached, least recently used first."""
         self.double_count = double_count
-        """`cluster.node_metrics = "benchmark_double_count"`: a model of the in-process node of
+        """`cluster.node_metrics = "bench_double_count"`: a model of the in-process node of
         upstream's BenchmarkPlacementComparison, not of production. There the node's metrics
         object is the scheduler's own: the placement flow's OptimisticAdd raises it once the
         (mocked) create RPC returns, then the node admits against the raised value and adds

@@ -35,7 +35,7 @@ class PoolSpec:
         return NodeInfo(self.cpu_count, self.memory_mib, frozenset(self.labels), self.cpu_family)
 
 
-NODE_METRICS = ("own", "benchmark_double_count")
+NODE_METRICS = ("own", "bench_double_count")
 """What a node's metrics are (`cluster.node_metrics`)."""
 SINGLE_POOL_KEYS = (
     "nodes",
@@ -78,11 +78,11 @@ class ClusterSpec:
     )
     node_metrics: str = key(
         "own",
-        "own: a node admits and reports on its own sandboxes. benchmark_double_count: a model "
-        "of the in-process shortcut of upstream's BenchmarkPlacementComparison, not of "
-        "production: the node's metrics are the scheduler's optimistically raised view, so each "
-        "create is added twice (the scheduler's add, then the node's own), admission reads "
-        "the doubled value, a kill subtracts once.",
+        "own: a node admits and reports on its own sandboxes. Or bench_double_count: a "
+        "model of the in-process shortcut of upstream's second benchmark, not of production: "
+        "the node's metrics are the scheduler's optimistically raised view, so a create is "
+        "added twice (the scheduler's add, then the node's own), admission reads the doubled "
+        "value, a kill subtracts once.",
         choices=NODE_METRICS,
     )
     template_cache: int = key(
@@ -135,6 +135,6 @@ def build_nodes(spec: ClusterSpec, overcommit: float, rng: random.Random) -> lis
             overcommit,
             loads,
             spec.template_cache,
-            spec.node_metrics == "benchmark_double_count",
+            spec.node_metrics == "bench_double_count",
         )
     return nodes

@@ -48,8 +48,7 @@ class SandboxSpec:
     )
     vcpu_draw: str = key(
         "fixed",
-        "vCPUs per create: fixed (vcpu), or drawn around vcpu: uniform, normal, lognormal "
-        "(harness.model.workload.variety).",
+        "vCPUs per create: fixed (vcpu), or drawn around vcpu: uniform, normal, lognormal.",
         choices=KINDS,
     )
     vcpu_spread: float = key(
@@ -77,7 +76,7 @@ class SandboxSpec:
         "fixed",
         "Lifetime per create: fixed (lifetime_dist decides), or drawn around lifetime_s "
         "(then lifetime_dist stays fixed); a non-positive one is killed at once, or at the "
-        "next workload.cleanup_tick_s.",
+        "next cleanup tick.",
         choices=KINDS,
     )
     lifetime_spread: float = key(0.0, "Spread of the lifetime draw (as vcpu_spread).", ge=0)
