@@ -10,6 +10,7 @@ import math
 import random
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from harness.config import load
@@ -22,6 +23,7 @@ from harness.model.workload.request import Shape
 from harness.model.workload.templates import SandboxSpec, Templates, WorkloadSpec
 from harness.model.workload.variety import VarietyStreams, varied
 from harness.results.statistics import cv
+from harness.results.thresholds import evaluate, parse
 from tests.conftest import CONFIGS, refused, scenario
 from tests.test_workload import COUNT_SDS, KS_999, ks_distance, normal_cdf
 
@@ -215,6 +217,9 @@ def test_the_summary_measures_utilisation_from_the_nodes():
     assert s["util_cv"] == pytest.approx(cv(util)) and s["util_max"] == pytest.approx(util.max())
     assert s["alloc_cv"] == pytest.approx(cv(nodes["cpu_allocated"]))
     assert len({round(s["cv"], 6), round(s["alloc_cv"], 6), round(s["util_cv"], 6)}) == 3
+    frame = pd.DataFrame([{**s, "strategy": "sync_response", "seed": 0}])
+    checks = evaluate([parse("util_cv_max < 0.1"), parse("alloc_cv < 1")], frame)
+    assert [c["passed"] for c in checks] == [False, True]
     plain = scenario(
         run={"duration_s": 10.0, "sample_interval_s": 0},
         cluster={"nodes": 8, "cpu_count": 32},
@@ -288,6 +293,7 @@ def test_the_double_count_reproduces_upstreams_flag_on_regression():
         ({"cleanup_tick_s": -0.1}, "workload.cleanup_tick_s", "must be >= 0"),
         ({"vcpu_integer": "yes"}, "workload.vcpu_integer", "must be true or false"),
         ({"vcpu_spread": -1}, "workload.vcpu_spread", "must be >= 0"),
+        ({"lifetime_spread": 11}, "workload.lifetime_spread", "must be <= 10"),
     ],
 )
 def test_bad_variety_keys_are_one_line_errors(workload, key, reason):

@@ -174,7 +174,7 @@ class ClientHost(Recipient):
         if tick <= 0:
             return due
         at = (math.floor(due / tick) + 1) * tick
-        return at if at > due else at + tick  # due / tick may round down to a tick below
+        return at if at > due else at + tick  # in floats the tick found may be `due` itself
 
     def _next_cycle(self, client: int, pause: float, now: float) -> None:
         if now + pause < self.duration:

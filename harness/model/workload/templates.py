@@ -54,21 +54,22 @@ class SandboxSpec:
     vcpu_spread: float = key(
         0.0,
         "uniform: vcpu x (1 + U(-s, s)); normal: standard deviation s x vcpu; lognormal: "
-        "standard deviation of the log.",
+        "standard deviation of the log (at most 10: a draw stays finite).",
         ge=0,
+        le=10,
     )
     vcpu_clip: list[float] = key([], "[lo, hi] a drawn vCPU count is clipped to; empty: none.")
     vcpu_integer: bool = key(False, "A drawn vCPU count is truncated: max(int(x), 1).")
     memory_draw: str = key(
         "fixed", "Memory per create: fixed (memory_mib), or drawn around it.", choices=KINDS
     )
-    memory_spread: float = key(0.0, "Spread of the memory draw (as vcpu_spread).", ge=0)
+    memory_spread: float = key(0.0, "Spread of the memory draw (as vcpu_spread).", ge=0, le=10)
     memory_clip: list[float] = key([], "[lo, hi] drawn memory is clipped to; empty: none.")
     memory_integer: bool = key(False, "Drawn memory is truncated: max(int(x), 1).")
     usage_draw: str = key(
         "fixed", "Usage ratio per create: fixed (usage), or drawn around it.", choices=KINDS
     )
-    usage_spread: float = key(0.0, "Spread of the usage draw (as vcpu_spread).", ge=0)
+    usage_spread: float = key(0.0, "Spread of the usage draw (as vcpu_spread).", ge=0, le=10)
     usage_clip: list[float] = key(
         [], "[lo, hi] a drawn usage ratio is clipped to, within [0, 1]; empty: none."
     )
@@ -79,7 +80,7 @@ class SandboxSpec:
         "next cleanup tick.",
         choices=KINDS,
     )
-    lifetime_spread: float = key(0.0, "Spread of the lifetime draw (as vcpu_spread).", ge=0)
+    lifetime_spread: float = key(0.0, "Spread of the lifetime draw (as vcpu_spread).", ge=0, le=10)
     lifetime_clip: list[float] = key([], "[lo, hi] a drawn lifetime is clipped to; empty: none.")
 
 
