@@ -168,7 +168,8 @@ PLANS = {
     # only), sizes, usage and lifetimes drawn per create from the seed (the same requests on
     # both engines), kills on 100 ms cleanup ticks, exact views (sync_response), ~7 sandboxes
     # per node at the end: one sandbox elsewhere moves the CV by ~0.02. No create fails on
-    # either engine (29% mean utilisation, far from R = 4).
+    # either engine (29% mean utilisation, far from R = 4). Virtual 0.200-0.298; Ray 0.227
+    # once, at load average 18 (29.96 s of Ray wall, placement p50 78 model ms).
     "upstream-comparison": Plan(0.2, cv_margin=0.08),
 }
 
