@@ -28,7 +28,7 @@ from actors.spool import Spool
 from harness.config import Config
 from harness.engines import Engine, EngineError, Progress, Snapshot
 from harness.model.event_queue import WallClock
-from harness.model.recording import TimelineLog
+from harness.model.recording import TimelineLog, Truth
 from harness.results import percentiles
 from harness.results.arrow_schemas import REQUESTS, TIMELINE, table
 from harness.results.seed_result import SeedResult, partial_result, seed_result
@@ -254,10 +254,12 @@ class RaySeedRun:
                 raise _stopped("node group", g, e) from e
         _answers(("scheduler replica", replicas), ("client pool", pools))
 
-    def _truth(self) -> tuple[list[float], list[int]]:
-        """True allocated vCPUs and sandbox counts, node by node, from every node group."""
+    def _truth(self) -> Truth:
+        """True allocated vCPUs, sandbox counts and CPU use, node by node, from every node
+        group."""
         parts = self._on_groups("truth")
-        return [c for cpu, _ in parts for c in cpu], [c for _, counts in parts for c in counts]
+        cpu, counts, used = ([v for part in parts for v in part[i]] for i in range(3))
+        return cpu, counts, used
 
     def _sample(self, t: float, timeline: Spool) -> None:
         truth = self._truth()

@@ -27,6 +27,7 @@ from actors.carrier import Carrier
 from actors.outbox import PROTOCOL
 from harness.config import Config
 from harness.model.protocol import Party
+from harness.model.recording import Truth
 from harness.results import percentiles
 from harness.results.arrow_schemas import REQUESTS, table
 from harness.wiring import scenario
@@ -226,7 +227,7 @@ class NodeGroup(Host):
         self.host.drain(self.now())
         await self.settled()
 
-    async def truth(self) -> tuple[list[float], list[int]]:
+    async def truth(self) -> Truth:
         self._joined()
         return self.host.truth()
 

@@ -32,6 +32,7 @@ from harness.config import trace_file as trace  # noqa: E402
 from harness.engines.virtual import VirtualEngine  # noqa: E402
 from harness.model.random_streams import stream  # noqa: E402
 from harness.model.workload.templates import Templates  # noqa: E402
+from harness.model.workload.variety import VarietyStreams  # noqa: E402
 
 REPLAY = ROOT / "configs" / "trace-replay.toml"
 RATE = 50.0
@@ -58,9 +59,11 @@ def child(path: str, whole: bool) -> None:
 
         table = pcsv.read_csv(path) if path.endswith(".csv") else pq.read_table(path)
         rows = list(zip(*(table[c].to_pylist() for c in table.column_names), strict=True))
-        n = sum(1 for _ in templates.replay(rows, math.inf, stream(0, "lifetime")))
+        rows = [(*row, *[None] * (len(trace.COLUMNS) - len(row))) for row in rows]
     else:
-        n = sum(1 for _ in templates.replay(trace.rows(path, ids), math.inf, stream(0, "lifetime")))
+        rows = trace.rows(path, ids)
+    sizes = VarietyStreams(0)
+    n = sum(1 for _ in templates.replay(rows, math.inf, stream(0, "lifetime"), sizes))
     seconds = time.perf_counter() - start
     print(n, seconds, _kib("VmHWM") - before)
 

@@ -38,6 +38,7 @@ from harness.model.cluster.pools import SINGLE_POOL_KEYS, registrations
 from harness.model.protocol import Kind
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.request import CreateRequest, Shape
+from harness.model.workload.variety import INTEGER, QUANTITIES
 from harness.results.invariants import check
 from harness.results.seed_result import SeedResult
 from harness.wiring import scenario as sc
@@ -471,6 +472,10 @@ WORDS = [
     "lognormal",
     "pareto",
     "small",
+    "uniform",
+    "normal",
+    "own",
+    "bench_double_count",
 ]
 anything = st.one_of(
     st.integers(-3, 12),
@@ -552,6 +557,13 @@ KEY_VALUES = {
     "workload.labels": st.lists(st.sampled_from(["gpu", "ssd", ""]), max_size=2),
     "workload.cpu_family": st.sampled_from(["", "x86", "arm"]),
     "workload.vcpu": st.floats(0.05, 8.0),  # larger ones fill the nodes: retries until deadline
+    **{
+        f"workload.{q}_clip": st.one_of(
+            st.just([]), st.lists(st.floats(-1.0, 8.0), max_size=3).map(sorted), anything
+        )
+        for q in QUANTITIES
+    },
+    **{f"workload.{q}_integer": st.one_of(st.booleans(), anything) for q in INTEGER},
     "cluster.pools": st.lists(entries("cluster.pools", "pool"), min_size=1, max_size=3),
     "pool.count": st.integers(-1, 5),
     "pool.initial_cpu_allocated": st.one_of(
@@ -610,7 +622,10 @@ def small(config: Config) -> bool:
     0.05 s is mostly far shorter, and each client would cycle every few ms)."""
     w = config.workload
     short = any(s.lifetime_s is not None and s.lifetime_s < 0.05 for s in w.sandboxes)
-    tails = any(s.lifetime_dist not in ("fixed", "exponential") for s in w.sandboxes)
+    tails = any(
+        s.lifetime_dist not in ("fixed", "exponential") or s.lifetime_draw != "fixed"
+        for s in w.sandboxes
+    )
     return (
         config.cluster.node_count <= 12
         and config.run.duration_s <= 30

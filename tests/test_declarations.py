@@ -84,7 +84,7 @@ def test_timeline_and_node_columns_are_the_declared_ones():
     node = Node(0, 8, 1024.0, 4.0, 0.0, 0)
     assert list(node_columns([node])) == [name for name, _ in NODE_FIELDS]
     log = TimelineLog()
-    log.sample(0.0, ([0.0], [0]), [([0.0], [0], [0.0], [0.0])])
+    log.sample(0.0, ([0.0], [0], [0.0]), [([0.0], [0], [0.0], [0.0])])
     assert list(log.take()) == list(TIMELINE_COLUMNS)
     assert table(NODES, "s", 0, node_columns([node])).num_rows == 1
 

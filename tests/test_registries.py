@@ -30,7 +30,7 @@ from harness.model.workload.lifetimes import LIFETIMES
 from harness.model.workload.request import Shape
 from harness.results.arrow_schemas import SUMMARY, summary_table
 from harness.results.seed_result import seed_result
-from tests.conftest import scenario
+from tests.helpers import scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 AXES = [*MODEL_REGISTRIES, ARRIVALS, LIFETIMES, PHASES, FAULT_KINDS, ENGINES]

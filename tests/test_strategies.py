@@ -281,7 +281,7 @@ def test_reconcile_keeps_a_create_a_report_taken_before_its_answer_does_not_list
 def _timeline(rows: list[tuple[float, int, int, float, float]]) -> pa.Table:
     """(t, node, replica, true, believed) rows as a timeline table."""
     full = [
-        (t, n, r, true, 0, believed, 0, 0.0, 0.0, believed - true)
+        (t, n, r, true, 0, 0.0, believed, 0, 0.0, 0.0, believed - true)
         for t, n, r, true, believed in rows
     ]
     columns = list(zip(*full, strict=True)) or [()] * len(TIMELINE_COLUMNS)

@@ -43,11 +43,14 @@ def write_parquet(tmp: Path, columns: dict[str, pa.Array], name: str = "t.parque
 
 
 def test_csv_and_parquet_give_the_same_plain_rows(tmp_path):
-    text = "time_s,template,vcpu,memory_mib,lifetime_s\n0,a,,,5\n0.5,,2,256,\n1.5,b,,,inf\n"
+    text = (
+        "time_s,template,vcpu,memory_mib,lifetime_s,usage\n0,a,,,5,\n0.5,,2,256,,0.25\n"
+        "1.5,b,,,inf,1\n"
+    )
     expected = [
-        (0.0, "a", None, None, 5.0),
-        (0.5, None, 2.0, 256.0, None),
-        (1.5, "b", None, None, float("inf")),
+        (0.0, "a", None, None, 5.0, None),
+        (0.5, None, 2.0, 256.0, None, 0.25),
+        (1.5, "b", None, None, float("inf"), 1.0),
     ]
     assert list(rows(write_csv(tmp_path, text), IDS)) == expected
     parquet = write_parquet(
@@ -58,11 +61,12 @@ def test_csv_and_parquet_give_the_same_plain_rows(tmp_path):
             "template": pa.array(["a", None, "b"]).dictionary_encode(),
             "vcpu": pa.array([None, 2, None], pa.int32()),  # integers are numbers
             "memory_mib": pa.array([None, 256.0, None]),
+            "usage": pa.array([None, 0.25, 1.0]),
         },
     )
     assert list(rows(parquet, IDS)) == expected
     only_times = write_csv(tmp_path, "time_s\n1\n2\n", "times.csv")
-    assert list(rows(only_times, IDS)) == [(1.0, None, None, None, None), (2.0, *[None] * 4)]
+    assert list(rows(only_times, IDS)) == [(1.0, *[None] * 5), (2.0, *[None] * 5)]
 
 
 @pytest.mark.parametrize(
@@ -82,6 +86,8 @@ def test_csv_and_parquet_give_the_same_plain_rows(tmp_path):
         ),
         ("time_s,lifetime_s\n0,0\n", "row 1, column lifetime_s: must be > 0 (inf: never killed)"),
         ("time_s,lifetime_s\n0,nan\n", "row 1, column lifetime_s: must be > 0"),
+        ("time_s,usage\n0,1.5\n", "row 1, column usage: must be a number in [0, 1], got 1.5"),
+        ("time_s,usage\n0,-0.1\n", "row 1, column usage: must be a number in [0, 1]"),
         ("time_s,vcpu\n0,1\n1,2,3\n", "row 2: has 3 fields, the header 2"),
         ("time_s,size\n0,1\n", "unknown column 'size'; known: time_s, template, vcpu,"),
         ("vcpu\n1\n", "has no column time_s"),

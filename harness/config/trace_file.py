@@ -10,7 +10,8 @@ Columns, by name, in any order (only `time_s` is required; any other name is ref
   empty: the [workload] keys;
 - `vcpu`, `memory_mib`: override the template's; empty: the template's;
 - `lifetime_s`: seconds before the kill, `inf` for never; empty: drawn from the template's
-  lifetime distribution.
+  lifetime distribution;
+- `usage`: the fraction of its vCPUs the sandbox keeps busy, in [0, 1]; empty: the template's.
 
 A bad row is a `TraceError` (a `ConfigError` of `workload.trace`) naming the file, the row
 (1 = the first row after a CSV's header) and the column."""
@@ -34,9 +35,9 @@ from harness.config import Config, ConfigError
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.templates import TraceRow
 
-COLUMNS = ("time_s", "template", "vcpu", "memory_mib", "lifetime_s")
+COLUMNS = ("time_s", "template", "vcpu", "memory_mib", "lifetime_s", "usage")
 """The columns a trace may have, in the order of a `TraceRow`."""
-NUMBERS = frozenset({"time_s", "vcpu", "memory_mib", "lifetime_s"})
+NUMBERS = frozenset({"time_s", "vcpu", "memory_mib", "lifetime_s", "usage"})
 BATCH_ROWS = 65_536
 """Rows per Parquet record batch; a CSV is read in blocks of `CSV_BLOCK_BYTES`."""
 CSV_BLOCK_BYTES = 1 << 20
@@ -57,7 +58,7 @@ def rows(path: str, templates: frozenset[str]) -> Iterator[TraceRow]:
     for batch in _batches(path):
         for row in zip(*batch, strict=False):  # absent columns are endless repeat(None)
             number += 1
-            t, template, vcpu, memory, life = row
+            t, template, vcpu, memory, life, usage = row
             if (
                 t is None
                 or not previous <= t < math.inf
@@ -65,6 +66,7 @@ def rows(path: str, templates: frozenset[str]) -> Iterator[TraceRow]:
                 or (vcpu is not None and not 0 < vcpu < math.inf)
                 or (memory is not None and not 0 <= memory < math.inf)
                 or (life is not None and not life > 0)
+                or (usage is not None and not 0 <= usage <= 1)
             ):
                 raise TraceError(path, f"row {number}, {_fault(row, previous, templates)}")
             previous = t
@@ -73,7 +75,7 @@ def rows(path: str, templates: frozenset[str]) -> Iterator[TraceRow]:
 
 def _fault(row: TraceRow, previous: float, templates: frozenset[str]) -> str:
     """What is wrong with a row that failed the check, as "column NAME: reason"."""
-    t, template, vcpu, memory, life = row
+    t, template, vcpu, memory, life, usage = row
     if t is None:
         return "column time_s: needs a value"
     if not 0 <= t < math.inf:
@@ -87,7 +89,9 @@ def _fault(row: TraceRow, previous: float, templates: frozenset[str]) -> str:
         return f"column vcpu: must be a finite number > 0, got {vcpu!r}"
     if memory is not None and not 0 <= memory < math.inf:
         return f"column memory_mib: must be a finite number >= 0, got {memory!r}"
-    return f"column lifetime_s: must be > 0 (inf: never killed), got {life!r}"
+    if life is not None and not life > 0:
+        return f"column lifetime_s: must be > 0 (inf: never killed), got {life!r}"
+    return f"column usage: must be a number in [0, 1], got {usage!r}"
 
 
 def _batches(path: str) -> Iterator[list]:

@@ -23,6 +23,7 @@ from harness.model.scheduling.placement.registries import parse_weighted
 from harness.model.scheduling.scheduler import PlacementSpec
 from harness.model.tunables import ConfigError, allows, choice_names
 from harness.model.workload.arrivals import ARRIVALS
+from harness.model.workload.variety import MEAN_KEY, QUANTITIES, varied
 from harness.model.workload.workload_keys import SandboxSpec
 from harness.results.thresholds import Threshold, ThresholdError, parse
 
@@ -304,6 +305,13 @@ def _cross_check(c: Config) -> None:
             f"{c.cluster.create_warm_ms:g} exceeds cluster.create_cold_ms "
             f"{c.cluster.create_cold_ms:g}: a cached template cannot make a create slower",
         )
+    if c.cluster.create_latency_ms == 0 and c.placement.retry_refused:
+        raise ConfigError(
+            "cluster.create_latency_ms",
+            "is 0 while placement.retry_refused is true: a create refused by a full node would "
+            "be placed again and again without time passing; set placement.retry_refused = "
+            "false (as upstream's benchmarks fail it) or a latency above 0",
+        )
     for i, fault in enumerate(c.faults):
         _check_fault(f"faults[{i}]", fault, c)
     _check_placement(c.placement)
@@ -367,6 +375,7 @@ def _check_workload(c: Config) -> None:
                 "must be a number for closed-loop clients (they kill, then create)",
             )
         _check_placeable(prefix, sandbox, c)
+        _check_variety(prefix, sandbox)
         if w.templates and sandbox.template in ids:
             raise ConfigError(
                 f"{prefix}.template",
@@ -375,6 +384,63 @@ def _check_workload(c: Config) -> None:
             )
         ids[sandbox.template] = prefix
     arrival.check(w, c.run.duration_s)
+    instant = c.cluster.create_latency_ms + c.cluster.kill_latency_ms == 0
+    drawn = any(s.lifetime_draw != "fixed" for s in w.sandboxes)
+    if arrival.closed and drawn and instant and not (w.think_s or w.cleanup_tick_s):
+        raise ConfigError(
+            "workload.think_s",
+            "is 0 with RPCs of 0 ms and a drawn lifetime that may be non-positive (killed at "
+            "once): a closed-loop client would cycle without time passing; set think_s or "
+            "cleanup_tick_s",
+        )
+
+
+def _check_variety(prefix: str, sandbox: SandboxSpec) -> None:
+    """Each varied quantity: clip bounds [lo, hi], a lifetime drawn one way only, and every
+    value a draw can take within its key's bounds (a normal draw of vCPUs needs a clip or
+    truncation, a usage ratio stays in [0, 1]); a lifetime may be anything (a non-positive
+    one is killed at once)."""
+    bounds = {f.name: f.metadata for f in fields(SandboxSpec)}
+    for quantity in QUANTITIES:
+        clip = getattr(sandbox, f"{quantity}_clip")
+        if clip and (len(clip) != 2 or clip[0] > clip[1]):
+            raise ConfigError(
+                f"{prefix}.{quantity}_clip", f"must be [lo, hi] with lo <= hi, got {clip}"
+            )
+        kind = getattr(sandbox, f"{quantity}_draw")
+        if kind == "fixed":
+            continue
+        if quantity == "lifetime":
+            if sandbox.lifetime_s is None:
+                raise ConfigError(
+                    f"{prefix}.lifetime_draw", "needs lifetime_s, the mean, not none (never killed)"
+                )
+            if sandbox.lifetime_dist != "fixed":
+                raise ConfigError(
+                    f"{prefix}.lifetime_draw",
+                    f"{kind} and lifetime_dist {sandbox.lifetime_dist} both draw the lifetime: "
+                    "keep one, the other fixed",
+                )
+            continue
+        draw = varied(sandbox, quantity)
+        assert draw is not None
+        lo, hi = draw.support()
+        meta = bounds[MEAN_KEY[quantity]]
+        low_ok = (meta["gt"] is None or lo > meta["gt"]) and (
+            meta["ge"] is None or lo >= meta["ge"]
+        )
+        if not low_ok or (meta["le"] is not None and hi > meta["le"]):
+            limits = " and ".join(
+                f"{op} {meta[name]:g}"
+                for name, op in (("gt", ">"), ("ge", ">="), ("le", "<="))
+                if meta[name] is not None
+            )
+            raise ConfigError(
+                f"{prefix}.{quantity}_draw",
+                f"{kind} can draw {lo:g} to {hi:g}, but "
+                f"{MEAN_KEY[quantity]} must be {limits}: set {quantity}_clip"
+                + (f" or {quantity}_integer" if hasattr(sandbox, f"{quantity}_integer") else ""),
+            )
 
 
 def _check_placement(p: PlacementSpec) -> None:

@@ -5,6 +5,8 @@ it was, so strategies compare on the same requests and both engines draw the sam
 Purposes: `cluster` (initial loads), `workload` (arrivals, client starts), `lifetime` (open-loop
 lifetimes, in arrival order) and `lifetime/<client>` (a closed-loop client's), `template` and
 `template/<client>` (the same for the pick of a template, drawn only when there are several),
+`variety/<quantity>` and `variety/<quantity>/<client>` (a create's vCPUs, memory or usage where
+they vary, `harness.model.workload.variety`),
 `heartbeat` (phases), `placement/<replica>`, and per node host (keyed by its first node)
 `faults/<first>` and `report-delivery/<first>`."""
 

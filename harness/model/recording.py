@@ -41,6 +41,7 @@ TIMELINE_FIELDS: Final = (
     ("replica", "i32"),
     ("cpu_allocated", "f64"),
     ("sandboxes", "i32"),
+    ("cpu_percent", "f64"),
     ("view_cpu_allocated", "f64"),
     ("in_progress", "i32"),
     ("in_progress_cpu", "f64"),
@@ -52,6 +53,8 @@ NODE_FIELDS: Final = (
     ("node_id", "i32"),
     ("sandboxes", "i32"),
     ("cpu_allocated", "f64"),
+    ("cpu_count", "i32"),
+    ("cpu_percent", "f64"),
     ("initial_cpu_allocated", "f64"),
     ("peak_cpu_allocated", "f64"),
     ("capacity", "f64"),
@@ -59,7 +62,9 @@ NODE_FIELDS: Final = (
     ("lost", "i32"),
     ("lost_unknown", "bool"),
 )
-"""A node's end state (`node_columns`), one row per node, and the widths."""
+"""A node's end state (`node_columns`), one row per node, and the widths. `cpu_percent` is the
+node's actual CPU use (100 = one busy vCPU: the sum of its sandboxes' vCPUs x usage), as its
+reports carry it; utilisation is `cpu_percent / cpu_count` per cent."""
 REQUEST_COLUMNS: Final = tuple(name for name, _ in REQUEST_FIELDS)
 TIMELINE_COLUMNS: Final = tuple(name for name, _ in TIMELINE_FIELDS)
 
@@ -90,8 +95,9 @@ class Coded:
 CreateAnswer = tuple[int, str, int, int, int, int, str | None, object]
 """(sandbox_id, step, node, rpcs, skips, attempts, failure, context) of a finished create;
 `failure` is None for a placed one (a null `reason`, not an empty string)."""
-Truth = tuple[list[float], list[int]]
-"""True allocated vCPUs and sandbox counts, node by node (`NodeHost.truth`)."""
+Truth = tuple[list[float], list[int], list[float]]
+"""True allocated vCPUs, sandbox counts and CPU use (`cpu_percent`), node by node
+(`NodeHost.truth`)."""
 View = tuple[list[float], list[int], list[float], list[float]]
 """A replica's believed vCPUs, in-progress creates (count, vCPUs) and in-progress kills (vCPUs),
 node by node (`ReplicaHost.view`)."""
@@ -215,12 +221,13 @@ class TimelineLog:
 
     def sample(self, t: float, truth: Truth, views: Sequence[View]) -> None:
         """`cpu_error` = believed minus true allocated vCPU: the accounting error."""
-        cpu, counts = truth
+        cpu, counts, used = truth
         n = len(cpu)
         c = self.columns
         for replica, (believed, in_progress, in_progress_cpu, killing) in enumerate(views):
             lengths = {
                 len(counts),
+                len(used),
                 len(believed),
                 len(in_progress),
                 len(in_progress_cpu),
@@ -233,6 +240,7 @@ class TimelineLog:
             c["replica"].extend([replica] * n)
             c["cpu_allocated"].extend(cpu)
             c["sandboxes"].extend(counts)
+            c["cpu_percent"].extend(used)
             c["view_cpu_allocated"].extend(believed)
             c["in_progress"].extend(in_progress)
             c["in_progress_cpu"].extend(in_progress_cpu)
@@ -250,14 +258,17 @@ def node_columns(nodes: list[Node], unknown_losses: bool = False) -> dict[str, l
     `unknown_losses` when the process holding them died (what it lost is not known). One pass
     over the nodes, which at a million nodes is a third of the time of one per column."""
     n = len(nodes)
-    node_id, sandboxes, lost = [0] * n, [0] * n, [0] * n
+    node_id, sandboxes, lost, cpu_count = [0] * n, [0] * n, [0] * n, [0] * n
     cpu, base, peak, capacity = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
+    used = [0.0] * n
     down = [False] * n
     for i in range(n):
         node = nodes[i]
         node_id[i] = node.node_id
         sandboxes[i] = len(node.sandboxes)
         cpu[i] = node.cpu_allocated
+        cpu_count[i] = node.cpu_count
+        used[i] = node.cpu_percent
         base[i] = node.base_cpu
         peak[i] = node.peak_cpu_allocated
         capacity[i] = node.capacity
@@ -267,6 +278,8 @@ def node_columns(nodes: list[Node], unknown_losses: bool = False) -> dict[str, l
         "node_id": node_id,
         "sandboxes": sandboxes,
         "cpu_allocated": cpu,
+        "cpu_count": cpu_count,
+        "cpu_percent": used,
         "initial_cpu_allocated": base,
         "peak_cpu_allocated": peak,
         "capacity": capacity,

@@ -28,6 +28,8 @@ from harness.results.statistics import (
     latency_over_time,
     median_seed,
     throughput_over_time,
+    utilisation_over_time,
+    utilisation_varies,
 )
 from harness.results.sweep_folder import is_sweep, load_sweep_results, read_cells
 
@@ -94,6 +96,10 @@ RUN_COLUMNS = [
     ("CV mean", ("cv_mean",), "{:.3f}"),
     ("CV 95% CI", ("cv_lo", "cv_hi"), "{:.3f}-{:.3f}"),
     ("CV median", ("cv_median",), "{:.3f}"),
+    ("util CV mean", ("util_cv_mean",), "{:.3f}"),
+    ("util CV 95% CI", ("util_cv_lo", "util_cv_hi"), "{:.3f}-{:.3f}"),
+    ("alloc CV", ("alloc_cv_mean",), "{:.3f}"),
+    ("util mean %", ("util_mean",), "{:.1f}"),
     ("busiest", ("max_count",), COUNT),
     ("idlest", ("min_count",), COUNT),
     ("placed", ("placed",), COUNT),
@@ -228,6 +234,22 @@ def _scenario(
                 flat(over_time, ["cv_mean"]),
             )
         )
+        if utilisation_varies(summary) and "cpu_percent" in timeline:
+            utilisation = utilisation_over_time(timeline, nodes)
+            charts.append(
+                (
+                    "Utilisation CV over time",
+                    _figure(
+                        plots.cv_over_time(utilisation, palette, beats, "node utilisation"),
+                        "CV of node utilisation over time for each strategy",
+                        f"{_over_seeds(seeds)}, of each node's actual CPU use over its vCPUs "
+                        "(cpu_percent / cpu_count): upstream's load imbalance coefficient as the "
+                        "run goes. Sandboxes here differ in size or usage, so it is not the CV "
+                        "of their counts. " + SAME,
+                    ),
+                    flat(utilisation, ["cv_mean"]),
+                )
+            )
         if timeline["view_cpu_allocated"].notna().any():  # an engine may not know the view
             accounting = accounting_over_time(timeline)
             charts.append(

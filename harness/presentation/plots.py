@@ -172,9 +172,15 @@ def node_counts(panels: list[NodeCounts], palette: dict[str, dict]) -> bytes:
     return _png(fig)
 
 
-def cv_over_time(frame: pd.DataFrame, palette: dict[str, dict], beats: list[float]) -> bytes:
-    """CV of sandboxes per node over the run, per strategy (mean over seeds, 95% band), with
-    heartbeat times as vertical lines and the uniform-random CV sqrt((n-1)/m) dashed."""
+def cv_over_time(
+    frame: pd.DataFrame,
+    palette: dict[str, dict],
+    beats: list[float],
+    of: str = "sandboxes per node",
+) -> bytes:
+    """CV of sandboxes per node (or of what `of` names: then no theory line) over the run,
+    per strategy (mean over seeds, 95% band), with heartbeat times as vertical lines and the
+    uniform-random CV sqrt((n-1)/m) dashed."""
     fig = Figure(figsize=(10, 4), layout="constrained")
     ax = fig.subplots()
     for t in beats:
@@ -186,16 +192,17 @@ def cv_over_time(frame: pd.DataFrame, palette: dict[str, dict], beats: list[floa
         _line(ax, g["t"], g["cv_mean"], style, group_label(members), i)
         ax.fill_between(g["t"], g["cv_lo"], g["cv_hi"], color=style["color"], alpha=0.2)
         series.append(g["cv_mean"].to_numpy())
-    theory = frame.groupby("t")[["sandboxes", "nodes"]].mean()
-    theory = theory[theory["sandboxes"] >= 1]
-    ax.plot(
-        theory.index,
-        np.sqrt((theory["nodes"] - 1) / theory["sandboxes"]),
-        label="uniform random",
-        **THEORY,
-    )
+    if of == "sandboxes per node":
+        theory = frame.groupby("t")[["sandboxes", "nodes"]].mean()
+        theory = theory[theory["sandboxes"] >= 1]
+        ax.plot(
+            theory.index,
+            np.sqrt((theory["nodes"] - 1) / theory["sandboxes"]),
+            label="uniform random",
+            **THEORY,
+        )
     ax.set_xlabel("time (s); grey lines: heartbeats applied")
-    _log_if_dwarfed(ax, series, "CV of sandboxes per node")
+    _log_if_dwarfed(ax, series, f"CV of {of}")
     _from_zero(ax, series)
     _legend_outside(fig, ax)
     return _png(fig)

@@ -24,7 +24,13 @@ from rich.text import Text
 from harness.config.key_tables import defaults_table, entry_keys_table, fault_keys_table
 from harness.engines import Snapshot
 from harness.presentation.headline import headline, plugins_line
-from harness.results.statistics import by_strategy, comparisons, cv, median_seed
+from harness.results.statistics import (
+    by_strategy,
+    comparisons,
+    cv,
+    median_seed,
+    utilisation_varies,
+)
 from harness.results.thresholds import (
     AGGREGATE_NAMES,
     DERIVED,
@@ -150,6 +156,7 @@ def strategy_tables(
             [_interval(lo, hi) for lo, hi in zip(rows["cv_lo"], rows["cv_hi"], strict=True)],
         ),
         Column("CV\nmed", [_fmt(x) for x in rows["cv_median"]]),
+        *_utilisation_columns(summary, rows),
         Column("max", _counts(rows["max_count"])),
         Column("min", _counts(rows["min_count"])),
         Column("placed", _counts(rows["placed"])),
@@ -180,6 +187,23 @@ def strategy_tables(
     )
     strategy = Column("strategy", list(rows["strategy"]), justify="left")
     return fitted(title, [strategy], columns, width, caption)
+
+
+def _utilisation_columns(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Column]:
+    if not utilisation_varies(summary):
+        return []
+    return [
+        Column("util\nCV", [_fmt(x) for x in rows["util_cv_mean"]]),
+        Column(
+            "util CV\n95% CI",
+            [
+                _interval(lo, hi)
+                for lo, hi in zip(rows["util_cv_lo"], rows["util_cv_hi"], strict=True)
+            ],
+        ),
+        Column("alloc\nCV", [_fmt(x) for x in rows["alloc_cv_mean"]]),
+        Column("util\n%", [_fmt(x, 1) for x in rows["util_mean"]]),
+    ]
 
 
 def threshold_table(records: list[dict[str, Any]], width: int) -> list[RenderableType]:
@@ -383,10 +407,11 @@ def _pivot(meta: dict[str, Any]) -> tuple[list[str], list[str], dict[tuple, dict
     return down, across, grid
 
 
-def _cv_cell(r: pd.Series) -> str:
-    """A cell's CV mean, and its 95% interval below it when there is one."""
-    interval = _interval(r["cv_lo"], r["cv_hi"])
-    return _fmt(r["cv_mean"]) + ("" if interval == "-" else f"\n{interval}")
+def _cv_cell(r: pd.Series, cv: str = "cv") -> str:
+    """A cell's CV mean (or that of `cv`, e.g. util_cv), and its 95% interval below it when
+    there is one."""
+    interval = _interval(r[f"{cv}_lo"], r[f"{cv}_hi"])
+    return _fmt(r[f"{cv}_mean"]) + ("" if interval == "-" else f"\n{interval}")
 
 
 def sweep_tables(meta: dict[str, Any], summary: pd.DataFrame, width: int) -> list[RenderableType]:
@@ -425,6 +450,11 @@ def sweep_tables(meta: dict[str, Any], summary: pd.DataFrame, width: int) -> lis
         f"{head}; CV mean over seeds, its 95% interval below",
         _cv_cell,
     )
+    if utilisation_varies(summary):
+        found += tables(
+            f"{head}; utilisation CV (upstream's load imbalance) mean, its 95% interval below",
+            lambda r: _cv_cell(r, "util_cv"),
+        )
     if not summary.empty and summary["failed"].any():
         found += tables(
             f"{head}; failed creates, mean over seeds",

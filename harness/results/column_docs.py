@@ -31,6 +31,10 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
             "Failed creates: `placement.max_attempts` RPCs failed.",
         ),
         "failed_deadline": ("count", "Failed creates: still unplaced at `placement.deadline_s`."),
+        "failed_refused": (
+            "count",
+            "Failed creates: refused by a full node with `placement.retry_refused` false.",
+        ),
         "kills": ("count", "Kill calls issued."),
         "kills_failed": ("count", "Kill calls that failed."),
         "creates_per_s": (
@@ -44,6 +48,18 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
             "load excluded): the balance, 0 is perfect.",
         ),
         "max_count": ("sandboxes", "The busiest node's sandboxes at the end."),
+        "alloc_cv": (
+            "ratio",
+            "Population standard deviation / mean of the nodes' allocated vCPUs at the end.",
+        ),
+        "util_cv": (
+            "ratio",
+            "Population standard deviation / mean of the nodes' utilisation at the end "
+            "(`cpu_percent` / 100 / `cpu_count`): upstream's LoadImbalanceCoefficient.",
+        ),
+        "util_mean": ("%", "Mean node utilisation at the end (actual CPU use over vCPUs)."),
+        "util_min": ("%", "The least utilised node's utilisation at the end."),
+        "util_max": ("%", "The most utilised node's utilisation at the end."),
         "min_count": ("sandboxes", "The idlest node's sandboxes at the end."),
         "p50_place_ms": ("ms (model time)", "Median `latency_ms` of the seed's placed creates."),
         "p90_place_ms": ("ms (model time)", "90th percentile of the same."),
@@ -128,6 +144,11 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "initial_cpu_allocated": ("vCPU", "Allocated vCPUs at t = 0, belonging to no sandbox."),
         "peak_cpu_allocated": ("vCPU", "Highest allocation over the run."),
         "capacity": ("vCPU", "What the node may allocate: `placement.r` x its `cpu_count`."),
+        "cpu_count": ("vCPU", "The node's vCPUs."),
+        "cpu_percent": (
+            "% of one vCPU",
+            "Actual CPU use at the end: the sum of live sandboxes' vCPU x usage, x 100.",
+        ),
         "down": ("bool", "The node is down (crashed) at the end."),
         "lost": ("sandboxes", "Sandboxes the node lost to crashes."),
         "lost_unknown": (
@@ -164,6 +185,10 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "replica": ("id", "The scheduler replica whose view is sampled."),
         "cpu_allocated": ("vCPU", "The node's true allocation."),
         "sandboxes": ("sandboxes", "The node's true sandbox count."),
+        "cpu_percent": (
+            "% of one vCPU",
+            "The node's actual CPU use: its live sandboxes' vCPU x usage, x 100.",
+        ),
         "view_cpu_allocated": (
             "vCPU",
             "What the replica's ledger believes is allocated (without pending creates).",

@@ -61,7 +61,7 @@ def accounting_error(timeline: pa.Table) -> dict[str, float]:
 SKETCHED = ("create_rpc", "heartbeat_late")
 """Figures an engine may hand over as sketches (`harness.results.seed_result`): create RPC
 round trips and heartbeat lateness, in model ms; each has p50, p99 and sketch columns."""
-FAILURE_REASONS = ("no_candidate", "attempts_exhausted", "deadline")
+FAILURE_REASONS = ("no_candidate", "attempts_exhausted", "deadline", "refused")
 """Why a create failed (`harness.model.scheduling.scheduler`); each has a `failed_<reason>` summary
 column."""
 
@@ -103,11 +103,29 @@ def seed_summary(
         "cv": cv(counts),
         "max_count": int(counts.max()) if counts.size else 0,
         "min_count": int(counts.min()) if counts.size else 0,
+        **utilisation(nodes),
         "p50_place_ms": p50,
         "p90_place_ms": p90,
         "p99_place_ms": p99,
         "sim_duration_s": float(sim_duration),
         **accounting_error(timeline),
+    }
+
+
+def utilisation(nodes: pa.Table) -> dict[str, float]:
+    """How evenly the nodes' end state spreads: `alloc_cv`, the CV of allocated vCPUs, and the
+    CV (upstream's LoadImbalanceCoefficient: population std / mean), mean, min and max of
+    utilisation, a node's actual CPU use over its vCPUs in per cent
+    (`cpu_percent / 100 / cpu_count * 100`). With sandboxes of one size and one usage all
+    three CVs agree; where sizes and usage differ, utilisation is what operators watch."""
+    used = nodes.column("cpu_percent").to_numpy() / nodes.column("cpu_count").to_numpy()
+    empty = used.size == 0
+    return {
+        "alloc_cv": cv(nodes.column("cpu_allocated").to_numpy()),
+        "util_cv": cv(used),
+        "util_mean": math.nan if empty else float(used.mean()),
+        "util_min": math.nan if empty else float(used.min()),
+        "util_max": math.nan if empty else float(used.max()),
     }
 
 
@@ -147,6 +165,7 @@ def by_strategy(summary: pd.DataFrame, requests: pd.DataFrame | None = None) -> 
     rows = []
     for strategy, group in summary.groupby("strategy", sort=False):
         mean, lo, hi = mean_interval(group["cv"])
+        util, util_lo, util_hi = mean_interval(group.get("util_cv", []))
         rows.append(
             {
                 "strategy": strategy,
@@ -155,6 +174,11 @@ def by_strategy(summary: pd.DataFrame, requests: pd.DataFrame | None = None) -> 
                 "cv_lo": lo,
                 "cv_hi": hi,
                 "cv_median": float(group["cv"].median()),
+                "util_cv_mean": util,
+                "util_cv_lo": util_lo,
+                "util_cv_hi": util_hi,
+                "alloc_cv_mean": _mean_of(group, "alloc_cv"),
+                "util_mean": _mean_of(group, "util_mean"),
                 "max_count": float(group["max_count"].mean()),
                 "min_count": float(group["min_count"].mean()),
                 "placed": float(group["placed"].mean()),
@@ -169,6 +193,11 @@ def by_strategy(summary: pd.DataFrame, requests: pd.DataFrame | None = None) -> 
     if requests is None:
         return table
     return table.merge(pooled_load(summary, requests), on="strategy", how="left")
+
+
+def _mean_of(group: pd.DataFrame, column: str) -> float:
+    """The mean of a summary column; NaN for a summary written before the column existed."""
+    return float(group[column].mean()) if column in group else math.nan
 
 
 def pooled_load(summary: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
@@ -248,11 +277,12 @@ def cv_shift(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def cv_over_time(timeline: pd.DataFrame) -> pd.DataFrame:
-    """CV of the true sandboxes per node at each sample, per strategy: mean over seeds with its
-    95% interval, and the mean sandboxes in all (the m of the uniform-random line)."""
+def cv_over_time(timeline: pd.DataFrame, value: str = "sandboxes") -> pd.DataFrame:
+    """CV of the true sandboxes per node (or of another per-node column, `value`) at each
+    sample, per strategy: mean over seeds with its 95% interval, and the mean total of `value`
+    (for sandboxes, the m of the uniform-random line)."""
     true = timeline[timeline["replica"] == timeline["replica"].min()]
-    per_seed = true.groupby(["strategy", "seed", "t"], sort=False)["sandboxes"].agg(
+    per_seed = true.groupby(["strategy", "seed", "t"], sort=False)[value].agg(
         mean="mean", std=lambda s: s.std(ddof=0), total="sum", nodes="size"
     )
     per_seed["cv"] = (per_seed["std"] / per_seed["mean"]).where(per_seed["mean"] > 0)
@@ -273,6 +303,24 @@ def cv_over_time(timeline: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         rows, columns=["strategy", "t", "cv_mean", "cv_lo", "cv_hi", "sandboxes", "nodes"]
     )
+
+
+def utilisation_over_time(timeline: pd.DataFrame, nodes: pd.DataFrame) -> pd.DataFrame:
+    """`cv_over_time` of utilisation, each node's `cpu_percent / cpu_count` at each sample (a
+    node's vCPUs from the nodes table): how upstream's load imbalance evolves over the run."""
+    counts = nodes[["strategy", "seed", "node_id", "cpu_count"]]
+    frame = timeline.merge(counts, on=["strategy", "seed", "node_id"])
+    frame["utilisation"] = frame["cpu_percent"] / frame["cpu_count"]
+    return cv_over_time(frame, "utilisation")
+
+
+def utilisation_varies(summary: pd.DataFrame) -> bool:
+    """Whether utilisation says what sandbox counts do not (sandboxes differ in size or
+    usage): then tables and reports show its CV (upstream's LoadImbalanceCoefficient) and the
+    allocation's."""
+    if "util_cv" not in summary:
+        return False
+    return bool(((summary["util_cv"] - summary["cv"]).abs() > 1e-9).any())
 
 
 def accounting_over_time(timeline: pd.DataFrame) -> pd.DataFrame:

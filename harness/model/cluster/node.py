@@ -50,6 +50,7 @@ class Node:
         "cpu_allocated",
         "cpu_count",
         "cpu_percent",
+        "double_count",
         "down",
         "lost",
         "memory_allocated_mib",
@@ -58,6 +59,8 @@ class Node:
         "node_id",
         "overcommit",
         "peak_cpu_allocated",
+        "phantom_cpu",
+        "phantom_memory_mib",
         "sandboxes",
         "seq",
         "templates",
@@ -71,6 +74,7 @@ class Node:
         overcommit: float,
         base_cpu: float = 0.0,
         cache_size: int = 0,
+        double_count: bool = False,
     ) -> None:
         self.node_id = node_id
         self.cpu_count = cpu_count
@@ -90,6 +94,16 @@ class Node:
         self.cache_size = cache_size
         self.templates: dict[str, None] = {}
         """The templates cached, least recently used first."""
+        self.double_count = double_count
+        """`cluster.node_metrics = "bench_double_count"`: a model of the in-process node of
+        upstream's BenchmarkPlacementComparison, not of production. There the node's metrics
+        object is the scheduler's own: the placement flow's OptimisticAdd raises it once the
+        (mocked) create RPC returns, then the node admits against the raised value and adds
+        the sandbox again; a kill subtracts once, a refused create keeps the add."""
+        self.phantom_cpu = 0.0
+        """What that shared object holds beyond the node's sandboxes (double count only):
+        reported and admitted against, never run."""
+        self.phantom_memory_mib = 0.0
 
     @property
     def capacity(self) -> float:
@@ -104,7 +118,10 @@ class Node:
         if sandbox_id in self.sandboxes:
             raise ValueError(f"sandbox {sandbox_id} already on node {self.node_id}")
         vcpu, memory_mib, usage = shape.vcpu, shape.memory_mib, shape.usage
-        if self.cpu_allocated + vcpu > self.overcommit * self.cpu_count:
+        if self.double_count:
+            self.phantom_cpu += vcpu
+            self.phantom_memory_mib += memory_mib
+        if self.cpu_allocated + self.phantom_cpu + vcpu > self.overcommit * self.cpu_count:
             return Outcome.RESOURCE_EXHAUSTED
         self.sandboxes[sandbox_id] = shape
         self.cpu_allocated += vcpu
@@ -149,8 +166,8 @@ class Node:
         self.down = True
         self.lost.extend(self.sandboxes)
         self.sandboxes.clear()
-        self.cpu_allocated = self.cpu_percent = 0.0
-        self.memory_allocated_mib = self.memory_used_mib = 0.0
+        self.cpu_allocated = self.cpu_percent = self.phantom_cpu = 0.0
+        self.memory_allocated_mib = self.memory_used_mib = self.phantom_memory_mib = 0.0
         self.templates.clear()
 
     def restart(self) -> None:
@@ -173,10 +190,10 @@ class Node:
                 self.seq,
                 now,
                 self.cpu_count,
-                self.cpu_allocated,
+                self.cpu_allocated + self.phantom_cpu,
                 self.cpu_percent,
                 self.memory_mib,
-                self.memory_allocated_mib,
+                self.memory_allocated_mib + self.phantom_memory_mib,
                 self.memory_used_mib,
                 len(self.sandboxes),
                 frozenset(self.sandboxes) if with_ids else None,
@@ -191,10 +208,11 @@ def nodes_alike(
     overcommit: float,
     loads: list[float],
     cache_size: int,
+    double_count: bool = False,
 ) -> list[Node]:
     """Nodes `first`, `first + 1`, .. of one size, one per initial load: built here, in the
     node's own (compiled) module, as a million-node cluster is built at every seed's start."""
     return [
-        Node(first + i, cpu_count, memory_mib, overcommit, load, cache_size)
+        Node(first + i, cpu_count, memory_mib, overcommit, load, cache_size, double_count)
         for i, load in enumerate(loads)
     ]

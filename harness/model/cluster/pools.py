@@ -35,6 +35,8 @@ class PoolSpec:
         return NodeInfo(self.cpu_count, self.memory_mib, frozenset(self.labels), self.cpu_family)
 
 
+NODE_METRICS = ("own", "bench_double_count")
+"""What a node's metrics are (`cluster.node_metrics`)."""
 SINGLE_POOL_KEYS = (
     "nodes",
     "cpu_count",
@@ -62,9 +64,9 @@ class ClusterSpec:
         "cpu_count, memory_mib and initial_cpu_*. Empty: one pool of those keys.",
     )
     create_latency_ms: float = key(
-        1.0, "Round trip of the create RPC; the node acts at its midpoint.", gt=0
+        1.0, "Round trip of the create RPC; the node acts at its midpoint.", ge=0
     )
-    kill_latency_ms: float = key(1.0, "Round trip of the kill RPC.", gt=0)
+    kill_latency_ms: float = key(1.0, "Round trip of the kill RPC.", ge=0)
     create_cold_ms: float = key(
         0.0,
         "Node-side time of a create whose template the node has not cached, between acting "
@@ -73,6 +75,15 @@ class ClusterSpec:
     )
     create_warm_ms: float = key(
         0.0, "Node-side time of a create whose template the node has cached.", ge=0
+    )
+    node_metrics: str = key(
+        "own",
+        "own: a node admits and reports on its own sandboxes. Or bench_double_count: a "
+        "model of the in-process shortcut of upstream's second benchmark, not of production: "
+        "the node's metrics are the scheduler's optimistically raised view, so a create is "
+        "added twice (the scheduler's add, then the node's own), admission reads the doubled "
+        "value, a kill subtracts once.",
+        choices=NODE_METRICS,
     )
     template_cache: int = key(
         16,
@@ -124,5 +135,6 @@ def build_nodes(spec: ClusterSpec, overcommit: float, rng: random.Random) -> lis
             overcommit,
             loads,
             spec.template_cache,
+            spec.node_metrics == "bench_double_count",
         )
     return nodes

@@ -9,6 +9,7 @@ arrival time, template and lifetime wherever it runs."""
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
@@ -21,6 +22,7 @@ from harness.model.recording import CreateAnswer, RequestLog
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.request import Shape
 from harness.model.workload.templates import Create, Templates, TraceRow
+from harness.model.workload.variety import VarietyStreams
 from harness.model.workload.workload_keys import WorkloadSpec
 
 CreateContext = tuple[float, float, float | None]
@@ -63,8 +65,10 @@ class ClientHost(Recipient):
         """Timers of this host's clients set and not yet due (arrivals, starts, kills)."""
         self.issued = 0
         self._arrivals: Iterator[tuple[int, Create]] = iter(())
-        self._streams: dict[int, tuple[random.Random, random.Random | None]] = {}
-        """A closed-loop client's lifetime stream, and its template stream if it picks."""
+        self._streams: dict[int, tuple[random.Random, random.Random | None, VarietyStreams]] = {}
+        """A closed-loop client's lifetime stream, its template stream if it picks, and its
+        streams of varied sizes."""
+        self.cleanup_tick = spec.cleanup_tick_s
 
     def deliver(self, kind: int, key: int, payload: Any, now: float) -> None:
         if kind == Kind.ARRIVAL:
@@ -104,11 +108,12 @@ class ClientHost(Recipient):
         for every create in order (none for a trace row that gives its own), and so do the
         picks of a template."""
         lifetimes = stream(self.seed, "lifetime")
+        sizes = VarietyStreams(self.seed)
         if self.arrival.replay:
             assert self.trace is not None, "a trace arrival needs the trace's rows"
-            return self.templates.replay(self.trace(), self.duration, lifetimes)
+            return self.templates.replay(self.trace(), self.duration, lifetimes, sizes)
         times = self.arrival.times(self.spec, self.duration, workload)
-        return self.templates.draw(times, stream(self.seed, "template"), lifetimes)
+        return self.templates.draw(times, stream(self.seed, "template"), lifetimes, sizes)
 
     def _next_arrival(self, now: float) -> None:
         try:  # compiled, `next` with a default is a generic call of the builtin
@@ -129,9 +134,12 @@ class ClientHost(Recipient):
         streams = self._streams.get(client)
         if streams is None:
             picks = stream(self.seed, f"template/{client}") if self.templates.several else None
-            streams = self._streams[client] = (stream(self.seed, f"lifetime/{client}"), picks)
+            lifetimes = stream(self.seed, f"lifetime/{client}")
+            sizes = VarietyStreams(self.seed, f"/{client}")
+            streams = self._streams[client] = (lifetimes, picks, sizes)
         template = self.templates.pick(streams[1])
-        self._create(client, intended, now, template.shape, template.life(streams[0]))
+        shape = template.shape_for(streams[2])
+        self._create(client, intended, now, shape, template.life(streams[0]))
 
     def _create(
         self, client: int, issued_at: float, now: float, shape: Shape, life: float | None
@@ -150,11 +158,24 @@ class ClientHost(Recipient):
         self.log.create(answer, client, client % self.replicas, issued_at, sent_at, now)
         self.waiting -= 1
         if step == "placed":
-            if life is not None and now + life < self.duration:
+            due = None if life is None else self.kill_at(now, life)
+            if due is not None and due < self.duration:
                 self.timers += 1
-                self.sink.emit(now + life, Kind.KILL_DUE, client, (sandbox_id, now + life))
+                self.sink.emit(due, Kind.KILL_DUE, client, (sandbox_id, due))
         elif self.closed:
             self._next_cycle(client, self.spec.failure_backoff_s, now)
+
+    def kill_at(self, placed_at: float, life: float) -> float:
+        """When a sandbox placed at `placed_at` that lives `life` is killed: when due (at once
+        for a non-positive lifetime, as upstream's planned lifetimes may be), or with a cleanup
+        tick at the first tick after that, as upstream's cleanup loop finds it expired (its
+        age above its lifetime): time always moves on from a create to its kill."""
+        due = placed_at + life if life > 0 else placed_at
+        tick = self.cleanup_tick
+        if tick <= 0:
+            return due
+        at = (math.floor(due / tick) + 1) * tick
+        return at if at > due else at + tick  # in floats the tick found may be `due` itself
 
     def _next_cycle(self, client: int, pause: float, now: float) -> None:
         if now + pause < self.duration:

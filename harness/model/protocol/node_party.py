@@ -252,7 +252,12 @@ class NodeHost(Recipient):
                     self.sink.emit(now, Kind.REPORT, replica, taken)
 
     def truth(self) -> Truth:
-        return [n.cpu_allocated for n in self.nodes], [len(n.sandboxes) for n in self.nodes]
+        nodes = self.nodes
+        return (
+            [n.cpu_allocated for n in nodes],
+            [len(n.sandboxes) for n in nodes],
+            [n.cpu_percent for n in nodes],
+        )
 
     def end_state(self) -> dict[str, list]:
         """The `nodes` table's columns for these nodes."""

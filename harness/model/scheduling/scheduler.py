@@ -47,6 +47,7 @@ class Scheduler(ReplicaState):
     ) -> None:
         super().__init__(nodes, ledger, rng)
         self.rules = rules
+        self.retry_refused = rules.retry_refused
         # The rules' pipeline, unless the wiring brings its own (an external scheduler's).
         self.pipeline = Pipeline(rules) if pipeline is None else pipeline
         self.placed_hooks = self.pipeline.placed_hooks
@@ -82,6 +83,9 @@ class Scheduler(ReplicaState):
             return Step.PLACED
         if outcome is Outcome.RESOURCE_EXHAUSTED:
             req.skips += 1
+            if not self.retry_refused:
+                req.failure = "refused"
+                return Step.FAILED
         else:
             req.attempts += 1
             if req.excluded is None:

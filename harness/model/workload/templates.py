@@ -17,6 +17,7 @@ from itertools import accumulate, repeat
 
 from harness.model.workload.lifetimes import lifetime
 from harness.model.workload.request import Shape
+from harness.model.workload.variety import Varied, VarietyStreams, varied
 from harness.model.workload.workload_keys import SandboxSpec, WorkloadSpec
 
 
@@ -27,6 +28,26 @@ class Template:
     shape: Shape
     life: Callable[[random.Random], float | None]
     """`draw(rng)` of its lifetime distribution: seconds, or None for never killed."""
+    sizes: tuple[Varied | None, Varied | None, Varied | None] | None = None
+    """Per-create draws of vCPUs, memory and usage (None: that one is fixed); None: all fixed,
+    every create shares `shape`."""
+
+    def shape_for(self, streams: VarietyStreams) -> Shape:
+        """The shape of one create: `shape`, or with its varied sizes drawn, each from its
+        own stream."""
+        sizes = self.sizes
+        if sizes is None:
+            return self.shape
+        vcpu, memory, usage = sizes
+        shape = self.shape
+        return Shape(
+            shape.vcpu if vcpu is None else vcpu.draw(streams.of("vcpu")),
+            shape.memory_mib if memory is None else memory.draw(streams.of("memory")),
+            shape.usage if usage is None else usage.draw(streams.of("usage")),
+            shape.template,
+            shape.labels,
+            shape.cpu_family,
+        )
 
 
 def _built(spec: SandboxSpec) -> Template:
@@ -38,11 +59,18 @@ def _built(spec: SandboxSpec) -> Template:
         frozenset(spec.labels),
         spec.cpu_family,
     )
-    return Template(shape, lifetime(spec).draw)
+    sizes = (varied(spec, "vcpu"), varied(spec, "memory"), varied(spec, "usage"))
+    life = varied(spec, "lifetime")
+    return Template(
+        shape,
+        lifetime(spec).draw if life is None else life.draw,
+        None if sizes == (None, None, None) else sizes,
+    )
 
 
-TraceRow = tuple[float, str | None, float | None, float | None, float | None]
-"""(time, template ID, vCPUs, memory MiB, lifetime) of one create to replay; None: not given."""
+TraceRow = tuple[float, str | None, float | None, float | None, float | None, float | None]
+"""(time, template ID, vCPUs, memory MiB, lifetime, usage) of one create to replay; None: not
+given."""
 Create = tuple[float, Shape, float | None]
 """(intended time, shape, lifetime) of one open-loop create."""
 
@@ -57,6 +85,8 @@ class Templates:
         self.all = [_built(s) for s in spec.templates] or [self.default]
         self.by_id = {s.template: t for s, t in zip(spec.sandboxes, self.all, strict=True)}
         self.several = len(self.all) > 1
+        self.varies = any(t.sizes is not None for t in self.all)
+        """Whether any template draws its sizes per create."""
         self._cumulative = list(accumulate(s.weight for s in spec.templates))
 
     def pick(self, rng: random.Random | None) -> Template:
@@ -68,43 +98,57 @@ class Templates:
         return self.all[bisect(cumulative, rng.random() * cumulative[-1], 0, len(cumulative) - 1)]
 
     def draw(
-        self, times: Iterable[float], picks: random.Random, lifetimes: random.Random
+        self,
+        times: Iterable[float],
+        picks: random.Random,
+        lifetimes: random.Random,
+        sizes: VarietyStreams,
     ) -> Iterator[Create]:
-        """A template and a lifetime for each time, in order, each from its own stream. With
-        one template, iterators only (no Python frame per create: the default path)."""
-        if not self.several:
+        """A template, a lifetime and (where they vary) sizes for each time, in order, each from
+        its own stream. With one template of fixed sizes, iterators only (no Python frame per
+        create: the default path)."""
+        if not self.several and not self.varies:
             only = self.all[0]
             return zip(times, repeat(only.shape), map(only.life, repeat(lifetimes)), strict=False)
-        return self._drawn(times, picks, lifetimes)
+        return self._drawn(times, picks, lifetimes, sizes)
 
     def _drawn(
-        self, times: Iterable[float], picks: random.Random, lifetimes: random.Random
+        self,
+        times: Iterable[float],
+        picks: random.Random,
+        lifetimes: random.Random,
+        sizes: VarietyStreams,
     ) -> Iterator[Create]:
         for t in times:
             template = self.pick(picks)
-            yield t, template.shape, template.life(lifetimes)
+            yield t, template.shape_for(sizes), template.life(lifetimes)
 
     def replay(
-        self, rows: Iterable[TraceRow], duration: float, lifetimes: random.Random
+        self,
+        rows: Iterable[TraceRow],
+        duration: float,
+        lifetimes: random.Random,
+        sizes: VarietyStreams,
     ) -> Iterator[Create]:
         """The creates of trace rows issued before `duration` (rows come in time order). A row
-        takes its template's shape (the [workload] keys' when it names none) with the row's
-        vCPUs and memory where given (one shape per distinct combination); its lifetime, or
-        when not given a draw of its template's (in row order); an infinite one is never
-        killed."""
+        takes its template's shape (the [workload] keys' when it names none; its sizes drawn
+        where they vary) with the row's vCPUs, memory and usage where given (one shape per
+        distinct combination of a fixed template); its lifetime, or when not given a draw of
+        its template's (in row order); an infinite one is never killed."""
         shapes: dict[tuple, Shape] = {}
-        for t, template_id, vcpu, memory, life in rows:
+        for t, template_id, vcpu, memory, life, usage in rows:
             if t >= duration:
                 return
             template = self.by_id[template_id] if template_id else self.default
-            shape = template.shape
-            if vcpu is not None or memory is not None:
-                sized = (template_id, vcpu, memory)
-                if sized not in shapes:
+            shape = template.shape_for(sizes)
+            if vcpu is not None or memory is not None or usage is not None:
+                sized = (template_id, vcpu, memory, usage)
+                if template.sizes is not None or sized not in shapes:
                     shapes[sized] = replace(
                         shape,
                         vcpu=shape.vcpu if vcpu is None else vcpu,
                         memory_mib=shape.memory_mib if memory is None else memory,
+                        usage=shape.usage if usage is None else usage,
                     )
                 shape = shapes[sized]
             yield t, shape, template.life(lifetimes) if life is None else life

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 from harness.model.tunables import key
 
+DRAWS = "harness.model.workload.variety:KINDS"
+"""How a quantity of a sandbox may be drawn per create (named by path: no import circle)."""
+
 
 @dataclass(frozen=True)
 class SandboxSpec:
@@ -37,6 +40,46 @@ class SandboxSpec:
     lifetime_alpha: float = key(
         2.0, "pareto: tail index (> 1; the smaller, the heavier the tail).", gt=1
     )
+    vcpu_draw: str = key(
+        "fixed",
+        "vCPUs per create: fixed (vcpu), or drawn around vcpu: uniform, normal, lognormal.",
+        choices=DRAWS,
+    )
+    vcpu_spread: float = key(
+        0.0,
+        "uniform: vcpu x (1 + U(-s, s)); normal: standard deviation s x vcpu; lognormal: "
+        "standard deviation of the log (at most 10: a draw stays finite).",
+        ge=0,
+        le=10,
+    )
+    vcpu_clip: list[float] = key([], "[lo, hi] a drawn vCPU count is clipped to; empty: none.")
+    vcpu_integer: bool = key(False, "A drawn vCPU count is truncated: max(int(x), 1).")
+    memory_draw: str = key(
+        "fixed",
+        "Memory per create: fixed (memory_mib), or drawn around it.",
+        choices=DRAWS,
+    )
+    memory_spread: float = key(0.0, "Spread of the memory draw (as vcpu_spread).", ge=0, le=10)
+    memory_clip: list[float] = key([], "[lo, hi] drawn memory is clipped to; empty: none.")
+    memory_integer: bool = key(False, "Drawn memory is truncated: max(int(x), 1).")
+    usage_draw: str = key(
+        "fixed",
+        "Usage ratio per create: fixed (usage), or drawn around it.",
+        choices=DRAWS,
+    )
+    usage_spread: float = key(0.0, "Spread of the usage draw (as vcpu_spread).", ge=0, le=10)
+    usage_clip: list[float] = key(
+        [], "[lo, hi] a drawn usage ratio is clipped to, within [0, 1]; empty: none."
+    )
+    lifetime_draw: str = key(
+        "fixed",
+        "Lifetime per create: fixed (lifetime_dist decides), or drawn around lifetime_s "
+        "(then lifetime_dist stays fixed); a non-positive one is killed at once, or at the "
+        "next cleanup tick.",
+        choices=DRAWS,
+    )
+    lifetime_spread: float = key(0.0, "Spread of the lifetime draw (as vcpu_spread).", ge=0, le=10)
+    lifetime_clip: list[float] = key([], "[lo, hi] a drawn lifetime is clipped to; empty: none.")
 
 
 @dataclass(frozen=True)
@@ -80,6 +123,12 @@ class WorkloadSpec(SandboxSpec):
     think_s: float = key(0.0, "Pause of a closed-loop client between kill and next create.", ge=0)
     failure_backoff_s: float = key(
         1.0, "Pause of a closed-loop client after a failed create.", gt=0
+    )
+    cleanup_tick_s: float = key(
+        0.0,
+        "Kills happen at the first multiple of this after they are due, as upstream's "
+        "cleanup loop (every 0.1 s) removes expired sandboxes; 0: when due.",
+        ge=0,
     )
     templates: tuple[TemplateSpec, ...] = key(
         (),

@@ -41,6 +41,12 @@ class PlacementSpec:
     max_attempts: int = key(
         3, "Failed create RPCs (other than ResourceExhausted) per request.", ge=1
     )
+    retry_refused: bool = key(
+        True,
+        "A create a node refuses as full (ResourceExhausted) is placed again, as upstream's "
+        "placement flow does; false: it fails at once (reason refused), as in upstream's "
+        "benchmarks, where the node refuses after placement has returned.",
+    )
     deadline_s: float = key(30.0, "A create still unplaced this long after issue fails.", gt=0)
     rpc_timeout_ms: float = key(
         1000.0, "The scheduler gives up on an unanswered create RPC after this long.", gt=0

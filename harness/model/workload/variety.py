@@ -1,0 +1,141 @@
+"""Per-create variety: a sandbox's vCPUs, memory, usage ratio and lifetime, each either the
+template's fixed value or drawn per create around it.
+
+Upstream's second benchmark (`BenchmarkPlacementComparison`) makes every sandbox differ:
+vCPU = `max(int(4 * (1 + U(-0.8, 0.8))), 1)`, a usage ratio clipped to [0.1, 1], a lifetime
+that may be negative. Here each of the four quantities has the keys `<q>_draw` (the kind
+below), `<q>_spread`, `<q>_clip` ([lo, hi], or empty) and, for vCPUs and memory,
+`<q>_integer` (upstream's truncation, `max(int(x), 1)`); the template's own key (`vcpu`,
+`memory_mib`, `usage`, `lifetime_s`) is the mean. Each quantity draws from a stream of its own
+(`harness.model.random_streams`), so turning one on leaves every other draw as it was, and a
+workload that varies nothing draws nothing new.
+
+Kinds (m: the mean, s: the spread):
+- `fixed`: m, nothing drawn;
+- `uniform`: m (1 + U(-s, s)), upstream's "mean with a relative variance";
+- `normal`: N(m, (s m)^2), s the relative standard deviation;
+- `lognormal`: exp(N(mu, s^2)) with mu = ln m - s^2 / 2, so that the mean is m.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import ClassVar
+
+from harness.model.random_streams import stream
+
+
+class Uniform:
+    name: ClassVar[str] = "uniform"
+
+    def __init__(self, mean: float, spread: float) -> None:
+        self.lo = mean * (1.0 - spread)
+        self.span = 2.0 * spread * mean
+
+    def draw(self, rng: random.Random) -> float:
+        # `mean * (1 + U(-s, s))` with U as `a + (b - a) * random()`, as Go's and Python's are.
+        return self.lo + self.span * rng.random()
+
+    def support(self) -> tuple[float, float]:
+        return self.lo, self.lo + self.span
+
+
+class Normal:
+    name: ClassVar[str] = "normal"
+
+    def __init__(self, mean: float, spread: float) -> None:
+        self.mean = mean
+        self.sigma = spread * abs(mean)
+
+    def draw(self, rng: random.Random) -> float:
+        return rng.normalvariate(self.mean, self.sigma)
+
+    def support(self) -> tuple[float, float]:
+        if self.sigma == 0:
+            return self.mean, self.mean
+        return -math.inf, math.inf
+
+
+class LogNormal:
+    name: ClassVar[str] = "lognormal"
+
+    def __init__(self, mean: float, spread: float) -> None:
+        self.sigma = spread
+        self.mu = math.log(mean) - spread**2 / 2 if mean > 0 else -math.inf
+
+    def draw(self, rng: random.Random) -> float:
+        return rng.lognormvariate(self.mu, self.sigma)
+
+    def support(self) -> tuple[float, float]:
+        return (0.0, math.inf) if self.sigma > 0 else (math.exp(self.mu),) * 2
+
+
+DRAWS = {cls.name: cls for cls in (Uniform, Normal, LogNormal)}
+"""Per-create distributions by name; `fixed` (the default) draws nothing."""
+KINDS = ("fixed", *DRAWS)
+
+
+class Varied:
+    """One quantity drawn per create: a distribution around the mean, then the clip bounds,
+    then integer truncation toward zero with a floor of 1 (upstream's `max(int(x), 1)`)."""
+
+    __slots__ = ("dist", "hi", "integer", "lo")
+
+    def __init__(
+        self, kind: str, mean: float, spread: float, clip: list[float], integer: bool
+    ) -> None:
+        self.dist = DRAWS[kind](mean, spread)
+        self.lo, self.hi = clip if clip else (-math.inf, math.inf)
+        self.integer = integer
+
+    def draw(self, rng: random.Random) -> float:
+        x = min(max(self.dist.draw(rng), self.lo), self.hi)
+        return float(max(int(x), 1)) if self.integer else x
+
+    def support(self) -> tuple[float, float]:
+        """The smallest and largest value a draw can take (infinite: unbounded)."""
+        lo, hi = (min(max(v, self.lo), self.hi) for v in self.dist.support())
+        if self.integer:
+            lo, hi = (float(max(int(v), 1)) if math.isfinite(v) else v for v in (lo, hi))
+            lo = max(lo, 1.0)
+        return lo, hi
+
+
+QUANTITIES = ("vcpu", "memory", "usage", "lifetime")
+"""The quantities that may vary, each with the keys `<q>_draw`, `<q>_spread`, `<q>_clip`."""
+INTEGER = ("vcpu", "memory")
+"""Those with a `<q>_integer` key as well."""
+MEAN_KEY = {"vcpu": "vcpu", "memory": "memory_mib", "usage": "usage", "lifetime": "lifetime_s"}
+"""The template key that is each quantity's mean (and its fixed value)."""
+
+
+def varied(spec: object, quantity: str) -> Varied | None:
+    """The per-create draw of `quantity` that a sandbox spec asks for; None: fixed."""
+    kind = getattr(spec, f"{quantity}_draw")
+    if kind == "fixed":
+        return None
+    integer = getattr(spec, f"{quantity}_integer", False)
+    mean = getattr(spec, MEAN_KEY[quantity])
+    return Varied(
+        kind, mean, getattr(spec, f"{quantity}_spread"), getattr(spec, f"{quantity}_clip"), integer
+    )
+
+
+class VarietyStreams:
+    """The streams a create's varied sizes are drawn from: `variety/<q>` for open-loop creates
+    (in arrival order), `variety/<q>/<client>` for a closed-loop client's. Made on first use:
+    a workload that varies nothing makes none."""
+
+    __slots__ = ("_streams", "seed", "suffix")
+
+    def __init__(self, seed: int, suffix: str = "") -> None:
+        self.seed = seed
+        self.suffix = suffix
+        self._streams: dict[str, random.Random] = {}
+
+    def of(self, quantity: str) -> random.Random:
+        rng = self._streams.get(quantity)
+        if rng is None:
+            rng = self._streams[quantity] = stream(self.seed, f"variety/{quantity}{self.suffix}")
+        return rng
