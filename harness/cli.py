@@ -1,6 +1,9 @@
 """`harness run`, `harness sweep`, `harness report` and `harness keys`. Exit codes: 0 ok, 1 an
-engine failure, a broken invariant or a failed sweep cell, 2 a user mistake (one line), 99 a
-threshold failed (as k6), 130 interrupted."""
+engine failure, a broken invariant or a failed sweep cell, 2 a user mistake or a damaged
+results folder (one line), 74 a results file could not be written (disk full, permission
+lost: one line naming the file and the reason; what is on disk is whole), 99 a threshold
+failed (as k6), 130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM (128 + the signal, as a
+shell reports it). A signal after the command has finished changes nothing."""
 
 from __future__ import annotations
 
@@ -15,24 +18,28 @@ from typing import Any, NoReturn, Protocol
 from rich.console import Console
 
 import harness
-from harness import trace
+from harness import interrupts, trace
 from harness.budget import check_run, check_sweep, this_machine
-from harness.config import Config, ConfigError, load
+from harness.config import Config, ConfigError, from_dict, load
 from harness.display import LazyProgress, SweepBar, print_keys, print_run, print_sweep
 from harness.engine import ENGINES, EngineError
+from harness.files import WriteFailed
+from harness.interrupts import Interrupted, exit_code
 from harness.invariants import InvariantError
 from harness.ledgers import LEDGERS
 from harness.placement.framework import plugin_catalogue
 from harness.ray_setup import ray_scope
 from harness.registry import RegistryError
-from harness.run_store import ResultsError, load_run
+from harness.run_store import ResultsError, load_run, resumable, state_of
 from harness.runner import default_out_dir, run
 from harness.sweep_spec import load_sweep
-from harness.sweep_store import is_sweep, load_sweep_results
+from harness.sweep_store import is_sweep, load_sweep_results, sweep_state
 from harness.thresholds import FORM, not_run
 
 THRESHOLD_FAILED = 99
 """Exit code of a run or sweep that finished but failed a threshold (k6 uses 99 too)."""
+WRITE_FAILED = 74
+"""Exit code of a command whose results could not be written (EX_IOERR of sysexits.h)."""
 COMMANDS = "run, sweep, report, keys or plugins"
 FORCE_HELP = (
     "run even what the budget refuses: more memory than this machine has available, or over "
@@ -71,7 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("run", help="run a scenario and write its results")
-    p.add_argument("config", help="scenario TOML file (see configs/)")
+    p.add_argument(
+        "config", nargs="?", help="scenario TOML file (see configs/); optional with --resume"
+    )
     p.add_argument("--engine", choices=tuple(ENGINES), help="overrides run.engine")
     p.add_argument(
         "--address",
@@ -101,6 +110,13 @@ def _parser() -> argparse.ArgumentParser:
         "--overwrite",
         action="store_true",
         help="replace the results a run or a sweep left in --out (never other files)",
+    )
+    p.add_argument(
+        "--resume",
+        type=Path,
+        metavar="DIR",
+        help="finish the interrupted run in DIR: its finished seeds are kept, the others run "
+        "with its config (a config file or flags given must agree with it)",
     )
     _threshold_flag(p)
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
@@ -178,22 +194,31 @@ class Closable(Protocol):
 
 
 def _until_done(
-    work: Callable[[], object], progress: Closable | None, console: Console, kept: str
+    work: Callable[[], object], progress: Closable | None, console: Console, kept: Callable[[], str]
 ) -> int | None:
-    """Runs `work`, always closing the progress display; when it stops early, says what was
-    kept and returns the exit code (130 interrupted, 1 an engine failure)."""
+    """Runs `work`, always closing the progress display; when it stops early, says what is on
+    disk (`kept()`, read from the disk then) and returns the exit code (128 + the signal when
+    interrupted, 1 an engine failure, WRITE_FAILED a file that could not be written)."""
     try:
         work()
-    except KeyboardInterrupt:
-        console.print(f"[red]interrupted[/red]: {kept}")
-        return 130
+    except KeyboardInterrupt as e:
+        console.print(f"[red]{_signal_word(e)}[/red]: {printable(kept())}")
+        return exit_code(e)
     except EngineError as e:
-        print(f"harness: error: {printable(f'{e}; {kept}')}", file=sys.stderr)
+        print(f"harness: error: {printable(f'{e}; {kept()}')}", file=sys.stderr)
         return 1
+    except WriteFailed as e:
+        print(f"harness: error: {printable(f'{e}; {kept()}')}", file=sys.stderr)
+        return WRITE_FAILED
     finally:
         if progress is not None:
             progress.close()
     return None
+
+
+def _signal_word(error: BaseException) -> str:
+    """How the line said on a signal begins: SIGTERM terminates, SIGINT (Ctrl-C) interrupts."""
+    return "terminated" if getattr(error, "signum", None) == signal.SIGTERM else "interrupted"
 
 
 def _ray_address(address: str | None) -> bool:
@@ -229,18 +254,40 @@ def _writable_name(out: Path) -> Path:
     return out
 
 
+def _resumed_config(args: argparse.Namespace) -> tuple[Config, list[str]]:
+    """The config and strategies of the run in --resume DIR: its own (run.json), or those the
+    command line gives, which must then agree with it (checked by `run`)."""
+    if args.config is not None:
+        return run_config(args)
+    meta = resumable(args.resume)
+    if args.overrides or args.engine or args.address or args.seeds is not None:
+        raise ConfigError("--resume", "without a config file, flags cannot change the run")
+    config = from_dict(meta["config"])
+    strategies = _strategies(args.compare, config.placement.strategy)
+    return config, strategies if args.compare else list(meta["strategies"])
+
+
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
-    config, strategies = run_config(args)
+    if args.resume is not None:
+        if args.out is not None or args.overwrite:
+            raise ConfigError("--resume", "writes into DIR: --out and --overwrite do not apply")
+        config, strategies = _resumed_config(args)
+    elif args.config is None:
+        raise ConfigError("config", "a scenario TOML file is required (or --resume DIR)")
+    else:
+        config, strategies = run_config(args)
     if not args.force:
         on_a_cluster = config.run.engine == "ray" and _ray_address(config.ray.address)
         check_run(config, len(strategies), this_machine(), remote=on_a_cluster)
-    out = _writable_name(args.out or default_out_dir(config))
+    out = _writable_name(args.resume or args.out or default_out_dir(config))
+    interrupts.at("config")
     progress = None if args.quiet else LazyProgress(config.run.name)
+    resume = args.resume is not None
     stopped = _until_done(
-        lambda: run(config, strategies, out, progress, args.overwrite),
+        lambda: run(config, strategies, out, progress, args.overwrite, resume),
         progress,
         console,
-        f"partial results in {out} (completed: false)",
+        lambda: state_of(out),
     )
     if stopped is not None:
         return stopped
@@ -248,7 +295,11 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     print_run(meta, frames, console)
     console.print(f"results: {out}")
     if not args.no_report:
-        _write_report(out, console)
+        try:
+            _write_report(out, console)
+        except KeyboardInterrupt as e:
+            console.print(f"[red]{_signal_word(e)}[/red]: {state_of(out)}; report.html not written")
+            return exit_code(e)
     return _threshold_code(meta["thresholds"])
 
 
@@ -269,7 +320,7 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
         lambda: run_sweep(sweep, out, progress, args.address),
         progress,
         console,
-        f"finished cells are in {out}; run the same command again to do the rest",
+        lambda: sweep_state(out),
     )
     if stopped is not None:
         return stopped
@@ -319,7 +370,7 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
             meta, frames = load_run(args.dir)
             print_run(meta, frames, console)
         _write_report(args.dir, console)
-    except OSError as e:  # a name too long, a folder that cannot be read or written
+    except OSError as e:  # a name too long, a folder that cannot be read
         raise ResultsError(f"{e.filename or args.dir}: {e.strerror or e}") from None
     return 0
 
@@ -337,19 +388,22 @@ def _cmd_keys(args: argparse.Namespace, console: Console) -> int:
 
 
 class _Interrupts:
-    """The handler of SIGINT (Ctrl-C) and SIGTERM: the first raises KeyboardInterrupt where
-    the command is, so the run stops and writes what it has; any later one is only counted, so
-    that writing, and stopping Ray, are never cut short. While `shielded`, the first is only
-    counted too. Either way the command exits with 130."""
+    """The handler of SIGINT (Ctrl-C) and SIGTERM: the first stops the command where it is
+    (`harness.interrupts.stop`: at once, or when the section writing files ends), so the run
+    writes what it has; any later one is only counted, so that writing, and stopping Ray, are
+    never cut short. While `shielded`, the first is only counted too. Either way the command
+    exits with 128 + the first signal."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.first: int | None = None
         self.shielded = False
 
     def __call__(self, signum: int, frame: object) -> None:
         self.count += 1
+        self.first = self.first or signum
         if self.count == 1 and not self.shielded:
-            raise KeyboardInterrupt
+            interrupts.stop(signum)
 
 
 def _command(argv: list[str] | None, console: Console) -> int:
@@ -366,15 +420,20 @@ def _command(argv: list[str] | None, console: Console) -> int:
     except (ConfigError, ResultsError) as e:
         print(f"harness: error: {printable(str(e))}", file=sys.stderr)
         return 2
+    except WriteFailed as e:
+        print(f"harness: error: {printable(str(e))}", file=sys.stderr)
+        return WRITE_FAILED
     except InvariantError as e:
         print(f"harness: {printable(str(e))}", file=sys.stderr)
         return 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    interrupts = _Interrupts()
-    handlers = {s: signal.signal(s, interrupts) for s in (signal.SIGINT, signal.SIGTERM)}
-    code = 130
+    """The command line `argv` (else the process's). Run as the program (no `argv`), a signal
+    after the command has finished is only counted: the exit code is decided by then."""
+    handler = _Interrupts()
+    handlers = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    code = exit_code(Interrupted(signal.SIGINT))
     try:
         console = Console()
         if not console.is_terminal:
@@ -383,16 +442,21 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 code = _command(argv, console)
             finally:
-                interrupts.shielded = True
-    except KeyboardInterrupt:  # outside a run (a run says what it kept itself)
-        print("harness: interrupted", file=sys.stderr)
-        return 130
+                handler.shielded = True
+                interrupts.at("shutdown")
+    except KeyboardInterrupt as e:  # outside a run (a run says what it kept itself)
+        print(f"harness: {_signal_word(e)}", file=sys.stderr)
+        return exit_code(e)
     finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
-    if interrupts.count and code != 130:  # while Ray stopped, after the command was done
-        print("harness: interrupted", file=sys.stderr)
-        return 130
+        if argv is not None:
+            for signum, previous in handlers.items():
+                signal.signal(signum, previous)
+    interrupted = exit_code(Interrupted(handler.first)) if handler.first else None
+    if interrupted is not None and code in (0, THRESHOLD_FAILED):
+        # while Ray stopped, after the command was done: the run's own result stands
+        print(f"harness: {_signal_word(Interrupted(handler.first))}", file=sys.stderr)
+        code = interrupted
+    interrupts.at("done")
     return code
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import plots
+from harness import interrupts, plots
 from harness.analysis import (
     accounting_over_time,
     bin_width,
@@ -21,6 +21,7 @@ from harness.analysis import (
     throughput_over_time,
 )
 from harness.config import Config, from_dict
+from harness.files import write_text
 from harness.heartbeat import HeartbeatPlan
 from harness.run_store import load_run
 from harness.sweep_spec import get_value
@@ -52,7 +53,8 @@ def write_report(folder: str | Path) -> Path:
         f"<body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n"
     )
     out = folder / "report.html"
-    out.write_text(page, encoding="utf-8")
+    interrupts.at("report")
+    write_text(out, page)  # whole or not at all: a full disk leaves the previous report
     return out
 
 

@@ -175,6 +175,18 @@ def _read_meta(folder: Path) -> dict[str, Any]:
         raise ResultsError(f"{path} is not readable: {e}") from None
 
 
+def sweep_state(folder: Path) -> str:
+    """What a sweep stopped early left in `folder`, truly, for the line said then."""
+    if not is_sweep(folder):
+        exists = folder.is_dir()
+        return f"nothing was written{f' in {folder}' if exists else f'; {folder} was not created'}"
+    try:
+        done = sum(c.get("status") == COMPLETE for c in _read_meta(folder)["cells"])
+    except (ResultsError, KeyError, TypeError, AttributeError):
+        done = 0
+    return f"{done} finished cells are in {folder}; run the same command again to do the rest"
+
+
 def is_sweep(path: str | Path) -> bool:
     return (Path(path) / "sweep.json").is_file()
 
