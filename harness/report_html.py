@@ -126,6 +126,9 @@ def _beats(config: Config) -> tuple[list[float], str]:
     """When reports are applied (the run's own heartbeat plan), to mark on time axes, and how
     the caption names them."""
     interval = config.heartbeat.interval_s
+    if config.heartbeat.phase == "aligned" and config.run.duration_s / interval > MAX_BEATS:
+        # counted before any list of them is made: 1e-9 s over a minute would be 6e10 floats
+        return [], f"none drawn: all nodes report every {interval:g} s"
     applied = HeartbeatPlan(config.heartbeat, config.run.duration_s).applied_at()
     if applied is None:
         return [], f"none drawn: each node reports every {interval:g} s at its own phase"
