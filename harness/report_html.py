@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -20,10 +21,10 @@ from harness.analysis import (
     median_seed,
     throughput_over_time,
 )
-from harness.config import Config, from_dict
+from harness.config import Config, ConfigError, from_dict
 from harness.files import write_text
 from harness.heartbeat import HeartbeatPlan
-from harness.run_store import load_run
+from harness.run_store import ResultsError, load_run
 from harness.sweep_spec import get_value
 from harness.sweep_store import is_sweep, load_sweep_results, read_cells
 
@@ -240,9 +241,18 @@ def _scenario(
     return "\n".join(parts)
 
 
+def stored_config(raw: Any, path: Path) -> Config:
+    """The config a results folder was run with, or ResultsError naming its file: one edited
+    by hand, or by another version, may no longer be valid."""
+    try:
+        return from_dict(raw)
+    except ConfigError as e:
+        raise ResultsError(f"{path} holds a config that is not valid: {e}") from None
+
+
 def _run(folder: Path) -> tuple[str, str]:
     meta, frames = load_run(folder)
-    config = from_dict(meta["config"])
+    config = stored_config(meta["config"], folder / "run.json")
     summary = frames["summary"]
     title = f"{config.run.name}: {meta.get('engine')} engine, {config.cluster.node_count} nodes"
     state = "" if meta.get("completed") else ' <span class="bad">(incomplete run)</span>'
@@ -256,7 +266,7 @@ def _run(folder: Path) -> tuple[str, str]:
 
 def _sweep(folder: Path) -> tuple[str, str]:
     meta, summary = load_sweep_results(folder)
-    base = from_dict(meta["identity"]["base"])
+    base = stored_config(meta["identity"]["base"], folder / "sweep.json")
     cells = meta["cells"]
     done = [c for c in cells if c["status"] == "complete"]
     title = f"Sweep {meta['name']}"

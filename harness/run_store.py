@@ -413,16 +413,16 @@ class RunWriter:
         try:
             interrupts.at("close")
             replace_together(writes)
+            self.meta["completed"] = completed
+            if error:
+                self.meta["error"] = error
+            self._write_meta()
         except WriteFailed as e:
             self.meta["completed"] = False
             self.meta["error"] = f"{error}; then {e}" if error else str(e)
             with contextlib.suppress(WriteFailed):  # the failure said is the first one
                 self._write_meta()
             raise
-        self.meta["completed"] = completed
-        if error:
-            self.meta["error"] = error
-        self._write_meta()
         shutil.rmtree(self.out_dir / PARTS, ignore_errors=True)
 
     def __enter__(self) -> RunWriter:
