@@ -31,6 +31,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import harness
+from harness import interrupts
 from harness.files import write_json, write_parquet
 from harness.run_store import ResultsError, holder, lock_folder, new_run_id
 from harness.schemas import TABLES, stamped, summary_table
@@ -110,7 +111,12 @@ class SweepStore:
     def add_cell(self, cell: Cell, results: list[SeedResult], wall_s: float) -> None:
         """Write a finished cell; `results` in seed order, so reruns give identical files. Its
         partition of each table is one file, replaced whole (an earlier, interrupted attempt's
-        file included)."""
+        file included). A signal meanwhile waits for the cell to be written."""
+        with interrupts.uncut():
+            interrupts.at("cell")
+            self._add_cell(cell, results, wall_s)
+
+    def _add_cell(self, cell: Cell, results: list[SeedResult], wall_s: float) -> None:
         for name in CELL_TABLES:
             parts = [self._stamped(getattr(r, name), cell) for r in results]
             folder = self.out_dir / name / f"cell={cell.index}"

@@ -443,3 +443,54 @@ def test_a_signal_at_any_phase_of_a_run(spec, code, said, disk, tmp_path):
     assert _temporaries(out) == []
     if not meta["completed"]:
         assert meta["error"] in ("interrupted", "terminated")
+
+
+RAY_PHASES = [
+    # (spec, exit code, what the line says, whether run.json exists)
+    ("ray-init=INT", 130, "nothing was written", False),
+    ("ray-init=TERM", 143, "nothing was written", False),
+    ("seed=TERM", 143, "0 of 6 seeds finished are kept", True),
+    ("shutdown=INT", 130, "interrupted", True),
+]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.parametrize("spec,code,said,written", RAY_PHASES, ids=[p[0] for p in RAY_PHASES])
+def test_a_signal_at_the_edges_of_a_ray_run(spec, code, said, written, tmp_path):
+    """While Ray starts, its own handlers (a SIGTERM that exits at once, a failure handler
+    printing `*** SIGTERM received`) are kept out; a signal then waits until Ray is up."""
+    out = tmp_path / "run"
+    done = _run_stopped(spec, out, "--engine", "ray", "--set", "run.duration_s=1")
+    text = done.stdout + done.stderr
+    assert done.returncode == code, text[-2000:]
+    assert said in " ".join(text.split()) and "Traceback" not in text
+    assert "SIGTERM received" not in text and "***" not in text
+    assert (out / "run.json").exists() is written
+    if written:
+        _consistent(out)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.parametrize("signal_name,code", [("INT", 130), ("TERM", 143)])
+def test_a_signal_while_a_sweep_writes_a_cell_keeps_it_whole(signal_name, code, tmp_path):
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(
+        f'[sweep]\nbase = "{HERD}"\nseeds = 2\n'
+        '[set]\n"run.duration_s" = 2.0\n[grid]\n"placement.k" = [2, 3]\n'
+    )
+    out = tmp_path / "s"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "sweep", str(sweep), "--quiet", "--out", str(out)],
+        env={**ENV, interrupts.SIGNAL_AT: f"cell={signal_name}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    text = done.stdout + done.stderr
+    assert done.returncode == code, text[-2000:]
+    assert "1 finished cells are in" in " ".join(text.split()) and "Traceback" not in text
+    meta = json.loads((out / "sweep.json").read_text())
+    assert [c["status"] for c in meta["cells"]].count("complete") == 1
+    assert _temporaries(out) == []
