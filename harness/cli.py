@@ -291,15 +291,16 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     )
     if stopped is not None:
         return stopped
-    meta, frames = load_run(out)
-    print_run(meta, frames, console)
-    console.print(f"results: {out}")
-    if not args.no_report:
-        try:
+    try:
+        meta, frames = load_run(out)
+        print_run(meta, frames, console)
+        console.print(f"results: {out}")
+        if not args.no_report:
             _write_report(out, console)
-        except KeyboardInterrupt as e:
-            console.print(f"[red]{_signal_word(e)}[/red]: {state_of(out)}; report.html not written")
-            return exit_code(e)
+    except KeyboardInterrupt as e:  # the run is whole on disk: say so, and of the report
+        unwritten = "" if args.no_report else "; report.html not written"
+        console.print(f"[red]{_signal_word(e)}[/red]: {printable(state_of(out))}{unwritten}")
+        return exit_code(e)
     return _threshold_code(meta["thresholds"])
 
 
