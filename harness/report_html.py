@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import html
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -21,10 +20,10 @@ from harness.analysis import (
     median_seed,
     throughput_over_time,
 )
-from harness.config import Config, ConfigError, from_dict
+from harness.config import Config
 from harness.files import write_text
 from harness.heartbeat import HeartbeatPlan
-from harness.run_store import ResultsError, load_run
+from harness.run_store import load_run, stored_config
 from harness.sweep_spec import get_value
 from harness.sweep_store import is_sweep, load_sweep_results, read_cells
 
@@ -239,15 +238,6 @@ def _scenario(
             ),
         ]
     return "\n".join(parts)
-
-
-def stored_config(raw: Any, path: Path) -> Config:
-    """The config a results folder was run with, or ResultsError naming its file: one edited
-    by hand, or by another version, may no longer be valid."""
-    try:
-        return from_dict(raw)
-    except ConfigError as e:
-        raise ResultsError(f"{path} holds a config that is not valid: {e}") from None
 
 
 def _run(folder: Path) -> tuple[str, str]:

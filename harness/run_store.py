@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 import harness
 from harness import interrupts
+from harness.config import Config, ConfigError, from_dict
 from harness.files import (
     FolderLock,
     WriteFailed,
@@ -203,7 +204,7 @@ def read_meta(folder: Path) -> dict[str, Any]:
         raise ResultsError(f"{path} is not valid JSON: {e}") from None
     except OSError as e:
         raise ResultsError(f"{path} cannot be read: {e.strerror}") from None
-    _check_meta(path, meta)
+    check_fields(path, meta, META_TYPES, "a run's")
     return meta
 
 
@@ -219,14 +220,34 @@ META_TYPES: dict[str, type | tuple[type, ...]] = {
 """What the readers of run.json rely on, and its type."""
 
 
-def _check_meta(path: Path, meta: Any) -> None:
+def check_fields(
+    path: Path, meta: Any, types: dict[str, type | tuple[type, ...]], whose: str
+) -> None:
+    """ResultsError naming `path` unless `meta` is a JSON object holding each of `types`'
+    keys with a value of its type."""
     if not isinstance(meta, dict):
-        raise ResultsError(f"{path} holds a JSON {type(meta).__name__}, not a run's object")
-    for key, kind in META_TYPES.items():
+        raise ResultsError(f"{path} holds a JSON {type(meta).__name__}, not {whose} object")
+    for key, kind in types.items():
         if key not in meta:
-            raise ResultsError(f"{path} lacks {key!r}: not a run's run.json")
+            raise ResultsError(f"{path} lacks {key!r}: not {whose} {path.name}")
         if not isinstance(meta[key], kind):
             raise ResultsError(f"{path}: {key!r} is a JSON {type(meta[key]).__name__}")
+
+
+def stored_config(raw: Any, path: Path) -> Config:
+    """The config a results folder was run with, or ResultsError naming its file: one edited
+    by hand, or by another version, may no longer be valid."""
+    try:
+        return from_dict(raw)
+    except ConfigError as e:
+        raise ResultsError(f"{path} holds a config that is not valid: {e}") from None
+
+
+def nothing_written(folder: Path) -> str:
+    """The true line of a command stopped before it wrote anything into `folder`."""
+    if folder.is_dir():
+        return f"nothing was written in {folder}"
+    return f"nothing was written; {folder} was not created"
 
 
 def committed(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
@@ -496,8 +517,7 @@ def state_of(folder: Path) -> str:
     try:
         meta = read_meta(folder)
     except ResultsError:
-        exists = folder.is_dir()
-        return f"nothing was written{f' in {folder}' if exists else f'; {folder} was not created'}"
+        return nothing_written(folder)
     if meta["completed"]:
         return f"the run had completed: results in {folder}"
     try:
@@ -538,15 +558,22 @@ def load_run(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return meta, frames
 
 
-def _read_table(path: Path, schema: pa.Schema) -> pa.Table:
-    """A results table, or ResultsError naming the file and what is wrong with it."""
+def read_columns(path: Path, names: list[str]) -> pa.Table:
+    """A results table holding (at least) the columns `names`, or ResultsError naming the file
+    and what is wrong with it."""
     try:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError, ValueError) as e:
         raise ResultsError(f"{path} is not a readable Parquet file: {_first_line(e)}") from None
-    missing = [f.name for f in schema if f.name not in table.schema.names]
+    missing = [name for name in names if name not in table.schema.names]
     if missing:
         raise ResultsError(f"{path} lacks the column {missing[0]!r}: not a {path.stem} table")
+    return table
+
+
+def _read_table(path: Path, schema: pa.Schema) -> pa.Table:
+    """A results table of `schema`, or ResultsError naming the file and what is wrong."""
+    table = read_columns(path, schema.names)
     try:
         return table.select(schema.names).cast(schema)
     except (pa.ArrowException, ValueError) as e:

@@ -33,7 +33,16 @@ import pyarrow.parquet as pq
 import harness
 from harness import interrupts
 from harness.files import write_json, write_parquet
-from harness.run_store import ResultsError, holder, lock_folder, new_run_id
+from harness.run_store import (
+    ResultsError,
+    check_fields,
+    holder,
+    lock_folder,
+    new_run_id,
+    nothing_written,
+    read_columns,
+    stored_config,
+)
 from harness.schemas import TABLES, stamped, summary_table
 from harness.seed_result import SeedResult
 from harness.sweep_spec import Cell, Sweep
@@ -176,19 +185,35 @@ def _jsonable(value: Any) -> Any:
 def _read_meta(folder: Path) -> dict[str, Any]:
     path = folder / "sweep.json"
     try:
-        return json.loads(path.read_text())
+        meta = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ResultsError(f"{path} is not readable: {e}") from None
+    check_fields(path, meta, META_TYPES, "a sweep's")
+    for cell in meta["cells"]:
+        check_fields(path, cell, CELL_TYPES, "a sweep cell's")
+    stored_config(meta["identity"].get("base"), path)
+    return meta
+
+
+META_TYPES: dict[str, type | tuple[type, ...]] = {
+    "name": str,
+    "keys": list,
+    "grid_keys": list,
+    "seeds": list,
+    "identity": dict,
+    "cells": list,
+}
+CELL_TYPES: dict[str, type | tuple[type, ...]] = {"cell": int, "values": dict, "status": str}
+"""What the readers of sweep.json rely on, and its type: of the sweep, and of each cell."""
 
 
 def sweep_state(folder: Path) -> str:
     """What a sweep stopped early left in `folder`, truly, for the line said then."""
     if not is_sweep(folder):
-        exists = folder.is_dir()
-        return f"nothing was written{f' in {folder}' if exists else f'; {folder} was not created'}"
+        return nothing_written(folder)
     try:
-        done = sum(c.get("status") == COMPLETE for c in _read_meta(folder)["cells"])
-    except (ResultsError, KeyError, TypeError, AttributeError):
+        done = sum(c["status"] == COMPLETE for c in _read_meta(folder)["cells"])
+    except ResultsError:
         done = 0
     return f"{done} finished cells are in {folder}; run the same command again to do the rest"
 
@@ -206,7 +231,8 @@ def load_sweep_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
     if not summary_path.is_file():
         columns = [*TABLES["summary"].names, "cell", *meta["keys"]]
         return meta, pd.DataFrame(columns=columns)
-    summary = pq.read_table(summary_path).to_pandas()
+    columns = [*TABLES["summary"].names, "cell", *meta["keys"]]
+    summary = read_columns(summary_path, columns).to_pandas()
     complete = {c["cell"] for c in meta["cells"] if c["status"] == COMPLETE}
     return meta, summary[summary["cell"].isin(complete)].reset_index(drop=True)
 

@@ -24,6 +24,8 @@ from harness.cli import WRITE_FAILED, main
 from harness.engine import virtual
 from harness.run_store import PARTS, RunWriter, load_run
 from harness.schemas import TABLES
+from harness.sweep_spec import load_sweep
+from harness.sweep_store import SweepStore
 from tests.conftest import CONFIGS, scenario
 
 HERD = str(CONFIGS / "seed-herd.toml")
@@ -389,6 +391,50 @@ def test_report_on_a_damaged_seed_of_an_unclosed_run_is_one_line(tmp_path, capsy
     (tmp_path / PARTS / "00000" / "seed.json").write_text("{")
     assert main(["report", str(tmp_path)]) == 2
     _one_line(capsys.readouterr().err, "seed.json")
+
+
+SWEEP_DAMAGE = {
+    "sweep.json": {
+        "list": "[]",
+        "empty-object": "{}",
+        "truncated": '{"name": "s", "cells": [',
+        "cells-a-number": lambda meta: {**meta, "cells": 3},
+        "cell-without-status": lambda meta: {
+            **meta,
+            "cells": [{k: v for k, v in c.items() if k != "status"} for c in meta["cells"]],
+        },
+        "base-not-valid": lambda meta: {
+            **meta,
+            "identity": {**meta["identity"], "base": {"cluster": {"nodes": "many"}}},
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("damage", list(SWEEP_DAMAGE["sweep.json"]))
+def test_report_on_a_damaged_sweep_is_one_line_naming_the_file(damage, tmp_path, capsys):
+    path = tmp_path / "sweep.toml"
+    path.write_text(f'[sweep]\nbase = "{HERD}"\nseeds = 2\n[grid]\n"placement.k" = [2, 3]\n')
+    out = tmp_path / "sweep-out"
+    SweepStore(out, load_sweep(path)).close()
+    assert main(["report", str(out)]) == 0  # whole, it reports (no cell complete yet)
+    capsys.readouterr()
+    change = SWEEP_DAMAGE["sweep.json"][damage]
+    meta = json.loads((out / "sweep.json").read_text())
+    text = change if isinstance(change, str) else json.dumps(change(meta))
+    (out / "sweep.json").write_text(text)
+    assert main(["report", str(out)]) == 2
+    _one_line(capsys.readouterr().err, "harness: error: ", "sweep.json")
+
+
+def test_report_on_a_sweep_whose_summary_is_foreign_is_one_line(tmp_path, capsys):
+    path = tmp_path / "sweep.toml"
+    path.write_text(f'[sweep]\nbase = "{HERD}"\nseeds = 2\n[grid]\n"placement.k" = [2, 3]\n')
+    out = tmp_path / "sweep-out"
+    SweepStore(out, load_sweep(path)).close()
+    _foreign_table(out / "summary.parquet")
+    assert main(["report", str(out)]) == 2
+    _one_line(capsys.readouterr().err, "summary.parquet", "lacks the column")
 
 
 # -- signals at every phase -------------------------------------------------------------------
