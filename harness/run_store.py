@@ -452,7 +452,10 @@ class RunWriter:
     def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: Any) -> None:
         if exc_type is None:
             self.close(completed=True)
-        else:
+            return
+        # What stopped the run is what the user is told; a close failing after it (the disk
+        # that was full still is) is written in run.json beside it.
+        with contextlib.suppress(WriteFailed):
             self.close(completed=False, error=stopped_by(exc))
 
 
