@@ -20,7 +20,7 @@ from rich.console import Console
 import harness
 from harness import interrupts, trace
 from harness.budget import check_run, check_sweep, this_machine
-from harness.config import Config, ConfigError, from_dict, load
+from harness.config import Config, ConfigError, load
 from harness.display import LazyProgress, SweepBar, print_keys, print_run, print_sweep
 from harness.engine import ENGINES, EngineError
 from harness.files import WriteFailed
@@ -30,7 +30,7 @@ from harness.ledgers import LEDGERS
 from harness.placement.framework import plugin_catalogue
 from harness.ray_setup import ray_scope
 from harness.registry import RegistryError
-from harness.run_store import ResultsError, load_run, resumable, state_of
+from harness.run_store import ResultsError, load_run, resumable, state_of, stored_config
 from harness.runner import default_out_dir, run
 from harness.sweep_spec import load_sweep
 from harness.sweep_store import is_sweep, load_sweep_results, sweep_state
@@ -260,9 +260,9 @@ def _resumed_config(args: argparse.Namespace) -> tuple[Config, list[str]]:
     if args.config is not None:
         return run_config(args)
     meta = resumable(args.resume)
-    if args.overrides or args.engine or args.address or args.seeds is not None:
+    if args.overrides or args.engine or args.address or args.seeds is not None or args.thresholds:
         raise ConfigError("--resume", "without a config file, flags cannot change the run")
-    config = from_dict(meta["config"])
+    config = stored_config(meta["config"], args.resume / "run.json")
     strategies = _strategies(args.compare, config.placement.strategy)
     return config, strategies if args.compare else list(meta["strategies"])
 

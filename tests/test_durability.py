@@ -309,6 +309,9 @@ def test_resume_refuses_another_version_a_complete_run_and_a_folder_of_no_run(tm
     assert main(["run", "--resume", str(out), *QUIET]) == 2
     _one_line(capsys.readouterr().err, "holds a complete run: nothing to resume")
     meta = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**meta, "completed": False}))
+    assert main(["run", "--resume", str(out), "--seeds", "5", *QUIET]) == 2
+    _one_line(capsys.readouterr().err, "--resume: without a config file, flags cannot change")
     (out / "run.json").write_text(
         json.dumps({**meta, "completed": False, "harness_version": "0.0.1"})
     )
