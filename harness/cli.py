@@ -280,7 +280,6 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         on_a_cluster = config.run.engine == "ray" and _ray_address(config.ray.address)
         check_run(config, len(strategies), this_machine(), remote=on_a_cluster)
     out = _writable_name(args.resume or args.out or default_out_dir(config))
-    interrupts.at("config")
     progress = None if args.quiet else LazyProgress(config.run.name)
     resume = args.resume is not None
     stopped = _until_done(

@@ -64,8 +64,13 @@ def uncut() -> Iterator[None]:
 
 
 SIGNAL_AT = "HARNESS_TEST_SIGNAL_AT"
-"""Tests only: comma-separated `PHASE=SIG` (e.g. `write=INT`, `seed#2=TERM,close=INT`): this
-process sends itself SIG when it reaches PHASE (`at`), or its Nth time with `PHASE#N`."""
+"""Tests only: comma-separated `PHASE=SIG` (e.g. `seed#2=TERM`, `commit=INT,close=INT`): this
+process sends itself SIG when it reaches PHASE (`at`), or its Nth time with `PHASE#N`. The
+phases, in the order a command meets them: start (a run or sweep, before anything is made),
+ray-init (Ray just up, its handlers not yet put back), seed (each seed of a run begins),
+commit (a seed's files written, not yet renamed into place), cell (a sweep's cell about to be
+written), close (the run's tables about to be gathered), report (report.html about to be
+written), shutdown (the command done, Ray about to be stopped), done (all over)."""
 
 _seen: dict[str, int] = {}
 

@@ -67,6 +67,7 @@ def run(
     this run unfinished (`harness.run_store.resumable`): its finished seeds are kept and only
     the others run, so the files are those of a run never stopped.
     """
+    interrupts.at("start")
     if resume:
         resumable(out_dir, config.to_dict(), strategies)
     else:

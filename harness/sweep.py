@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harness import interrupts
 from harness.config import Config
 from harness.engine import get_engine
 from harness.invariants import InvariantError
@@ -47,6 +48,7 @@ def run_sweep(
 ) -> SweepStore:
     """Run the cells of `sweep` not yet complete in `out_dir` (none: Ray is not even started);
     uses the Ray already running in this process if any, else starts (and then stops) one."""
+    interrupts.at("start")
     store = SweepStore(out_dir, sweep)
     if not store.pending():
         if progress is not None:

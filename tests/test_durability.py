@@ -460,8 +460,8 @@ def _run_stopped(spec: str, out: Path, *extra: str) -> subprocess.CompletedProce
 
 PHASES = [
     # (spec, exit code, what the line says, what is on disk)
-    ("config=INT", 130, "interrupted", "nothing"),
-    ("config=TERM", 143, "terminated", "nothing"),
+    ("start=INT", 130, "interrupted: nothing was written", "nothing"),
+    ("start=TERM", 143, "terminated: nothing was written", "nothing"),
     ("seed=INT", 130, "0 of 6 seeds finished are kept", "incomplete"),
     ("seed#3=TERM", 143, "2 of 6 seeds finished are kept", "incomplete"),
     ("commit=INT", 130, "1 of 6 seeds finished are kept", "incomplete"),
@@ -521,6 +521,24 @@ def test_a_signal_at_the_edges_of_a_ray_run(spec, code, said, written, tmp_path)
     assert (out / "run.json").exists() is written
     if written:
         _consistent(out)
+
+
+@pytest.mark.parametrize("signal_name,code", [("INT", 130), ("TERM", 143)])
+def test_a_signal_before_a_sweep_starts_says_nothing_was_written(signal_name, code, tmp_path):
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(f'[sweep]\nbase = "{HERD}"\nseeds = 2\n[grid]\n"placement.k" = [2, 3]\n')
+    out = tmp_path / "s"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "sweep", str(sweep), "--quiet", "--out", str(out)],
+        env={**ENV, interrupts.SIGNAL_AT: f"start={signal_name}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    text = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == code, text
+    assert f"nothing was written; {out} was not created" in text and "Traceback" not in text
+    assert not out.exists()
 
 
 @pytest.mark.ray
