@@ -205,6 +205,9 @@ def read_meta(folder: Path) -> dict[str, Any]:
     except OSError as e:
         raise ResultsError(f"{path} cannot be read: {e.strerror}") from None
     check_fields(path, meta, META_TYPES, "a run's")
+    for key, kind in (("strategies", str), ("seeds", int)):
+        if not all(isinstance(item, kind) for item in meta[key]):
+            raise ResultsError(f"{path}: {key!r} holds other than {kind.__name__}s")
     return meta
 
 
@@ -250,15 +253,25 @@ def nothing_written(folder: Path) -> str:
     return f"nothing was written; {folder} was not created"
 
 
+SEED_TYPES: dict[str, type | tuple[type, ...]] = {
+    "strategy": str,
+    "seed": int,
+    "partial": bool,
+    "invariants": list,
+}
+"""What a seed's seed.json holds, and its type."""
+
+
 def committed(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
     """The seeds committed under `folder/parts`, each (its folder, its seed.json), in the
     order they were written; temporary folders (a commit cut short) are not among them."""
     seeds = []
-    for part in sorted((folder / PARTS).glob("[0-9]*")):
+    for part in sorted((folder / PARTS).glob("[0-9]*"), key=lambda p: int(p.name)):
         try:
             record = json.loads((part / SEED_FILE).read_text())
         except (OSError, ValueError) as e:
             raise ResultsError(f"{part / SEED_FILE} is not readable: {e}") from None
+        check_fields(part / SEED_FILE, record, SEED_TYPES, "a seed's")
         seeds.append((part, record))
     return seeds
 
@@ -268,13 +281,12 @@ def _in_run_order(
 ) -> list[tuple[Path, dict[str, Any]]]:
     """Finished seeds in the order an uninterrupted run finishes them (strategy by strategy,
     seed by seed), then the partial ones: a resumed run's files are then the same."""
-    strategies, order = meta["strategies"], meta["seeds"]
+    strategies = {s: i for i, s in enumerate(meta["strategies"])}
+    order = {seed: i for i, seed in enumerate(meta["seeds"])}
 
     def rank(item: tuple[Path, dict[str, Any]]) -> tuple[bool, int, int]:
         r = item[1]
-        known = r["strategy"] in strategies and r["seed"] in order
-        where = (strategies.index(r["strategy"]), order.index(r["seed"])) if known else (0, 0)
-        return (r["partial"], *where)
+        return (r["partial"], strategies.get(r["strategy"], 0), order.get(r["seed"], 0))
 
     return sorted(seeds, key=rank)
 

@@ -371,6 +371,9 @@ JSON_DAMAGE = {
     "seeds-a-string": lambda p: p.write_text(
         json.dumps({**json.loads(p.read_text()), "seeds": "0"})
     ),
+    "seeds-of-lists": lambda p: p.write_text(
+        json.dumps({**json.loads(p.read_text()), "seeds": [[0], [1]]})
+    ),
     "not-utf8": lambda p: p.write_bytes(b"\xff\xfe{"),
 }
 
@@ -394,9 +397,10 @@ def test_report_on_a_damaged_seed_of_an_unclosed_run_is_one_line(tmp_path, capsy
     writer = RunWriter(tmp_path, config.to_dict(), ["stale"], [0, 1], "virtual")
     writer.add(virtual.VirtualEngine().run_seed(config, 0))
     writer._lock.release()
-    (tmp_path / PARTS / "00000" / "seed.json").write_text("{")
-    assert main(["report", str(tmp_path)]) == 2
-    _one_line(capsys.readouterr().err, "seed.json")
+    for damaged in ("{", "{}", "[]", '{"strategy": "stale", "seed": "0"}'):
+        (tmp_path / PARTS / "00000" / "seed.json").write_text(damaged)
+        assert main(["report", str(tmp_path)]) == 2
+        _one_line(capsys.readouterr().err, "seed.json")
 
 
 SWEEP_DAMAGE = {
