@@ -423,10 +423,8 @@ SWEEP_DAMAGE = {
 
 @pytest.mark.parametrize("damage", list(SWEEP_DAMAGE["sweep.json"]))
 def test_report_on_a_damaged_sweep_is_one_line_naming_the_file(damage, tmp_path, capsys):
-    path = tmp_path / "sweep.toml"
-    path.write_text(f'[sweep]\nbase = "{HERD}"\nseeds = 2\n[grid]\n"placement.k" = [2, 3]\n')
     out = tmp_path / "sweep-out"
-    SweepStore(out, load_sweep(path)).close()
+    SweepStore(out, load_sweep(_sweep_file(tmp_path))).close()
     assert main(["report", str(out)]) == 0  # whole, it reports (no cell complete yet)
     capsys.readouterr()
     change = SWEEP_DAMAGE["sweep.json"][damage]
@@ -438,10 +436,8 @@ def test_report_on_a_damaged_sweep_is_one_line_naming_the_file(damage, tmp_path,
 
 
 def test_report_on_a_sweep_whose_summary_is_foreign_is_one_line(tmp_path, capsys):
-    path = tmp_path / "sweep.toml"
-    path.write_text(f'[sweep]\nbase = "{HERD}"\nseeds = 2\n[grid]\n"placement.k" = [2, 3]\n')
     out = tmp_path / "sweep-out"
-    SweepStore(out, load_sweep(path)).close()
+    SweepStore(out, load_sweep(_sweep_file(tmp_path))).close()
     _foreign_table(out / "summary.parquet")
     assert main(["report", str(out)]) == 2
     _one_line(capsys.readouterr().err, "summary.parquet", "lacks the column")
@@ -527,18 +523,32 @@ def test_a_signal_at_the_edges_of_a_ray_run(spec, code, said, written, tmp_path)
         _consistent(out)
 
 
-@pytest.mark.parametrize("signal_name,code", [("INT", 130), ("TERM", 143)])
-def test_a_signal_before_a_sweep_starts_says_nothing_was_written(signal_name, code, tmp_path):
-    sweep = tmp_path / "sweep.toml"
-    sweep.write_text(f'[sweep]\nbase = "{HERD}"\nseeds = 2\n[grid]\n"placement.k" = [2, 3]\n')
-    out = tmp_path / "s"
+def _sweep_file(tmp_path: Path) -> Path:
+    """A sweep of 2 cells x 2 seeds of 2 s."""
+    path = tmp_path / "sweep.toml"
+    path.write_text(
+        f'[sweep]\nbase = "{HERD}"\nseeds = 2\n'
+        '[set]\n"run.duration_s" = 2.0\n[grid]\n"placement.k" = [2, 3]\n'
+    )
+    return path
+
+
+def _sweep_stopped(spec: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    """`harness sweep` as its own process, stopped as `spec` says (see `_run_stopped`)."""
+    out, sweep = tmp_path / "s", str(_sweep_file(tmp_path))
     done = subprocess.run(
-        [sys.executable, "-m", "harness", "sweep", str(sweep), "--quiet", "--out", str(out)],
-        env={**ENV, interrupts.SIGNAL_AT: f"start={signal_name}"},
+        [sys.executable, "-m", "harness", "sweep", sweep, "--quiet", "--out", str(out)],
+        env={**ENV, interrupts.SIGNAL_AT: spec},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
+    return done, out
+
+
+@pytest.mark.parametrize("signal_name,code", [("INT", 130), ("TERM", 143)])
+def test_a_signal_before_a_sweep_starts_says_nothing_was_written(signal_name, code, tmp_path):
+    done, out = _sweep_stopped(f"start={signal_name}", tmp_path)
     text = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == code, text
     assert f"nothing was written; {out} was not created" in text and "Traceback" not in text
@@ -549,19 +559,7 @@ def test_a_signal_before_a_sweep_starts_says_nothing_was_written(signal_name, co
 @pytest.mark.slow
 @pytest.mark.parametrize("signal_name,code", [("INT", 130), ("TERM", 143)])
 def test_a_signal_while_a_sweep_writes_a_cell_keeps_it_whole(signal_name, code, tmp_path):
-    sweep = tmp_path / "sweep.toml"
-    sweep.write_text(
-        f'[sweep]\nbase = "{HERD}"\nseeds = 2\n'
-        '[set]\n"run.duration_s" = 2.0\n[grid]\n"placement.k" = [2, 3]\n'
-    )
-    out = tmp_path / "s"
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "sweep", str(sweep), "--quiet", "--out", str(out)],
-        env={**ENV, interrupts.SIGNAL_AT: f"cell={signal_name}"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done, out = _sweep_stopped(f"cell={signal_name}", tmp_path)
     text = done.stdout + done.stderr
     assert done.returncode == code, text[-2000:]
     assert "1 finished cells are in" in " ".join(text.split()) and "Traceback" not in text
