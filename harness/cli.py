@@ -1,7 +1,10 @@
 """`harness run`, `harness sweep`, `harness report` and `harness keys`. Exit codes: 0 ok, 1 an
-engine failure, a broken invariant or a failed sweep cell, 2 a user mistake (one line), 3 the
-external scheduler misbehaved (one line; `harness.external`), 99 a threshold failed (as k6),
-130 interrupted."""
+engine failure, a broken invariant or a failed sweep cell, 2 a user mistake or a damaged
+results folder (one line), 3 the external scheduler misbehaved (one line; `harness.external`),
+74 a results file could not be written (disk full, permission lost: one line naming the file
+and the reason; what is on disk is whole), 99 a threshold failed (as k6), 130 interrupted by
+SIGINT (Ctrl-C), 143 by SIGTERM (128 + the signal, as a shell reports it). A signal after the
+command has finished changes nothing."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from typing import Any, NoReturn, Protocol
 from rich.console import Console
 
 import harness
-from harness.config import Config, ConfigError, load, trace_file
+from harness.config import Config, ConfigError, load, stored_config, trace_file
 from harness.config.sweep_file import load_sweep
 from harness.engines import ENGINES, EngineError
 from harness.external import EXIT_CODE as SCHEDULER_FAILED
@@ -25,9 +28,12 @@ from harness.model.catalogue import catalogue
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.presentation.terminal import LazyProgress, SweepBar, print_keys, print_run, print_sweep
+from harness.results import interrupts
+from harness.results.atomic_files import WriteFailed
+from harness.results.interrupts import Interrupted, exit_code
 from harness.results.invariants import InvariantError
-from harness.results.run_folder import ResultsError, load_run, new_run_id
-from harness.results.sweep_folder import is_sweep, load_sweep_results
+from harness.results.run_folder import ResultsError, load_run, new_run_id, resumable, state_of
+from harness.results.sweep_folder import is_sweep, load_sweep_results, sweep_state
 from harness.results.thresholds import FORM, not_run
 from harness.running.cost_check import check_run, check_sweep, this_machine
 from harness.running.ray_setup import ray_scope
@@ -35,18 +41,24 @@ from harness.running.runner import run
 
 THRESHOLD_FAILED = 99
 """Exit code of a run or sweep that finished but failed a threshold (k6 uses 99 too)."""
+WRITE_FAILED = 74
+"""Exit code of a command whose results could not be written (EX_IOERR of sysexits.h)."""
 EXIT_CODES = {
     0: "done; every threshold passed",
     1: "an engine failure or a broken invariant; for a sweep, any failed cell (a task that "
     "raised, a broken invariant)",
-    2: "a user mistake (config, `--set`, arguments, `--out` or a results folder): one line "
-    "`harness: error: KEY: reason` on stderr, nothing run",
+    2: "a user mistake (config, `--set`, arguments, `--out` or a results folder), or a damaged "
+    "results folder: one line `harness: error: KEY: reason` on stderr, nothing run",
     SCHEDULER_FAILED: "the external scheduler misbehaved (died, hung past its timeout, answered "
     "a node that does not exist or an unparsable message, closed the stream): one line naming "
     "it; finished seeds are kept and run.json says completed: false",
+    WRITE_FAILED: "a results file could not be written (disk full, permission lost): one line "
+    "naming the file and the reason; what is on disk is whole, and `harness run --resume DIR` "
+    "finishes the run",
     THRESHOLD_FAILED: "finished, results written, but a threshold failed (a sweep: in any "
     "cell); k6 uses 99 too",
-    130: "interrupted (Ctrl-C or SIGTERM); what finished is on disk",
+    130: "interrupted by SIGINT (Ctrl-C); what finished is on disk, and the line says what",
+    143: "stopped by SIGTERM; what finished is on disk, and the line says what",
 }
 """What each exit code of `harness` means: the reference's table (docs/gen_reference.py)."""
 COMMANDS = "run, sweep, report, keys or plugins"
@@ -87,7 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     p = sub.add_parser("run", help="run a scenario and write its results")
-    p.add_argument("config", help="scenario TOML file (see configs/)")
+    p.add_argument(
+        "config", nargs="?", help="scenario TOML file (see configs/); optional with --resume"
+    )
     p.add_argument("--engine", choices=tuple(ENGINES), help="overrides run.engine")
     p.add_argument(
         "--address",
@@ -117,6 +131,13 @@ def _parser() -> argparse.ArgumentParser:
         "--overwrite",
         action="store_true",
         help="replace the results a run or a sweep left in --out (never other files)",
+    )
+    p.add_argument(
+        "--resume",
+        type=Path,
+        metavar="DIR",
+        help="finish the interrupted run in DIR: its finished seeds are kept, the others run "
+        "with its config (a config file or flags given must agree with it)",
     )
     _threshold_flag(p)
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
@@ -198,25 +219,34 @@ class Closable(Protocol):
 
 
 def _until_done(
-    work: Callable[[], object], progress: Closable | None, console: Console, kept: str
+    work: Callable[[], object], progress: Closable | None, console: Console, kept: Callable[[], str]
 ) -> int | None:
-    """Runs `work`, always closing the progress display; when it stops early, says what was
-    kept and returns the exit code (130 interrupted, 1 an engine failure)."""
+    """Runs `work`, always closing the progress display; when it stops early, says what is on
+    disk (`kept()`, read from the disk then) and returns the exit code (128 + the signal when
+    interrupted, 1 an engine failure, WRITE_FAILED a file that could not be written)."""
     try:
         work()
-    except KeyboardInterrupt:
-        console.print(f"[red]interrupted[/red]: {kept}")
-        return 130
+    except KeyboardInterrupt as e:
+        console.print(f"[red]{_signal_word(e)}[/red]: {printable(kept())}")
+        return exit_code(e)
     except EngineError as e:
-        print(f"harness: error: {printable(f'{e}; {kept}')}", file=sys.stderr)
+        print(f"harness: error: {printable(f'{e}; {kept()}')}", file=sys.stderr)
         return 1
     except SchedulerError as e:
-        print(f"harness: error: {printable(f'{e}; {kept}')}", file=sys.stderr)
+        print(f"harness: error: {printable(f'{e}; {kept()}')}", file=sys.stderr)
         return SCHEDULER_FAILED
+    except WriteFailed as e:
+        print(f"harness: error: {printable(f'{e}; {kept()}')}", file=sys.stderr)
+        return WRITE_FAILED
     finally:
         if progress is not None:
             progress.close()
     return None
+
+
+def _signal_word(error: BaseException) -> str:
+    """How the line said on a signal begins: SIGTERM terminates, SIGINT (Ctrl-C) interrupts."""
+    return "terminated" if getattr(error, "signum", None) == signal.SIGTERM else "interrupted"
 
 
 def _ray_address(address: str | None) -> bool:
@@ -252,28 +282,54 @@ def _writable_name(out: Path) -> Path:
     return out
 
 
+def _resumed_config(args: argparse.Namespace) -> tuple[Config, list[str]]:
+    """The config and strategies of the run in --resume DIR: its own (run.json), or those the
+    command line gives, which must then agree with it (checked by `run`)."""
+    if args.config is not None:
+        return run_config(args)
+    meta = resumable(args.resume)
+    if args.overrides or args.engine or args.address or args.seeds is not None or args.thresholds:
+        raise ConfigError("--resume", "without a config file, flags cannot change the run")
+    config = stored_config(meta["config"], args.resume / "run.json")
+    strategies = _strategies(args.compare, config.placement.strategy)
+    return config, strategies if args.compare else list(meta["strategies"])
+
+
 def _cmd_run(args: argparse.Namespace, console: Console) -> int:
-    config, strategies = run_config(args)
+    if args.resume is not None:
+        if args.out is not None or args.overwrite:
+            raise ConfigError("--resume", "writes into DIR: --out and --overwrite do not apply")
+        config, strategies = _resumed_config(args)
+    elif args.config is None:
+        raise ConfigError("config", "a scenario TOML file is required (or --resume DIR)")
+    else:
+        config, strategies = run_config(args)
     if not args.force:
         on_ray = ENGINES[config.run.engine].on_ray
         on_a_cluster = on_ray and _ray_address(config.ray.address)
         check_run(config, len(strategies), this_machine(), remote=on_a_cluster)
     run_id = new_run_id(config.run.name)  # without --out, the folder is named by it
-    out = _writable_name(args.out or Path("results") / run_id)
+    out = _writable_name(args.resume or args.out or Path("results") / run_id)
     progress = None if args.quiet else LazyProgress(config.run.name)
+    resume = args.resume is not None
     stopped = _until_done(
-        lambda: run(config, strategies, out, progress, args.overwrite, run_id),
+        lambda: run(config, strategies, out, progress, args.overwrite, run_id, resume),
         progress,
         console,
-        f"partial results in {out} (completed: false)",
+        lambda: state_of(out),
     )
     if stopped is not None:
         return stopped
-    meta, frames = load_run(out)
-    print_run(meta, frames, console)
-    console.print(f"results: {out}")
-    if not args.no_report:
-        _write_report(out, console)
+    try:
+        meta, frames = load_run(out)
+        print_run(meta, frames, console)
+        console.print(f"results: {out}")
+        if not args.no_report:
+            _write_report(out, console)
+    except KeyboardInterrupt as e:  # the run is whole on disk: say so, and of the report
+        unwritten = "" if args.no_report else "; report.html not written"
+        console.print(f"[red]{_signal_word(e)}[/red]: {printable(state_of(out))}{unwritten}")
+        return exit_code(e)
     return _threshold_code(meta["thresholds"])
 
 
@@ -295,7 +351,7 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
         lambda: stores.append(run_sweep(sweep, out, progress, args.address)),
         progress,
         console,
-        f"finished cells are in {out}; run the same command again to do the rest",
+        lambda: sweep_state(out),
     )
     if stopped is not None:
         return stopped
@@ -349,12 +405,13 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     try:
         if is_sweep(args.dir):
             meta, summary = load_sweep_results(args.dir)
+            stored_config(meta["identity"].get("base"), Path(args.dir) / "sweep.json")
             print_sweep(meta, summary, console)
         else:
             meta, frames = load_run(args.dir)
             print_run(meta, frames, console)
         _write_report(args.dir, console)
-    except OSError as e:  # a name too long, a folder that cannot be read or written
+    except OSError as e:  # a name too long, a folder that cannot be read
         raise ResultsError(f"{e.filename or args.dir}: {e.strerror or e}") from None
     return 0
 
@@ -375,19 +432,22 @@ def _cmd_keys(args: argparse.Namespace, console: Console) -> int:
 
 
 class _Interrupts:
-    """The handler of SIGINT (Ctrl-C) and SIGTERM: the first raises KeyboardInterrupt where
-    the command is, so the run stops and writes what it has; any later one is only counted, so
-    that writing, and stopping Ray, are never cut short. While `shielded`, the first is only
-    counted too. Either way the command exits with 130."""
+    """The handler of SIGINT (Ctrl-C) and SIGTERM: the first stops the command where it is
+    (`harness.results.interrupts.stop`: at once, or when the section writing files ends), so the run
+    writes what it has; any later one is only counted, so that writing, and stopping Ray, are
+    never cut short. While `shielded`, the first is only counted too. Either way the command
+    exits with 128 + the first signal."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.first: int | None = None
         self.shielded = False
 
     def __call__(self, signum: int, frame: object) -> None:
         self.count += 1
+        self.first = self.first or signum
         if self.count == 1 and not self.shielded:
-            raise KeyboardInterrupt
+            interrupts.stop(signum)
 
 
 def _command(argv: list[str] | None, console: Console) -> int:
@@ -404,15 +464,20 @@ def _command(argv: list[str] | None, console: Console) -> int:
     except (ConfigError, ResultsError) as e:
         print(f"harness: error: {printable(str(e))}", file=sys.stderr)
         return 2
+    except WriteFailed as e:
+        print(f"harness: error: {printable(str(e))}", file=sys.stderr)
+        return WRITE_FAILED
     except InvariantError as e:
         print(f"harness: {printable(str(e))}", file=sys.stderr)
         return 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    interrupts = _Interrupts()
-    handlers = {s: signal.signal(s, interrupts) for s in (signal.SIGINT, signal.SIGTERM)}
-    code = 130
+    """The command line `argv` (else the process's). Run as the program (no `argv`), a signal
+    after the command has finished is only counted: the exit code is decided by then."""
+    handler = _Interrupts()
+    handlers = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    code = exit_code(Interrupted(signal.SIGINT))
     try:
         console = Console()
         if not console.is_terminal:
@@ -421,16 +486,21 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 code = _command(argv, console)
             finally:
-                interrupts.shielded = True
-    except KeyboardInterrupt:  # outside a run (a run says what it kept itself)
-        print("harness: interrupted", file=sys.stderr)
-        return 130
+                handler.shielded = True
+                interrupts.at("shutdown")
+    except KeyboardInterrupt as e:  # outside a run (a run says what it kept itself)
+        print(f"harness: {_signal_word(e)}", file=sys.stderr)
+        return exit_code(e)
     finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
-    if interrupts.count and code != 130:  # while Ray stopped, after the command was done
-        print("harness: interrupted", file=sys.stderr)
-        return 130
+        if argv is not None:
+            for signum, previous in handlers.items():
+                signal.signal(signum, previous)
+    interrupted = exit_code(Interrupted(handler.first)) if handler.first else None
+    if interrupted is not None and code in (0, THRESHOLD_FAILED):
+        # while Ray stopped, after the command was done: the run's own result stands
+        print(f"harness: {_signal_word(Interrupted(handler.first))}", file=sys.stderr)
+        code = interrupted
+    interrupts.at("done")
     return code
 
 

@@ -4,6 +4,11 @@ small machine."""
 
 from __future__ import annotations
 
+import os
+import resource
+import subprocess
+import sys
+
 import pytest
 
 import harness.running.sweep_runner
@@ -173,3 +178,98 @@ def test_a_sweep_of_too_many_seeds_is_refused(small_machine, tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("harness: error: sweep.seeds: too ") and err.count("\n") == 1
+
+
+# -- the process's own limits -------------------------------------------------------------
+
+
+def _status(tmp_path, vm_kb: int):
+    status = tmp_path / "status"
+    status.write_text(f"Name:\tharness\nVmPeak:\t{vm_kb + 5} kB\nVmSize:\t{vm_kb} kB\n")
+    return status
+
+
+def test_an_address_space_limit_bounds_the_memory_available(tmp_path, monkeypatch):
+    limit = 3 * 2**30
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (limit, resource.RLIM_INFINITY))
+    machine = budget.this_machine(tmp_path / "no-cgroup", _status(tmp_path, 1024 * 1024))
+    assert machine.memory_bytes == limit - 2**30  # what the limit leaves beyond what is mapped
+    assert machine.bound == "the address-space limit, ulimit -v"
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"memory.max": "2000000000\n", "memory.current": "500000000\n"},  # cgroup v2
+        {
+            "memory/memory.limit_in_bytes": "2000000000\n",  # cgroup v1
+            "memory/memory.usage_in_bytes": "500000000\n",
+        },
+    ],
+    ids=["v2", "v1"],
+)
+def test_a_cgroup_memory_limit_bounds_the_memory_available(files, tmp_path):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    machine = budget.this_machine(tmp_path, _status(tmp_path, 1000))
+    assert machine.memory_bytes == 1.5e9 and machine.bound == "the cgroup's memory limit"
+
+
+def test_a_cgroup_without_a_limit_leaves_free_memory_the_bound(tmp_path):
+    (tmp_path / "memory.max").write_text("max\n")
+    (tmp_path / "memory.current").write_text("500000000\n")
+    assert budget.this_machine(tmp_path, _status(tmp_path, 1000)).bound == "free memory"
+
+
+MILLION = ["--seeds", "1", "--set", "cluster.nodes=1000000"]
+
+
+def test_a_run_beyond_the_address_space_limit_is_refused_with_one_line_naming_it(tmp_path):
+    """In a process run under `ulimit -v 3000000` (3 GB), a million nodes, which this machine
+    could hold, are refused before anything runs, naming the limit; --force is offered."""
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 * 10**9, resource.RLIM_INFINITY))
+
+    out = tmp_path / "never"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", HERD, *MILLION, "--quiet", "--out", str(out)],
+        env={**os.environ, "PYTHONPATH": str(CONFIGS.parent)},
+        preexec_fn=limited,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("harness: error: cluster.nodes: too big for this machine")
+    assert "ulimit -v" in line and "--force" in line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "table,key",
+    [
+        ("[placement]\nreplicas = 1000000\n", "placement.replicas"),
+        ("[heartbeat]\ninterval_s = 1e-9\n", "heartbeat.interval_s"),
+    ],
+)
+def test_the_two_huge_scenarios_are_refused_and_force_runs_them(
+    table, key, tmp_path, monkeypatch, capsys
+):
+    """As written in a scenario file on this very machine (its real memory): refused with
+    one line naming the key; --force lets them start (the start is stubbed)."""
+    config = tmp_path / "huge.toml"
+    config.write_text(f'[run]\nname = "huge"\n{table}')
+    assert main(["run", str(config), "--quiet", "--out", str(tmp_path / "never")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"harness: error: {key}: too ") and err.count("\n") == 1
+    assert not (tmp_path / "never").exists()
+
+    def started(*args, **kwargs):
+        raise Started
+
+    monkeypatch.setattr(cli, "run", started)
+    with pytest.raises(Started):
+        main(["run", str(config), "--force", "--quiet", "--out", str(tmp_path / "never")])

@@ -219,7 +219,7 @@ def test_a_section_that_is_not_a_table_is_named(text, overrides, message, tmp_pa
         (["run", "{config}", "--engine", "gpu"], "argument --engine: invalid choice: 'gpu'"),
         ([], "a command is required: run, sweep, report, keys or plugins"),
         (["bogus"], "argument command: invalid choice: 'bogus'"),
-        (["run"], "the following arguments are required: config"),
+        (["run"], "config: a scenario TOML file is required (or --resume DIR)"),
         (["run", "{config}", "--nope"], "unrecognized arguments: --nope"),
         (["sweep", "{config}", "--seeds", "1.5"], "argument --seeds: invalid int value: '1.5'"),
         (["report"], "the following arguments are required: dir"),

@@ -24,8 +24,7 @@ from harness.model.workload.templates import SandboxSpec, Templates, WorkloadSpe
 from harness.model.workload.variety import VarietyStreams, varied
 from harness.results.statistics import cv
 from harness.results.thresholds import evaluate, parse
-from tests.helpers import CONFIGS, refused, scenario
-from tests.test_workload import COUNT_SDS, KS_999, ks_distance, normal_cdf
+from tests.helpers import CONFIGS, COUNT_SDS, KS_999, ks_distance, normal_cdf, refused, scenario
 
 N = 20_000
 

@@ -4,7 +4,13 @@
 `validation` checks a raw dict against it, `reading` reads files and `--set` overrides,
 `key_tables` lists every key for the docs; `sweep_file` and `trace_file` read the other inputs."""
 
-from harness.config.reading import load, parse_override, parse_toml, with_thresholds
+from harness.config.reading import (
+    load,
+    parse_override,
+    parse_toml,
+    stored_config,
+    with_thresholds,
+)
 from harness.config.sections import SECTIONS, RayConfig, RunConfig
 from harness.config.validation import (
     Config,
@@ -27,6 +33,7 @@ __all__ = [
     "load",
     "parse_override",
     "parse_toml",
+    "stored_config",
     "thresholds_table",
     "with_thresholds",
 ]

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.config import Config, from_dict
+from harness.config import Config, stored_config
 from harness.config.sweep_file import get_value
 from harness.model.cluster.heartbeat import HeartbeatPlan
 from harness.presentation import plots
 from harness.presentation.headline import headline, plugins_line, same_as
+from harness.results import interrupts
+from harness.results.atomic_files import write_text
 from harness.results.run_folder import load_run
 from harness.results.statistics import (
     FLAT_TOLERANCE,
@@ -61,7 +63,8 @@ def write_report(folder: str | Path) -> Path:
         f"<body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n"
     )
     out = folder / "report.html"
-    out.write_text(page, encoding="utf-8")
+    interrupts.at("report")
+    write_text(out, page)  # whole or not at all: a full disk leaves the previous report
     return out
 
 
@@ -137,6 +140,9 @@ def _beats(config: Config) -> tuple[list[float], str]:
     """When reports are applied (the run's own heartbeat plan), to mark on time axes, and how
     the caption names them."""
     interval = config.heartbeat.interval_s
+    if config.heartbeat.phase == "aligned" and config.run.duration_s / interval > MAX_BEATS:
+        # counted before any list of them is made: 1e-9 s over a minute would be 6e10 floats
+        return [], f"none drawn: all nodes report every {interval:g} s"
     applied = HeartbeatPlan(config.heartbeat, config.run.duration_s).applied_at()
     if applied is None:
         return [], f"none drawn: each node reports every {interval:g} s at its own phase"
@@ -303,7 +309,7 @@ def _scenario(
 
 def _run(folder: Path) -> tuple[str, str]:
     meta, frames = load_run(folder)
-    config = from_dict(meta["config"])
+    config = stored_config(meta["config"], folder / "run.json")
     summary = frames["summary"]
     title = f"{config.run.name}: {meta.get('engine')} engine, {config.cluster.node_count} nodes"
     state = "" if meta.get("completed") else ' <span class="bad">(incomplete run)</span>'
@@ -325,7 +331,7 @@ def _run(folder: Path) -> tuple[str, str]:
 
 def _sweep(folder: Path) -> tuple[str, str]:
     meta, summary = load_sweep_results(folder)
-    base = from_dict(meta["identity"]["base"])
+    base = stored_config(meta["identity"]["base"], folder / "sweep.json")
     cells = meta["cells"]
     done = [c for c in cells if c["status"] == "complete"]
     title = f"Sweep {meta['name']}"

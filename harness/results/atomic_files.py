@@ -36,18 +36,62 @@ ROW_GROUP_ROWS = 1 << 20
 """Rows per row group: a row group's statistics cost footer bytes, so few and large."""
 
 
+class WriteFailed(Exception):
+    """A results file could not be written (disk full, permission lost): the path and the
+    reason, as the one line the user is shown."""
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        super().__init__(f"cannot write {path}: {reason}")
+        self.path = Path(path)
+        self.reason = reason
+
+
+def failed(error: OSError, path: Path) -> WriteFailed:
+    """`error` as a WriteFailed naming the file it names (else `path`) and its reason: the
+    system's words for its errno (Arrow wraps them in a longer text of its own)."""
+    reason = os.strerror(error.errno) if error.errno else str(error)
+    return WriteFailed(error.filename or path, reason)
+
+
+def temporary(path: Path) -> Path:
+    """Where `path` is written before it is renamed into place: a dot name, which dataset
+    readers skip, in the same folder (a rename is atomic within one file system only)."""
+    return path.with_name(f".{path.name}.tmp")
+
+
 def replace_atomically(path: Path, write: Callable[[Path], None]) -> None:
-    """`write(tmp)` next to `path`, then rename it over `path` (atomic on one file system).
-    The temporary name starts with a dot, so dataset readers skip one left by a crash."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    tmp.replace(path)
+    """`write(tmp)` next to `path`, then rename it over `path`: a reader sees the old file or
+    the new one, never half of one. However the write ends (an OSError as WriteFailed, a
+    signal) the temporary file is removed."""
+    replace_together({path: write})
+
+
+def replace_together(writes: dict[Path, Callable[[Path], None]]) -> None:
+    """Each `write(tmp)` of `writes`, then every temporary renamed into place, only once all
+    are written: a failure before leaves every file as it was and no temporary behind."""
+    done: list[Path] = []
+    try:
+        for path, write in writes.items():
+            done.append(temporary(path))
+            write(done[-1])
+        for path in writes:
+            temporary(path).replace(path)
+    except OSError as e:
+        raise failed(e, done[-1] if done else next(iter(writes))) from None
+    finally:
+        for tmp in done:
+            tmp.unlink(missing_ok=True)
 
 
 def write_json(path: Path, data: Any) -> None:
     """`data` as indented JSON at `path`, atomically; values JSON lacks are written as text."""
     text = json.dumps(data, indent=2, default=str)
     replace_atomically(path, lambda tmp: tmp.write_text(text))
+
+
+def write_text(path: Path, text: str) -> None:
+    """`text` as UTF-8 at `path`, atomically."""
+    replace_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 class FolderLock:
@@ -79,9 +123,15 @@ class FolderLock:
 
 
 def write_parquet(path: Path, schema: pa.Schema, parts: Iterable[pa.Table]) -> None:
-    """`parts`, in order, as one compact Parquet file at `path`, atomically: small parts are
-    gathered into row groups of ROW_GROUP_ROWS (a writer makes one row group per write), so
-    memory holds a row group and a part, however many parts come."""
+    """`parts`, in order, as one compact Parquet file at `path`, atomically (see
+    `parquet_writer`)."""
+    replace_atomically(path, parquet_writer(schema, parts))
+
+
+def parquet_writer(schema: pa.Schema, parts: Iterable[pa.Table]) -> Callable[[Path], None]:
+    """What writes `parts`, in order, as one compact Parquet file: small parts are gathered
+    into row groups of ROW_GROUP_ROWS (a writer makes one row group per write), so memory
+    holds a row group and a part, however many parts come."""
 
     def write(tmp: Path) -> None:
         with pq.ParquetWriter(tmp, schema, **parquet_options(schema)) as writer:
@@ -98,4 +148,4 @@ def write_parquet(path: Path, schema: pa.Schema, parts: Iterable[pa.Table]) -> N
             if held:  # an empty write would add an empty row group
                 writer.write_table(pa.concat_tables(held), row_group_size=ROW_GROUP_ROWS)
 
-    replace_atomically(path, write)
+    return write

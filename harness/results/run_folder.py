@@ -1,37 +1,56 @@
-"""A run's folder on disk: written seed by seed, so what finished stays readable.
+"""A run's folder on disk: written seed by seed, so what finished stays readable, and every
+file replaced whole, so a failure (a full disk, a lost permission, a signal) leaves the
+previous complete state or the new one, never half of one.
 
 A run folder holds `summary.parquet`, `nodes.parquet`, `requests.parquet`,
 `timeline.parquet` and `run.json`. `run.json` is written first with `"completed": false`,
-brought up to date now and then as seeds finish and rewritten at the end, so a run that dies
-still says so and lists what it finished. Each (strategy, seed) is written as soon as it
-finishes, as its own small Parquet file under `parts/<table>/`; closing the run gathers each
-table's parts into one compact file (`harness.results.atomic_files.write_parquet`) and removes
-them. A run killed before it could close leaves its parts, each a whole Parquet file, and `load_run`
-reads them.
+brought up to date now and then as seeds finish and rewritten at the end. Each (strategy,
+seed) is committed as soon as it finishes: its tables and a `seed.json` saying which seed it
+is are written into `parts/.<n>.tmp/`, which is then renamed `parts/<n>/` (one atomic rename,
+so a seed is on disk whole or not at all). While `parts/` exists, it is the truth: readers
+(`load_run`, `--resume`) take the seeds and their invariant checks from it, whatever an
+older run.json says. Closing the run writes each table gathered from the parts to a
+temporary file, renames the four into place only once all are written, then writes run.json
+and removes `parts/`. A close that fails (say, the disk is full) removes its temporary
+files, keeps the parts and says in run.json why the run is incomplete; `--resume` finishes it.
 
 A run owns its folder: it claims it under a lock (`harness.results.atomic_files.FolderLock`) held
-until it ends, and only if the folder is new or empty, or holds results and `overwrite` was asked;
-another run's or a sweep's folder is never written into."""
+until it ends, and only if the folder is new or empty, or holds results and `overwrite` was asked,
+or holds this very run, unfinished, to resume; another run's or a sweep's folder is never written
+into."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
+import os
 import platform
 import secrets
 import shutil
+import signal
 import stat
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 import harness
+from harness.results import interrupts
 from harness.results.arrow_schemas import TABLES, stamped, summary_table
-from harness.results.atomic_files import FolderLock, replace_atomically, write_json, write_parquet
+from harness.results.atomic_files import (
+    FolderLock,
+    WriteFailed,
+    failed,
+    parquet_writer,
+    replace_together,
+    write_json,
+)
 from harness.results.seed_result import SeedResult
 
 
@@ -159,6 +178,9 @@ def _empty(folder: Path) -> None:
 
 PARTS = "parts"
 """The folder of a run's per-seed files until it closes."""
+SEED_FILE = "seed.json"
+"""In each seed's folder of parts: which (strategy, seed) it is, whether it is partial, and
+its invariant checks."""
 
 
 def new_run_id(name: str) -> str:
@@ -168,8 +190,110 @@ def new_run_id(name: str) -> str:
     return f"{name}-{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
+def read_meta(folder: Path) -> dict[str, Any]:
+    """The run.json of a run folder, or ResultsError naming it and what is wrong with it."""
+    if not folder.is_dir():
+        raise ResultsError(f"{folder} is not a folder")
+    if holder(folder) != "run":
+        raise ResultsError(f"{folder} is not a results folder (no run.json)")
+    path = folder / "run.json"
+    try:
+        meta = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{path} is not valid JSON: {e}") from None
+    except OSError as e:
+        raise ResultsError(f"{path} cannot be read: {e.strerror}") from None
+    check_fields(path, meta, META_TYPES, "a run's")
+    for key, kind in (("strategies", str), ("seeds", int)):
+        if not all(isinstance(item, kind) for item in meta[key]):
+            raise ResultsError(f"{path}: {key!r} holds other than {kind.__name__}s")
+    return meta
+
+
+META_TYPES: dict[str, type | tuple[type, ...]] = {
+    "config": dict,
+    "strategies": list,
+    "seeds": list,
+    "finished": list,
+    "partial": list,
+    "invariants": list,
+    "completed": bool,
+}
+"""What the readers of run.json rely on, and its type."""
+
+
+def check_fields(
+    path: Path, meta: Any, types: dict[str, type | tuple[type, ...]], whose: str
+) -> None:
+    """ResultsError naming `path` unless `meta` is a JSON object holding each of `types`'
+    keys with a value of its type."""
+    if not isinstance(meta, dict):
+        raise ResultsError(f"{path} holds a JSON {type(meta).__name__}, not {whose} object")
+    for key, kind in types.items():
+        if key not in meta:
+            raise ResultsError(f"{path} lacks {key!r}: not {whose} {path.name}")
+        if not isinstance(meta[key], kind):
+            raise ResultsError(f"{path}: {key!r} is a JSON {type(meta[key]).__name__}")
+
+
+def nothing_written(folder: Path) -> str:
+    """The true line of a command stopped before it wrote anything into `folder`."""
+    if folder.is_dir():
+        return f"nothing was written in {folder}"
+    return f"nothing was written; {folder} was not created"
+
+
+SEED_TYPES: dict[str, type | tuple[type, ...]] = {
+    "strategy": str,
+    "seed": int,
+    "partial": bool,
+    "invariants": list,
+}
+"""What a seed's seed.json holds, and its type."""
+
+
+def committed(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """The seeds committed under `folder/parts`, each (its folder, its seed.json), in the
+    order they were written; temporary folders (a commit cut short) are not among them."""
+    seeds = []
+    for part in sorted((folder / PARTS).glob("[0-9]*"), key=lambda p: int(p.name)):
+        try:
+            record = json.loads((part / SEED_FILE).read_text())
+        except (OSError, ValueError) as e:
+            raise ResultsError(f"{part / SEED_FILE} is not readable: {e}") from None
+        check_fields(part / SEED_FILE, record, SEED_TYPES, "a seed's")
+        seeds.append((part, record))
+    return seeds
+
+
+def _in_run_order(
+    seeds: list[tuple[Path, dict[str, Any]]], meta: dict[str, Any]
+) -> list[tuple[Path, dict[str, Any]]]:
+    """Finished seeds in the order an uninterrupted run finishes them (strategy by strategy,
+    seed by seed), then the partial ones: a resumed run's files are then the same."""
+    strategies = {s: i for i, s in enumerate(meta["strategies"])}
+    order = {seed: i for i, seed in enumerate(meta["seeds"])}
+
+    def rank(item: tuple[Path, dict[str, Any]]) -> tuple[bool, int, int]:
+        r = item[1]
+        return (r["partial"], strategies.get(r["strategy"], 0), order.get(r["seed"], 0))
+
+    return sorted(seeds, key=rank)
+
+
+def _listed(meta: dict[str, Any], seeds: list[tuple[Path, dict[str, Any]]]) -> None:
+    """run.json's lists of finished and partial seeds and of checks, as `seeds` say."""
+    meta["finished"], meta["partial"], meta["invariants"] = [], [], []
+    for _, r in seeds:
+        meta["partial" if r["partial"] else "finished"].append([r["strategy"], r["seed"]])
+        entry = {"strategy": r["strategy"], "seed": r["seed"]}
+        meta["invariants"] += [{**entry, **check} for check in r["invariants"]]
+
+
 class RunWriter:
-    """Writes a run folder incrementally; use as a context manager so it is always closed."""
+    """Writes a run folder incrementally; use as a context manager so it is always closed.
+    With `resume`, continues the unfinished run in `out_dir` (see `resumable`): its finished
+    seeds (`done`) are kept, its partial ones dropped to be run again."""
 
     def __init__(
         self,
@@ -179,11 +303,37 @@ class RunWriter:
         seeds: list[int],
         engine: str,
         overwrite: bool = False,
+        resume: bool = False,
         run_id: str | None = None,
         plugins: list[dict[str, Any]] | None = None,
     ) -> None:
         self.out_dir = Path(out_dir)
-        self._lock = claim_out_dir(self.out_dir, overwrite)
+        self.done: set[tuple[str, int]] = set()
+        self._next = 0
+        self._meta_due = 0.0
+        with interrupts.uncut():  # claimed and described, or not claimed at all
+            self._lock = (
+                lock_folder(self.out_dir) if resume else claim_out_dir(self.out_dir, overwrite)
+            )
+            try:
+                if resume:
+                    self._reopen(config, strategies)
+                else:
+                    self._create(config, strategies, seeds, engine, run_id, plugins)
+                self._write_meta()
+            except BaseException:
+                self._lock.release()
+                raise
+
+    def _create(
+        self,
+        config: dict[str, Any],
+        strategies: list[str],
+        seeds: list[int],
+        engine: str,
+        run_id: str | None,
+        plugins: list[dict[str, Any]] | None,
+    ) -> None:
         self.run_id = run_id or new_run_id(config["run"]["name"])
         self.meta: dict[str, Any] = {
             "run_id": self.run_id,
@@ -201,9 +351,23 @@ class RunWriter:
             "invariants": [],
             "config": config,
         }
-        self._parts = 0
-        self._meta_due = 0.0
-        self._write_meta()
+
+    def _reopen(self, config: dict[str, Any], strategies: list[str]) -> None:
+        self.meta = resumable(self.out_dir, config, strategies)
+        self.run_id = self.meta["run_id"]
+        for tmp in (self.out_dir / PARTS).glob(".*"):
+            shutil.rmtree(tmp)  # a commit cut short
+        seeds = committed(self.out_dir)
+        for part, record in seeds:
+            if record["partial"]:
+                shutil.rmtree(part)
+        kept = [(p, r) for p, r in seeds if not r["partial"]]
+        _listed(self.meta, _in_run_order(kept, self.meta))
+        self.done = {(r["strategy"], r["seed"]) for _, r in kept}
+        self._next = int(seeds[-1][0].name) + 1 if seeds else 0
+        self.meta["completed"] = False
+        self.meta.pop("error", None)
+        self.meta["resumed_at"] = datetime.now(UTC).isoformat(timespec="seconds")
 
     def _write_meta(self) -> None:
         began = time.monotonic()
@@ -214,27 +378,43 @@ class RunWriter:
     def add(
         self, result: SeedResult, checks: list[dict[str, Any]] | None = None, partial: bool = False
     ) -> None:
-        """Append one (strategy, seed); `checks` are its invariant checks, kept in run.json.
+        """Commit one (strategy, seed); `checks` are its invariant checks, kept in run.json.
         A `partial` seed (stopped midway, unchecked) is listed under "partial", not "finished",
         and only its requests and samples are kept: a summary of half a seed would mix into
-        the statistics over seeds."""
+        the statistics over seeds. A signal while it is written waits for the commit."""
         parts = {"requests": result.requests, "timeline": result.timeline}
         if not partial:
             parts |= {"summary": summary_table([result.summary]), "nodes": result.nodes}
-        for name, part in parts.items():
-            folder = self.out_dir / PARTS / name
-            folder.mkdir(parents=True, exist_ok=True)
-            table = stamped(part, self.run_id)
-            path = folder / f"{self._parts:05d}.parquet"
-            replace_atomically(path, lambda tmp, table=table: pq.write_table(table, tmp))
-        self._parts += 1
         key = [result.summary["strategy"], result.summary["seed"]]
-        self.meta["partial" if partial else "finished"].append(key)
-        for check in checks or ():
-            entry = {"strategy": result.summary["strategy"], "seed": result.summary["seed"]}
-            self.meta["invariants"].append({**entry, **check})
-        if time.monotonic() >= self._meta_due:
-            self._write_meta()
+        record = {"strategy": key[0], "seed": key[1], "partial": partial}
+        record["invariants"] = checks or []
+        folder = self.out_dir / PARTS / f"{self._next:05d}"
+        tmp = folder.with_name(f".{folder.name}.tmp")
+        with interrupts.uncut():
+            try:
+                tmp.mkdir(parents=True)
+                for name, part in parts.items():
+                    pq.write_table(stamped(part, self.run_id), tmp / f"{name}.parquet")
+                (tmp / SEED_FILE).write_text(json.dumps(record, default=str))
+                interrupts.at("commit")
+                os.rename(tmp, folder)
+            except OSError as e:
+                raise failed(e, tmp) from None
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            self._next += 1
+            self.meta["partial" if partial else "finished"].append(key)
+            for check in checks or ():
+                entry = {"strategy": key[0], "seed": key[1]}
+                self.meta["invariants"].append({**entry, **check})
+            if time.monotonic() >= self._meta_due:
+                self._write_meta()
+
+    def summaries(self) -> pd.DataFrame:
+        """The summary rows of every finished seed, in run order (resumed ones included)."""
+        seeds = _in_run_order(committed(self.out_dir), self.meta)
+        tables = [pq.read_table(p / "summary.parquet") for p, r in seeds if not r["partial"]]
+        return pa.concat_tables([TABLES["summary"].empty_table(), *tables]).to_pandas()
 
     def set_thresholds(self, records: list[dict[str, Any]]) -> None:
         """The run's threshold checks (`harness.results.thresholds.evaluate`), kept in run.json."""
@@ -242,20 +422,40 @@ class RunWriter:
         self._write_meta()
 
     def close(self, completed: bool, error: str | None = None) -> None:
-        """Each table's parts into one compact file (a run stopped before any seed still has
-        its files, empty), then run.json in full, then let the folder go."""
+        """Each table gathered from the parts into one compact file (a run stopped before any
+        seed still has its files, empty), all four renamed into place once written, then
+        run.json in full, then the parts removed and the folder let go. A signal meanwhile
+        waits for it. If a file cannot be written, the tables are left as they were and the
+        parts kept; run.json says why (if it can still be written) and WriteFailed is
+        raised."""
         try:
-            for name, schema in TABLES.items():
-                tables = (pq.read_table(p) for p in _parts(self.out_dir, name))
-                write_parquet(self.out_dir / f"{name}.parquet", schema, tables)
-            shutil.rmtree(self.out_dir / PARTS, ignore_errors=True)
+            with interrupts.uncut():
+                self._close(completed, error)
+        finally:
+            self._lock.release()
+
+    def _close(self, completed: bool, error: str | None) -> None:
+        seeds = _in_run_order(committed(self.out_dir), self.meta)
+        _listed(self.meta, seeds)
+        writes = {
+            self.out_dir / f"{name}.parquet": parquet_writer(schema, _tables(seeds, name))
+            for name, schema in TABLES.items()
+        }
+        self.meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        try:
+            interrupts.at("close")
+            replace_together(writes)
             self.meta["completed"] = completed
-            self.meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
             if error:
                 self.meta["error"] = error
             self._write_meta()
-        finally:
-            self._lock.release()
+        except WriteFailed as e:
+            self.meta["completed"] = False
+            self.meta["error"] = f"{error}; then {e}" if error else str(e)
+            with contextlib.suppress(WriteFailed):  # the failure said is the first one
+                self._write_meta()
+            raise
+        shutil.rmtree(self.out_dir / PARTS, ignore_errors=True)
 
     def __enter__(self) -> RunWriter:
         return self
@@ -263,40 +463,136 @@ class RunWriter:
     def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: Any) -> None:
         if exc_type is None:
             self.close(completed=True)
-        else:
-            reason = "interrupted" if issubclass(exc_type, KeyboardInterrupt) else repr(exc)
-            self.close(completed=False, error=reason)
+            return
+        # What stopped the run is what the user is told; a close failing after it (the disk
+        # that was full still is) is written in run.json beside it.
+        with contextlib.suppress(WriteFailed):
+            self.close(completed=False, error=stopped_by(exc))
 
 
-def _parts(folder: Path, name: str) -> list[Path]:
-    """The part files of one table, in the order they were written."""
-    return sorted((folder / PARTS / name).glob("*.parquet"))
+def _tables(seeds: list[tuple[Path, dict[str, Any]]], name: str) -> Iterator[pa.Table]:
+    """Table `name` of each of `seeds` that has it (a partial seed has no summary), read one at
+    a time as the writer asks."""
+    for part, _ in seeds:
+        if (part / f"{name}.parquet").is_file():
+            yield pq.read_table(part / f"{name}.parquet")
+
+
+def stopped_by(exc: BaseException | None) -> str:
+    """What run.json says stopped a run: "interrupted" (SIGINT), "terminated" (SIGTERM), the
+    file that could not be written, or the error."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "terminated" if getattr(exc, "signum", None) == signal.SIGTERM else "interrupted"
+    if isinstance(exc, WriteFailed):
+        return str(exc)
+    return repr(exc)
+
+
+def resumable(
+    folder: Path, config: dict[str, Any] | None = None, strategies: list[str] | None = None
+) -> dict[str, Any]:
+    """The run.json of the unfinished run in `folder`, if it can be resumed here: written by
+    this version of the harness, and (when given) with the same config and strategies;
+    ResultsError saying why not otherwise."""
+    meta = read_meta(folder)
+    if meta["completed"]:
+        raise ResultsError(f"{folder} holds a complete run: nothing to resume")
+    version = meta.get("harness_version")
+    if version != harness.__version__:
+        raise ResultsError(
+            f"{folder} was written by harness {version}, this is {harness.__version__}: "
+            "a resumed run would mix the two"
+        )
+    if config is not None:
+        differs = first_difference(meta["config"], json.loads(json.dumps(config, default=str)))
+        if differs is not None:
+            raise ResultsError(f"{folder} was run with another config ({differs} differs)")
+    if strategies is not None and strategies != meta["strategies"]:
+        raise ResultsError(
+            f"{folder} was run with --compare {','.join(meta['strategies'])}, "
+            f"not {','.join(strategies)}"
+        )
+    return meta
+
+
+def first_difference(old: Any, new: Any, where: str = "") -> str | None:
+    """The first dotted key at which two configs (as JSON) differ, or None if they agree."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new), key=str):
+            found = first_difference(old.get(key), new.get(key), f"{where}.{key}" if where else key)
+            if found is not None:
+                return found
+        return None
+    return None if old == new else (where or "the config")
+
+
+def state_of(folder: Path) -> str:
+    """What a run left in `folder`, truly, for the line said when it stops early."""
+    try:
+        meta = read_meta(folder)
+    except ResultsError:
+        return nothing_written(folder)
+    if meta["completed"]:
+        return f"the run had completed: results in {folder}"
+    try:
+        seeds = committed(folder) if (folder / PARTS).is_dir() else None
+    except ResultsError:
+        seeds = None
+    finished = len(meta["finished"]) if seeds is None else sum(not r["partial"] for _, r in seeds)
+    total = len(meta["strategies"]) * len(meta["seeds"])
+    return (
+        f"{finished} of {total} seeds finished are kept in {folder} (completed: false); "
+        f"harness run --resume {folder} runs the rest"
+    )
 
 
 def load_run(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(run.json, {table name: DataFrame}) of a run folder, or ResultsError saying why not."""
+    """(run.json, {table name: DataFrame}) of a run folder, or ResultsError naming the file
+    and what is wrong with it. While the folder holds parts (a run that has not closed), they
+    are read, and run.json's lists are brought in line with them."""
     folder = Path(path)
-    if not folder.is_dir():
-        raise ResultsError(f"{folder} is not a folder")
-    meta_path = folder / "run.json"
-    if holder(folder) != "run":
-        raise ResultsError(f"{folder} is not a results folder (no run.json)")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ResultsError(f"{meta_path} is not valid JSON: {e}") from None
+    meta = read_meta(folder)
+    seeds = committed(folder) if (folder / PARTS).is_dir() else None
+    if seeds is not None:
+        seeds = _in_run_order(seeds, meta)
+        _listed(meta, seeds)
     frames = {}
     for name, schema in TABLES.items():
         file = folder / f"{name}.parquet"
-        # A run killed before closing has only its parts (run.json says completed: false).
-        files = [file] if file.is_file() else _parts(folder, name)
-        if not files and meta.get("completed", True):
+        if seeds is not None:
+            files = [p / file.name for p, _ in seeds if (p / file.name).is_file()]
+        elif file.is_file():
+            files = [file]
+        else:
             raise ResultsError(f"{folder} is missing {file.name}")
         tables = [schema.empty_table()]
         for f in files:
-            try:
-                tables.append(pq.read_table(f, schema=schema))
-            except (pa.ArrowInvalid, OSError) as e:
-                raise ResultsError(f"{f} is not a readable Parquet file: {e}") from None
+            tables.append(_read_table(f, schema))
         frames[name] = pa.concat_tables(tables).to_pandas()
     return meta, frames
+
+
+def read_columns(path: Path, names: list[str]) -> pa.Table:
+    """A results table holding (at least) the columns `names`, or ResultsError naming the file
+    and what is wrong with it."""
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise ResultsError(f"{path} is not a readable Parquet file: {_first_line(e)}") from None
+    missing = [name for name in names if name not in table.schema.names]
+    if missing:
+        raise ResultsError(f"{path} lacks the column {missing[0]!r}: not a {path.stem} table")
+    return table
+
+
+def _read_table(path: Path, schema: pa.Schema) -> pa.Table:
+    """A results table of `schema`, or ResultsError naming the file and what is wrong."""
+    table = read_columns(path, schema.names)
+    try:
+        return table.select(schema.names).cast(schema)
+    except (pa.ArrowException, ValueError) as e:
+        raise ResultsError(f"{path} has a column of another type: {_first_line(e)}") from None
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

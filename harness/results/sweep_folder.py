@@ -29,9 +29,18 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import harness
+from harness.results import interrupts
 from harness.results.arrow_schemas import TABLES, stamped, summary_table
 from harness.results.atomic_files import write_json, write_parquet
-from harness.results.run_folder import ResultsError, holder, lock_folder, new_run_id
+from harness.results.run_folder import (
+    ResultsError,
+    check_fields,
+    holder,
+    lock_folder,
+    new_run_id,
+    nothing_written,
+    read_columns,
+)
 from harness.results.seed_result import SeedResult
 from harness.results.thresholds import evaluate
 
@@ -112,7 +121,12 @@ class SweepStore:
     def add_cell(self, cell: Cell, results: list[SeedResult], wall_s: float) -> None:
         """Write a finished cell; `results` in seed order, so reruns give identical files. Its
         partition of each table is one file, replaced whole (an earlier, interrupted attempt's
-        file included)."""
+        file included). A signal meanwhile waits for the cell to be written."""
+        with interrupts.uncut():
+            interrupts.at("cell")
+            self._add_cell(cell, results, wall_s)
+
+    def _add_cell(self, cell: Cell, results: list[SeedResult], wall_s: float) -> None:
         for name in CELL_TABLES:
             parts = [self._stamped(getattr(r, name), cell) for r in results]
             folder = self.out_dir / name / f"cell={cell.index}"
@@ -172,9 +186,36 @@ def _jsonable(value: Any) -> Any:
 def _read_meta(folder: Path) -> dict[str, Any]:
     path = folder / "sweep.json"
     try:
-        return json.loads(path.read_text())
+        meta = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ResultsError(f"{path} is not readable: {e}") from None
+    check_fields(path, meta, META_TYPES, "a sweep's")
+    for cell in meta["cells"]:
+        check_fields(path, cell, CELL_TYPES, "a sweep cell's")
+    return meta
+
+
+META_TYPES: dict[str, type | tuple[type, ...]] = {
+    "name": str,
+    "keys": list,
+    "grid_keys": list,
+    "seeds": list,
+    "identity": dict,
+    "cells": list,
+}
+CELL_TYPES: dict[str, type | tuple[type, ...]] = {"cell": int, "values": dict, "status": str}
+"""What the readers of sweep.json rely on, and its type: of the sweep, and of each cell."""
+
+
+def sweep_state(folder: Path) -> str:
+    """What a sweep stopped early left in `folder`, truly, for the line said then."""
+    if not is_sweep(folder):
+        return nothing_written(folder)
+    try:
+        done = sum(c["status"] == COMPLETE for c in _read_meta(folder)["cells"])
+    except ResultsError:
+        done = 0
+    return f"{done} finished cells are in {folder}; run the same command again to do the rest"
 
 
 def is_sweep(path: str | Path) -> bool:
@@ -190,7 +231,8 @@ def load_sweep_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
     if not summary_path.is_file():
         columns = [*TABLES["summary"].names, "cell", *meta["keys"]]
         return meta, pd.DataFrame(columns=columns)
-    summary = pq.read_table(summary_path).to_pandas()
+    columns = [*TABLES["summary"].names, "cell", *meta["keys"]]
+    summary = read_columns(summary_path, columns).to_pandas()
     complete = {c["cell"] for c in meta["cells"] if c["status"] == COMPLETE}
     return meta, summary[summary["cell"].isin(complete)].reset_index(drop=True)
 

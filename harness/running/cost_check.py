@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import resource
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,14 @@ REQUEST_RESULT_BYTES = 120
 holds of it."""
 TIMELINE_RESULT_BYTES = 90
 """86 B per timeline row in the Arrow table."""
+REPLICA_BYTES = 2_000
+"""Per replica, beyond its view of the nodes: 20,000 replicas of 10 nodes held 153 MB more
+than one, 110 MB of it their views."""
+REQUEST_FRAME_BYTES = 160
+TIMELINE_FRAME_BYTES = 120
+"""166 and 126 B per request and timeline row read back into pandas (`load_run`, 1e3 nodes,
+2e4 requests, 4.2e4 samples), on top of the Arrow table read: what printing the tables and
+drawing the report hold, for every seed of every strategy at once."""
 RAY_ACTOR_BYTES = 175e6
 """Per actor (or sweep worker) process of an embedded Ray: churn with 12 client pools held
 1,758 MB more than with 2, over 10 more processes (the issue's 40 pools: 50 processes, 7.8 GB)."""
@@ -77,14 +86,26 @@ floor. The longest shipped scenario takes minutes; a day is a typo's order of ma
 
 @dataclass(frozen=True)
 class Machine:
-    """What the estimate is held against: memory available now, and cores."""
+    """What the estimate is held against: memory available now, and cores; `bound` says what
+    sets the memory (free memory, a cgroup's limit, the address-space limit)."""
 
     memory_bytes: float
     cpus: int
+    bound: str = "free memory"
 
 
-def this_machine() -> Machine:
-    """Memory available now (MemAvailable, within a cgroup's limit if any) and the cores."""
+CGROUP = Path("/sys/fs/cgroup")
+CGROUP_LIMITS = (
+    ("memory.max", "memory.current"),
+    ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes"),
+)
+"""A cgroup's memory limit and use: v2, then v1 (a v1 limit of no limit is a huge number)."""
+
+
+def this_machine(cgroup: Path = CGROUP, status: Path = Path("/proc/self/status")) -> Machine:
+    """Memory this process can still have: the least of what is available now (MemAvailable),
+    what its cgroup's limit leaves (v2 or v1) and what its address-space limit (RLIMIT_AS,
+    `ulimit -v`) leaves beyond the address space it maps already; and the cores."""
     available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -92,14 +113,32 @@ def this_machine() -> Machine:
                 available = int(line.split()[1]) * 1024
     except OSError:
         pass
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+    bounds = {"free memory": float(available)}
+    for limit_file, used_file in CGROUP_LIMITS:
+        try:
+            limit = (cgroup / limit_file).read_text().strip()
+            used = int((cgroup / used_file).read_text())
+        except (OSError, ValueError):
+            continue
         if limit.isdigit():
-            available = min(available, int(limit) - used)
+            bounds["the cgroup's memory limit"] = float(int(limit) - used)
+            break
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        bounds["the address-space limit, ulimit -v"] = float(soft - _mapped(status))
+    bound = min(bounds, key=bounds.__getitem__)
+    return Machine(max(0.0, bounds[bound]), os.cpu_count() or 1, bound)
+
+
+def _mapped(status: Path) -> int:
+    """Bytes of address space this process maps now (VmSize), which RLIMIT_AS counts."""
+    try:
+        for line in status.read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
     except (OSError, ValueError):
         pass
-    return Machine(float(available), os.cpu_count() or 1)
+    return 0
 
 
 @dataclass(frozen=True)
@@ -177,6 +216,13 @@ def seed_terms(config: Config) -> list[Term]:
             {nodes_key: spread[nodes_key]},
         ),
         Term(
+            "replicas",
+            replicas,
+            replicas * REPLICA_BYTES,
+            0.0,
+            {"placement.replicas": spread["placement.replicas"]},
+        ),
+        Term(
             "views of the extra replicas",
             views,
             views * VIEW_BYTES,
@@ -220,6 +266,20 @@ def seed_terms(config: Config) -> list[Term]:
             )
         )
     return terms
+
+
+def read_back(config: Config, runs: int) -> Term:
+    """The run's tables read back once it ends (`harness.results.run_folder.load_run`), to print
+    them and draw the report: every seed of every strategy at once."""
+    terms = {t.what: t for t in seed_terms(config)}
+    rows, samples = terms["request rows"], terms["timeline rows"]
+    held = (
+        rows.count * (REQUEST_RESULT_BYTES + REQUEST_FRAME_BYTES)
+        + samples.count * (TIMELINE_RESULT_BYTES + TIMELINE_FRAME_BYTES)
+    ) * runs
+    worst = max((rows, samples), key=lambda t: t.count)
+    keys = {**worst.keys, "run.seeds": _up(config.run.seeds, _D.run.seeds)}
+    return Term("rows of the run read back", (rows.count + samples.count) * runs, held, 0.0, keys)
 
 
 def ray_actors(config: Config, cpus: int) -> Term:
@@ -280,7 +340,7 @@ def _refuse_memory(
         _named(worst),
         f"too big for this machine: {who} needs ~{_size(need)} of memory "
         f"({worst.count:.3g} {worst.what}: ~{_size(part(worst))}), "
-        f"{_size(machine.memory_bytes)} is available; --force runs it anyway",
+        f"{_size(machine.memory_bytes)} is available ({machine.bound}); --force runs it anyway",
     )
 
 
@@ -305,6 +365,8 @@ def check_run(config: Config, strategies: int, machine: Machine, remote: bool) -
     runs = config.run.seeds * strategies
     how = f"{runs} seeds" if strategies == 1 else f"{runs} seeds of {strategies} strategies"
     seeds_key = {"run.seeds": _up(config.run.seeds, _D.run.seeds)}
+    back = read_back(config, runs)
+    _refuse_memory(back.memory, [back], machine, "reading the run back for its report", _memory)
     if not ENGINES[config.run.engine].on_ray:
         _refuse_memory(sum(map(_memory, terms)), terms, machine, "one seed", _memory)
         worst = max(terms, key=lambda t: t.seconds)

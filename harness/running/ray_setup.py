@@ -25,6 +25,7 @@ from harness.config import Config, ConfigError
 from harness.model.registry import Registry
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.registries import REGISTRIES, parse_weighted
+from harness.results import interrupts
 from harness.running.ray_reaper import ENV
 
 PROBE_S = 3.0
@@ -67,14 +68,26 @@ def check_reachable(address: str) -> None:
 
 @contextlib.contextmanager
 def _keeping_signal_handlers() -> Iterator[None]:
-    """ray.init installs a SIGTERM handler that exits at once; the CLI's own (SIGTERM and
-    SIGINT stop the run, so what has arrived is written and run.json says incomplete) are put
-    back."""
+    """ray.init, left to itself, installs a SIGTERM handler that exits at once, and a failure
+    handler of its own in this process that prints `*** SIGTERM received ...` and aborts: a
+    signal while Ray starts would kill the harness. Here neither is installed, a signal
+    meanwhile waits until Ray is up (`harness.results.interrupts.uncut`: one cutting ray.init short
+    leaves a half-made Ray), and the CLI's own handlers (SIGTERM and SIGINT stop the run, so
+    what has arrived is written and run.json says incomplete) are put back if anything
+    replaced them."""
+    from ray._private import ray_constants, utils
+
     main = threading.current_thread() is threading.main_thread()
     kept = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)} if main else {}
+    ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
+    set_sigterm_handler = utils.set_sigterm_handler
+    utils.set_sigterm_handler = lambda handler: None
     try:
-        yield
+        with interrupts.uncut():
+            yield
+            interrupts.at("ray-init")
     finally:
+        utils.set_sigterm_handler = set_sigterm_handler
         for signum, handler in kept.items():
             if handler is not None:
                 signal.signal(signum, handler)

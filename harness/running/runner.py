@@ -10,9 +10,9 @@ from typing import Any
 from harness.config import Config
 from harness.engines import Engine, Progress, Snapshot, get_engine
 from harness.model.scheduling.placement.registries import plugins_in_use
-from harness.results.arrow_schemas import summary_table
+from harness.results import interrupts
 from harness.results.invariants import InvariantError, check
-from harness.results.run_folder import RunWriter, check_out_dir
+from harness.results.run_folder import RunWriter, check_out_dir, resumable
 from harness.results.seed_result import SeedResult
 from harness.results.thresholds import evaluate
 
@@ -27,8 +27,12 @@ def run_checked(
     the checks, and a line for each broken one."""
     result = engine.run_seed(config, seed, progress)
     checks = check(config, result)
-    broken = [f"{c['check']} ({c['detail']})" for c in checks if not c["ok"]]
-    return result, checks, broken
+    return result, checks, broken_lines(checks)
+
+
+def broken_lines(checks: list[dict[str, Any]]) -> list[str]:
+    """A line for each broken one of invariant `checks`."""
+    return [f"{c['check']} ({c['detail']})" for c in checks if not c["ok"]]
 
 
 def run(
@@ -38,6 +42,7 @@ def run(
     progress: RunProgress | None = None,
     overwrite: bool = False,
     run_id: str | None = None,
+    resume: bool = False,
 ) -> Path:
     """Run every strategy on the same seeds; each finished (strategy, seed) is on disk at once.
 
@@ -47,14 +52,19 @@ def run(
     (`harness.results.invariants`); broken checks are written with the results, and the run then
     raises InvariantError. The config's thresholds are checked on the finished run and written
     to run.json; failing them is for the caller to act on. `run_id` is the id every table
-    carries (`harness.results.run_folder.new_run_id`), a new one if not given."""
-    check_out_dir(out_dir, overwrite)
+    carries (`harness.results.run_folder.new_run_id`), a new one if not given. With `resume`,
+    `out_dir` holds this run unfinished (`harness.results.run_folder.resumable`): its finished
+    seeds are kept and only the others run, so the files are those of a run never stopped.
+    """
+    interrupts.at("start")
+    if resume:
+        resumable(out_dir, config.to_dict(), strategies)
+    else:
+        check_out_dir(out_dir, overwrite)
     engine = get_engine(config.run.engine)
     engine.prepare(config, strategies)
     seeds = config.run.seed_numbers
     total = len(strategies) * len(seeds)
-    broken: list[str] = []
-    summaries: list[dict[str, Any]] = []
     with (
         closing(engine),
         RunWriter(
@@ -64,33 +74,40 @@ def run(
             seeds,
             engine.name,
             overwrite,
+            resume,
             run_id,
             plugins_in_use(config.placement, strategies),
         ) as writer,
     ):
-        done = 0
+        done = len(writer.done)
         for strategy in strategies:
             variant = config.with_value("placement.strategy", strategy)
             for seed in seeds:
+                if (strategy, seed) in writer.done:
+                    continue
+                interrupts.at("seed")
 
                 def tick(t: float, snapshot: Snapshot | None = None, done: int = done) -> None:
                     if progress is not None:
                         progress(done, total, t / config.run.duration_s, snapshot)
 
                 try:
-                    result, checks, failed = run_checked(engine, variant, seed, tick)
+                    result, checks, _ = run_checked(engine, variant, seed, tick)
                 except BaseException as e:
                     partial = getattr(e, "partial", None)
                     if partial is not None:
                         writer.add(partial, partial=True)
                     raise
                 writer.add(result, checks)
-                summaries.append(result.summary)
-                broken += [f"{strategy} seed {seed}: {line}" for line in failed]
                 done += 1
                 if progress is not None:
                     progress(done, total, 0.0, None)
-        writer.set_thresholds(evaluate(config.thresholds, summary_table(summaries).to_pandas()))
+        writer.set_thresholds(evaluate(config.thresholds, writer.summaries()))
+        broken = [
+            f"{c['strategy']} seed {c['seed']}: {line}"
+            for c in writer.meta["invariants"]
+            for line in broken_lines([c])
+        ]
     if broken:
         raise InvariantError(str(out_dir), broken)
     return out_dir

@@ -19,6 +19,7 @@ from typing import Any
 from harness.config import Config
 from harness.config.sweep_file import Cell, Sweep
 from harness.engines import get_engine
+from harness.results import interrupts
 from harness.results.invariants import InvariantError
 from harness.results.seed_result import SeedResult
 from harness.results.sweep_folder import SweepStore
@@ -47,6 +48,7 @@ def run_sweep(
 ) -> SweepStore:
     """Run the cells of `sweep` not yet complete in `out_dir` (none: Ray is not even started);
     uses the Ray already running in this process if any, else starts (and then stops) one."""
+    interrupts.at("start")
     store = SweepStore(out_dir, sweep)
     if not store.pending():
         if progress is not None:
