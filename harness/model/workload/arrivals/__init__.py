@@ -8,7 +8,7 @@ from harness.model.registry import Registry
 from harness.model.workload.arrivals.arrival_kind import ArrivalKind
 from harness.model.workload.arrivals.burst import Burst
 from harness.model.workload.arrivals.closed import Closed
-from harness.model.workload.arrivals.constant import Constant
+from harness.model.workload.arrivals.constant_rate import Constant
 from harness.model.workload.arrivals.diurnal import Diurnal
 from harness.model.workload.arrivals.poisson import Poisson
 from harness.model.workload.arrivals.ramp import Ramp
