@@ -150,3 +150,14 @@ def test_every_compiled_module_is_held_to_a_no_ray_contract():
     for module in compiled:
         assert any(module == h or module.startswith(h + ".") for h in held), module
         assert (ROOT / (module.replace(".", "/") + ".py")).is_file(), module
+
+
+def test_no_two_modules_share_a_name():
+    """A reader finds a module by its name alone: none of the package's modules (package
+    faces aside) has another's file name."""
+    seen: dict[str, Path] = {}
+    for path in sorted([*(ROOT / "harness").rglob("*.py"), *(ROOT / "actors").rglob("*.py")]):
+        if path.name == "__init__.py":
+            continue
+        assert path.name not in seen, f"{path} and {seen[path.name]}"
+        seen[path.name] = path
