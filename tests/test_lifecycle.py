@@ -8,6 +8,7 @@ import pytest
 from harness.engines.virtual import VirtualEngine
 from harness.model.lifecycle import Lifecycle
 from harness.wiring import scenario as sc
+from tests.helpers import Sink
 
 
 def test_samples_fall_every_interval_up_to_the_duration_and_not_when_off():
@@ -34,20 +35,12 @@ def test_a_run_is_over_only_when_all_three_hold(now, clients_done, sample, over)
     assert Lifecycle(3.0, 1.0).over(now, clients_done, sample) is over
 
 
-class _Sink:
-    def __init__(self) -> None:
-        self.sent: list[tuple] = []
-
-    def emit(self, at, kind, key, payload) -> None:
-        self.sent.append((at, kind, key, payload))
-
-
 @pytest.mark.parametrize("workload", [{"rate_per_s": 5.0}, {"arrival": "closed", "clients": 3}])
 def test_a_client_host_is_done_only_once_its_timers_and_answers_are_all_in(make_config, workload):
     config = make_config(
         run={"duration_s": 2.0, "seeds": 1}, workload={**workload, "lifetime_s": 0.5}
     )
-    sink = _Sink()
+    sink = Sink()
     host = sc.client_host(config, 0, 0, 1, sink)
     assert host.done  # nothing set yet
     host.start()

@@ -16,15 +16,25 @@ import pytest
 from harness.config import load
 from harness.engines.virtual import VirtualEngine
 from harness.model.cluster.node import Node, Outcome
-from harness.model.protocol.client_party import ClientHost
 from harness.model.random_streams import stream
 from harness.model.scheduling.scheduler import Step
 from harness.model.workload.request import Shape
-from harness.model.workload.templates import SandboxSpec, Templates, WorkloadSpec
+from harness.model.workload.templates import Templates
 from harness.model.workload.variety import VarietyStreams, varied
+from harness.model.workload.workload_keys import SandboxSpec, WorkloadSpec
 from harness.results.statistics import cv
 from harness.results.thresholds import evaluate, parse
-from tests.helpers import CONFIGS, COUNT_SDS, KS_999, ks_distance, normal_cdf, refused, scenario
+from harness.wiring import scenario as sc
+from tests.helpers import (
+    CONFIGS,
+    COUNT_SDS,
+    KS_999,
+    Sink,
+    ks_distance,
+    normal_cdf,
+    refused,
+    scenario,
+)
 
 N = 20_000
 
@@ -137,9 +147,8 @@ def test_a_trace_row_may_give_the_usage():
 
 
 def kill_at(tick: float, placed_at: float, life: float) -> float:
-    host = ClientHost.__new__(ClientHost)
-    host.cleanup_tick = tick
-    return host.kill_at(placed_at, life)
+    config = scenario(workload={"cleanup_tick_s": tick}, run={"duration_s": 10.0})
+    return sc.client_host(config, 0, 0, 1, Sink()).kill_at(placed_at, life)
 
 
 def test_a_non_positive_lifetime_is_killed_at_once_or_at_the_next_tick():

@@ -15,7 +15,6 @@ from harness.config.validation import (
     parse_threshold,
     set_dotted,
 )
-from harness.results.run_folder import ResultsError
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -118,9 +117,9 @@ def _absolute_trace(raw: dict[str, Any], folder: Path) -> None:
 
 
 def stored_config(raw: Any, path: Path) -> Config:
-    """The config a results folder was run with, or ResultsError naming its file: one edited
+    """The config a results folder was run with, or a ConfigError naming its file: one edited
     by hand, or by another version, may no longer be valid."""
     try:
         return from_dict(raw)
     except ConfigError as e:
-        raise ResultsError(f"{path} holds a config that is not valid: {e}") from None
+        raise ConfigError(str(path), f"holds a config that is not valid: {e}") from None
