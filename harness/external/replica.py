@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.model.protocol import Kind, Recipient
 from harness.model.recording import View
-from harness.model.scheduling.placement.pipeline import Pipeline
 
 if TYPE_CHECKING:
     from harness.model.cluster.heartbeat import Report
@@ -40,12 +39,12 @@ class Session(Protocol):
     def close(self) -> None: ...
 
 
-class RemoteChoice(Pipeline):
-    """A placement pipeline that asks the session: the scheduler's answer is the choice."""
+class RemoteChoice:
+    """The scheduler's choice (`Scheduler.remote`): it asks the session, and the external
+    scheduler's answer is the node."""
 
-    def __init__(self, session: Session) -> None:  # no parts of its own to build
+    def __init__(self, session: Session) -> None:
         self.session = session
-        self.placed_hooks = []
 
     def choose(self, scheduler: Scheduler, req: CreateRequest, now: float) -> int | None:
         return self.session.place(req, now)

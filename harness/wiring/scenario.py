@@ -24,8 +24,8 @@ from harness.model.protocol.replica_party import ReplicaHost
 from harness.model.random_streams import stream
 from harness.model.scheduling.ledger import LedgerOptions
 from harness.model.scheduling.ledgers import LEDGERS, make_ledger
-from harness.model.scheduling.placement.pipeline import Parts, Pipeline
-from harness.model.scheduling.scheduler import Scheduler
+from harness.model.scheduling.placement.pipeline import Parts
+from harness.model.scheduling.scheduler import Choice, Scheduler
 from harness.model.workload.arrivals import ARRIVALS
 from harness.wiring.demand_estimate import demand
 
@@ -126,16 +126,16 @@ def node_host(config: Config, seed: int, hosted: list[Node], sink: Sink) -> Node
 
 
 def replica_host(
-    config: Config, seed: int, index: int, sink: Sink, pipeline: Pipeline | None = None
+    config: Config, seed: int, index: int, sink: Sink, remote: Choice | None = None
 ) -> ReplicaHost:
     """Scheduler replica `index`: the nodes as they register at start-up (their static facts),
-    the config's placement rules and strategy, and a random stream of its own; `pipeline`
-    chooses in place of the rules' own."""
+    the config's placement rules and strategy, and a random stream of its own; `remote`
+    (an external scheduler) chooses in place of the rules' pipeline."""
     p = config.placement
     nodes = registrations(config.cluster)
     cpu_counts = [info.cpu_count for info in nodes]
     ledger = make_ledger(p.strategy, cpu_counts, LedgerOptions(ttl_s=p.ttl_s))
-    scheduler = Scheduler(nodes, p, ledger, stream(seed, f"placement/{index}"), pipeline)
+    scheduler = Scheduler(nodes, p, ledger, stream(seed, f"placement/{index}"), remote)
     return ReplicaHost(index, scheduler, rpc_model(config), sink)
 
 

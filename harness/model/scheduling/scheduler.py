@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import Protocol
 
 from librt.vecs import vec
 from mypy_extensions import i64
@@ -33,6 +34,12 @@ class Step(StrEnum):
     FAILED = "failed"
 
 
+class Choice(Protocol):
+    """A chooser of nodes from outside the model's pipeline (`harness.external.replica`)."""
+
+    def choose(self, scheduler: Scheduler, req: CreateRequest, now: float) -> int | None: ...
+
+
 class Scheduler(ReplicaState):
     """One scheduler replica: its state (`ReplicaState`), its placement pipeline and its rules;
     the steps that change the state."""
@@ -43,22 +50,28 @@ class Scheduler(ReplicaState):
         rules: PlacementSpec,
         ledger: Ledger,
         rng: random.Random,
-        pipeline: Pipeline | None = None,
+        remote: Choice | None = None,
     ) -> None:
         super().__init__(nodes, ledger, rng)
         self.rules = rules
         self.retry_refused = rules.retry_refused
-        # The rules' pipeline, unless the wiring brings its own (an external scheduler's).
-        self.pipeline = Pipeline(rules) if pipeline is None else pipeline
-        self.placed_hooks = self.pipeline.placed_hooks
+        self.pipeline = Pipeline(rules)
+        self.remote = remote
+        """Who chooses instead of the pipeline: an external scheduler, or None. Apart from the
+        pipeline, so the pipeline stays a final compiled class (no interpreted subclass)."""
+        self.placed_hooks = self.pipeline.placed_hooks if remote is None else []
 
     def choose(self, req: CreateRequest, now: float) -> int | None:
-        """The node the placement pipeline picks for `req`; None: no candidate."""
+        """The node the placement pipeline (or the remote chooser) picks for `req`; None: no
+        candidate."""
+        remote = self.remote
+        if remote is not None:
+            return remote.choose(self, req, now)
         return self.pipeline.choose(self, req, now)
 
     def start_create(self, req: CreateRequest, now: float) -> int | None:
         """Choose a node and StartPlacing on it; None means "failed to place"."""
-        node = self.pipeline.choose(self, req, now)
+        node = self.choose(req, now)
         if node is None:
             req.failure = "no_candidate"
             return None

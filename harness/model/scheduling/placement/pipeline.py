@@ -6,8 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mypy_extensions import mypyc_attr
-
 from harness.model.scheduling.placement.plugin import (
     Eligible,
     Filter,
@@ -50,13 +48,11 @@ class Parts:
         return any(c.reads_report_times for c in classes)
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
 class Pipeline:
     """One replica's placement: sample with the filters that apply, score, select.
 
     Its parts are resolved once, at construction: `choose` runs for every create, so it makes no
-    lookups a replica's lifetime cannot change. Subclassed by an external scheduler's choice
-    (`harness.external.replica.RemoteChoice`)."""
+    lookups a replica's lifetime cannot change."""
 
     __slots__ = (
         "by_request",
