@@ -197,13 +197,7 @@ def read_meta(folder: Path) -> dict[str, Any]:
     if holder(folder) != "run":
         raise ResultsError(f"{folder} is not a results folder (no run.json)")
     path = folder / "run.json"
-    try:
-        meta = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ResultsError(f"{path} is not valid JSON: {e}") from None
-    except OSError as e:
-        raise ResultsError(f"{path} cannot be read: {e.strerror}") from None
-    check_fields(path, meta, META_TYPES, "a run's")
+    meta = read_record(path, META_TYPES, "a run's")
     for key, kind in (("strategies", str), ("seeds", int)):
         if not all(isinstance(item, kind) for item in meta[key]):
             raise ResultsError(f"{path}: {key!r} holds other than {kind.__name__}s")
@@ -220,6 +214,21 @@ META_TYPES: dict[str, type | tuple[type, ...]] = {
     "completed": bool,
 }
 """What the readers of run.json rely on, and its type."""
+
+
+def read_record(
+    path: Path, types: dict[str, type | tuple[type, ...]], whose: str
+) -> dict[str, Any]:
+    """A JSON record of a results folder (run.json, seed.json, sweep.json) with `types`' fields
+    checked, or ResultsError naming the file and what is wrong with it."""
+    try:
+        record = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{path} is not valid JSON: {e}") from None
+    except OSError as e:
+        raise ResultsError(f"{path} cannot be read: {e.strerror}") from None
+    check_fields(path, record, types, whose)
+    return record
 
 
 def check_fields(
@@ -257,12 +266,7 @@ def committed(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
     order they were written; temporary folders (a commit cut short) are not among them."""
     seeds = []
     for part in sorted((folder / PARTS).glob("[0-9]*"), key=lambda p: int(p.name)):
-        try:
-            record = json.loads((part / SEED_FILE).read_text())
-        except (OSError, ValueError) as e:
-            raise ResultsError(f"{part / SEED_FILE} is not readable: {e}") from None
-        check_fields(part / SEED_FILE, record, SEED_TYPES, "a seed's")
-        seeds.append((part, record))
+        seeds.append((part, read_record(part / SEED_FILE, SEED_TYPES, "a seed's")))
     return seeds
 
 

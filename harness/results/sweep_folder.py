@@ -40,6 +40,7 @@ from harness.results.run_folder import (
     new_run_id,
     nothing_written,
     read_columns,
+    read_record,
 )
 from harness.results.seed_result import SeedResult
 from harness.results.thresholds import evaluate
@@ -185,11 +186,7 @@ def _jsonable(value: Any) -> Any:
 
 def _read_meta(folder: Path) -> dict[str, Any]:
     path = folder / "sweep.json"
-    try:
-        meta = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ResultsError(f"{path} is not readable: {e}") from None
-    check_fields(path, meta, META_TYPES, "a sweep's")
+    meta = read_record(path, META_TYPES, "a sweep's")
     for cell in meta["cells"]:
         check_fields(path, cell, CELL_TYPES, "a sweep cell's")
     return meta
