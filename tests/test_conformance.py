@@ -143,8 +143,11 @@ PLANS = {
     # is tiny on both engines, as the races show in the accounting, not the balance (README).
     # Ray's placement p50 is 260-420 model ms against the 100 ms modelled, and reports are
     # handled up to 100 model ms late (a node group wakes for beats at most every 10 ms
-    # wall). Virtual 0.0031-0.0070; Ray 0.0039-0.0062.
-    "race-double-count": Plan(0.1, cv_margin=0.004),
+    # wall). Virtual 0.0031-0.0070; Ray 0.0039-0.0062, and 0.0112 once in CI (placement p50
+    # 617 ms, p99 1.3 s, under the rest of the suite's load). At ~240 per node one sandbox
+    # moved between two nodes moves the CV by ~0.002: 0.01 is five sandboxes (`stale` reaches
+    # 0.0155 on the virtual engine here; the CV is not what this scenario is for).
+    "race-double-count": Plan(0.1, cv_margin=0.01),
     # 200 ms create RPC, reports 100-300 ms late, `optimistic_pre_rpc`: an add is erased by
     # every report taken before the node acted and applied after the add, a window that
     # Ray's call time lengthens. Virtual 0.0028-0.0090; Ray 0.0046-0.0096, and 0.0247 once
