@@ -25,12 +25,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     _others_hidden.undo()
 
 
+RAY_FIXTURES = frozenset({"local_ray", "ray_instance"})
+"""The fixtures that start Ray: a test that uses one (directly or through another fixture) is
+marked `ray` whether or not it says so."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that starts Ray is slow: starting one costs seconds and takes both cores, so the
     fast tier (`-m "not slow"`) runs without Ray."""
     for item in items:
+        if RAY_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.ray)
         if item.get_closest_marker("ray"):
             item.add_marker(pytest.mark.slow)
+            # One worker runs them all, one after another (`-n` with `--dist loadgroup`,
+            # pyproject.toml): one Ray at a time, as each sizes itself to the whole machine.
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 @pytest.fixture

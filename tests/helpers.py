@@ -9,10 +9,13 @@ process trees; generated configs."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib
 import math
 import re
+import shutil
 import subprocess
+import sys
 import threading
 import time
 import tomllib
@@ -366,6 +369,29 @@ EXPECT = {
     "faults-lost-reports": expect_lost_reports,
     "faults-slow-node": expect_slow_node,
 }
+
+
+# --- the example schedulers (examples/) -------------------------------------------------------
+
+EXAMPLES = CONFIGS.parent / "examples"
+PYTHON_SCHEDULER = [sys.executable, str(EXAMPLES / "python-scheduler" / "scheduler.py")]
+GO = EXAMPLES / "go-scheduler"
+GO_MISSING = [
+    tool
+    for tool in ("go", "protoc", "protoc-gen-go", "protoc-gen-go-grpc")
+    if not shutil.which(tool)
+]
+"""The Go example's tools not on PATH: its tests are skipped, naming them."""
+
+
+def go_scheduler() -> list[str]:
+    """The Go example's command, built first (examples/go-scheduler/build.sh) under a lock:
+    tests on two workers may build it at once, and both write the same files."""
+    GO.joinpath(".cache").mkdir(exist_ok=True)
+    with open(GO / ".cache" / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run([str(GO / "build.sh")], check=True, capture_output=True)
+    return [str(GO / "bin" / "scheduler")]
 
 
 # --- process trees ----------------------------------------------------------------------------

@@ -121,6 +121,7 @@ class Disk:
         return write
 
 
+@pytest.mark.slow  # a failure at each of the ~25 writes of a run, each resumed: ~50 runs
 @pytest.mark.parametrize("once", [False, True], ids=["disk-full", "eacces-once"])
 def test_a_write_failing_at_any_point_of_a_run_leaves_whole_files_and_resumes(
     once, tmp_path, monkeypatch, capsys, still
@@ -199,6 +200,7 @@ def small_disk(tmp_path):
         subprocess.run(["umount", str(disk)], check=False)
 
 
+@pytest.mark.slow  # a process per size, on a file system mounted for it
 @pytest.mark.parametrize("free_kb", [8, 32, 128, 380, 420])
 def test_a_real_full_disk_is_one_line_and_whole_files(free_kb, small_disk):
     """Each seed's parts take ~50 kB and the gathered tables ~85 kB: with 8 kB free the first

@@ -17,8 +17,8 @@ from harness.config import ConfigError, load
 from harness.external import EXIT_CODE
 from harness.external.generate import GENERATED, REFERENCE, ROOT, generate
 from tests.golden import folder_digests
+from tests.helpers import PYTHON_SCHEDULER
 
-PYTHON_SCHEDULER = [sys.executable, str(ROOT / "examples" / "python-scheduler" / "scheduler.py")]
 FAULTY = [sys.executable, str(ROOT / "tests" / "external_fault_scheduler.py")]
 SEED_HERD = ROOT / "configs" / "seed-herd.toml"
 

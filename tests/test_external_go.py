@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
-import subprocess
 
 import pandas as pd
 import pytest
@@ -15,23 +13,18 @@ import pytest
 from harness.cli import main
 from harness.external.generate import ROOT
 from tests.golden import folder_digests
+from tests.helpers import GO_MISSING, go_scheduler
 
-GO = ROOT / "examples" / "go-scheduler"
-MISSING = [
-    tool
-    for tool in ("go", "protoc", "protoc-gen-go", "protoc-gen-go-grpc")
-    if not shutil.which(tool)
-]
 pytestmark = pytest.mark.skipif(
-    bool(MISSING), reason=f"no Go toolchain ({', '.join(MISSING)} missing; .ci/run installs one)"
+    bool(GO_MISSING),
+    reason=f"no Go toolchain ({', '.join(GO_MISSING)} missing; .ci/run installs one)",
 )
 SEEDS = 20
 
 
 @pytest.fixture(scope="module")
-def go_scheduler() -> str:
-    subprocess.run([str(GO / "build.sh")], check=True, capture_output=True)
-    return str(GO / "bin" / "scheduler")
+def go_command() -> str:
+    return go_scheduler()[0]
 
 
 def _cvs(tmp_path, name: str, sets: list[str]) -> pd.DataFrame:
@@ -43,9 +36,10 @@ def _cvs(tmp_path, name: str, sets: list[str]) -> pd.DataFrame:
     return summary.groupby("strategy")["cv"].agg(["mean", "std", "count"])
 
 
-def test_the_go_scheduler_herds_as_the_in_process_one(tmp_path, go_scheduler) -> None:
+@pytest.mark.slow  # 20 seeds of each strategy through a process, twice
+def test_the_go_scheduler_herds_as_the_in_process_one(tmp_path, go_command) -> None:
     inproc = _cvs(tmp_path, "inproc", [])
-    go = _cvs(tmp_path, "go", [f"external.command={json.dumps([go_scheduler])}"])
+    go = _cvs(tmp_path, "go", [f"external.command={json.dumps([go_command])}"])
     for strategy in ("stale", "optimistic"):
         a, b = inproc.loc[strategy], go.loc[strategy]
         assert b["count"] == SEEDS
@@ -54,9 +48,9 @@ def test_the_go_scheduler_herds_as_the_in_process_one(tmp_path, go_scheduler) ->
     assert go.loc["stale", "mean"] > 0.4 > 0.05 > go.loc["optimistic", "mean"]
 
 
-def test_the_framed_transport_gives_the_same_run_as_grpc(tmp_path, go_scheduler) -> None:
+def test_the_framed_transport_gives_the_same_run_as_grpc(tmp_path, go_command) -> None:
     runs = {}
-    for transport, args in (("grpc", [go_scheduler]), ("framed", [go_scheduler, "-framed"])):
+    for transport, args in (("grpc", [go_command]), ("framed", [go_command, "-framed"])):
         out = tmp_path / transport
         sets = [f"external.command={json.dumps(args)}", f"external.transport={transport}"]
         argv = ["run", str(ROOT / "configs" / "seed-herd.toml"), "--seeds", "2", "--quiet"]

@@ -5,30 +5,15 @@ draw; the herd (stale) and its cure (optimistic) are there all the same."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
 from harness.cli import main
 from harness.external.generate import ROOT
+from tests.helpers import GO_MISSING, PYTHON_SCHEDULER, go_scheduler
 
 pytestmark = pytest.mark.usefixtures("local_ray")
-
-PYTHON_SCHEDULER = [sys.executable, str(ROOT / "examples" / "python-scheduler" / "scheduler.py")]
-GO = ROOT / "examples" / "go-scheduler"
-NO_GO = [
-    tool
-    for tool in ("go", "protoc", "protoc-gen-go", "protoc-gen-go-grpc")
-    if not shutil.which(tool)
-]
-
-
-def go_scheduler() -> list[str]:
-    subprocess.run([str(GO / "build.sh")], check=True, capture_output=True)
-    return [str(GO / "bin" / "scheduler")]
 
 
 @pytest.mark.parametrize(
@@ -38,7 +23,7 @@ def go_scheduler() -> list[str]:
         pytest.param(
             "go",
             marks=pytest.mark.skipif(
-                bool(NO_GO), reason=f"no Go toolchain ({', '.join(NO_GO)} missing)"
+                bool(GO_MISSING), reason=f"no Go toolchain ({', '.join(GO_MISSING)} missing)"
             ),
         ),
     ],
@@ -47,7 +32,7 @@ def test_the_example_schedulers_herd_on_ray_with_a_process_per_replica(tmp_path,
     scheduler = PYTHON_SCHEDULER if which == "python" else go_scheduler()
     sets = [
         f"external.command={json.dumps(scheduler)}",
-        "run.time_scale=0.4",
+        "run.time_scale=0.2",
         "placement.replicas=2",
     ]
     args = ["run", str(ROOT / "configs" / "seed-herd.toml"), "--engine", "ray", "--seeds", "2"]

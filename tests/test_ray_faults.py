@@ -1,6 +1,6 @@
-"""Fault scenarios on the Ray engine (the same checks as the virtual engine's), and faults of
-Ray itself: processes of node groups, replicas and client pools killed at every moment of a
-seed, the driver interrupted. On the embedded Ray the tests share (tests/conftest.py); runs
+"""Faults of Ray itself: processes of node groups, replicas and client pools killed at every
+moment of a seed, the driver interrupted (the fault scenarios' own checks run on Ray in
+tests/test_conformance.py). On the embedded Ray the tests share (tests/conftest.py); runs
 are short (time_scale 0.1 to 0.25, a few model seconds)."""
 
 from __future__ import annotations
@@ -15,35 +15,17 @@ import time
 import pytest
 import ray
 
-from actors.engine import RayEngine, RaySeedRun
+from actors.engine import RaySeedRun
 from harness.cli import main
 from harness.config import load
 from harness.engines import EngineError
 from harness.results.run_folder import load_run
 from harness.running.runner import run
-from tests.helpers import CONFIGS, EXPECT, FAULT_CONFIGS, Tree
+from tests.helpers import CONFIGS, Tree
 
 FAST = {"run.time_scale": 0.1, "run.sample_interval_s": 0.0, "run.engine": "ray"}
-SCALE = {"faults-slow-node": 0.15}
-"""Slower where latencies are compared: engine overhead in model time grows as 1 / scale."""
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
-
-
-@pytest.fixture(scope="module")
-def engine(local_ray):
-    """One engine for the fault scenarios: they share a layout, so one set of actors."""
-    shared = RayEngine()
-    yield shared
-    shared.close()
-
-
-@pytest.mark.parametrize("name", FAULT_CONFIGS)
-def test_fault_scenario_on_ray(name, engine):
-    config = load(CONFIGS / f"{name}.toml").with_values(
-        {**FAST, "run.time_scale": SCALE.get(name, FAST["run.time_scale"])}
-    )
-    EXPECT[name](config, engine.run_seed(config, 0))
 
 
 @pytest.fixture
