@@ -1,17 +1,20 @@
 """A scheduler process that misbehaves on purpose, for tests/test_external.py:
 
-    python tests/external_fault_scheduler.py MODE
+    python tests/external_fault_scheduler.py MODE [framed]
 
 places as the Python example does (examples/python-scheduler) through seed 0, then from the
 third Place of any later seed does what MODE says: `die` (exits with code 7), `hang` (never
 answers), `no-node` (answers a node that does not exist), `garbage` (answers bytes that are
 not a PlaceReply), `hangup` (stops serving, the process lives on), `slow-once` (one answer
-late, then placing again), or from its first Hello `old` (speaks protocol version 0).
+late, then placing again, having heard first thing that the harness dropped it: else it exits
+with code 9), or from its first Hello `old` (speaks protocol version 0). With `framed` it
+serves the framed transport, one call at a time, not gRPC.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import threading
 import time
@@ -22,7 +25,7 @@ import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "python-scheduler"))
 
-from scheduler import Session
+from scheduler import Session, serve_framed
 
 from harness.external import scheduler_pb2 as pb
 from harness.external import wire
@@ -36,6 +39,7 @@ class Faulty:
     def __init__(self) -> None:
         self.session: Session | None = None
         self.calls = 0
+        self.late = -1
         self.server: grpc.Server | None = None
 
     def hello(self, request: pb.HelloRequest, context: grpc.ServicerContext) -> pb.HelloReply:
@@ -62,8 +66,13 @@ class Faulty:
             time.sleep(3600)
         if MODE == "slow-once" and self.calls == FAULTY_FROM:
             self.session.place(request)  # heard, and placed, but answered too late
+            self.late = request.create.sandbox_id
             time.sleep(2.0)
             return pb.PlaceReply(placed=False)
+        if MODE == "slow-once" and self.calls == FAULTY_FROM + 1:
+            first = request.events[0] if request.events else None
+            if first is None or first.place_dropped.sandbox_id != self.late:
+                os._exit(9)  # the harness did not say first thing that it dropped our answer
         return self.session.place(request)
 
     def reset(self, request: pb.ResetRequest, context: grpc.ServicerContext) -> pb.ResetReply:
@@ -78,6 +87,12 @@ def raw(reply: object) -> bytes:
 
 def main() -> None:
     faulty = Faulty()
+    if sys.argv[2:] == ["framed"]:  # one call at a time: a late answer comes before the next
+        listener = socket.create_server(("127.0.0.1", 0))
+        print(listener.getsockname()[1], flush=True)
+        methods = {"hello": faulty.hello, "place": faulty.place, "reset": faulty.reset}
+        serve_framed(listener, methods)
+        return
     methods = {
         "Hello": grpc.unary_unary_rpc_method_handler(faulty.hello, pb.HelloRequest.FromString, raw),
         "Place": grpc.unary_unary_rpc_method_handler(faulty.place, pb.PlaceRequest.FromString, raw),

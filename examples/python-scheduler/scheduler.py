@@ -1,9 +1,11 @@
 """A scheduler process in Python: Best-of-K (any `[placement]` strategy) behind the harness's
 gRPC protocol, built from the harness's own placement pieces.
 
-    python examples/python-scheduler/scheduler.py [--port N]
+    python examples/python-scheduler/scheduler.py [--port N] [--framed]
 
-prints the port it listens on (loopback) and serves until stopped. Run by the harness:
+prints the port it listens on (loopback) and serves until stopped: gRPC, or with --framed the
+same messages length-prefixed on a plain TCP stream (`external.transport = "framed"`). Run by
+the harness:
 
     harness run configs/seed-herd.toml \
         --set 'external.command=["python", "examples/python-scheduler/scheduler.py"]'
@@ -16,15 +18,19 @@ run through it is the in-process run, table for table (tests/test_external.py). 
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
+from collections.abc import Callable
 from concurrent import futures
+from typing import Any
 
 import grpc
 
 from harness.external import scheduler_pb2 as pb
 from harness.external import scheduler_pb2_grpc as pb_grpc
 from harness.external import wire
-from harness.model.cluster.node import NodeInfo
+from harness.external.transport import Frames, frame
+from harness.model.cluster.node import NodeInfo, Outcome
 from harness.model.random_streams import stream
 from harness.model.scheduling.ledger import LedgerOptions
 from harness.model.scheduling.ledgers import make_ledger
@@ -72,6 +78,9 @@ class Session:
             step = s.finish_create(req, wire.FROM_WIRE[a.outcome], now, wire.fresh_report(a))
             if step is Step.FAILED:  # the harness gives up on it too: same rules
                 del self.creates[a.sandbox_id]
+        elif kind == "place_dropped":  # the harness gave up on our answer: as never sent
+            req = self.creates.pop(event.place_dropped.sandbox_id)
+            s.finish_create(req, Outcome.FAILED, now)
         elif kind == "kill_answered":
             a = event.kill_answered
             req = self.creates.pop(a.sandbox_id)
@@ -101,6 +110,13 @@ class Session:
         return self.shapes[key]
 
 
+class Framing:
+    """The servicer's context on a framed stream: an abort ends the connection."""
+
+    def abort(self, code: grpc.StatusCode, details: str) -> None:
+        raise ConnectionAbortedError(details)
+
+
 class BestOfKService(pb_grpc.SchedulerServicer):
     def __init__(self) -> None:
         self.session: Session | None = None
@@ -114,15 +130,43 @@ class BestOfKService(pb_grpc.SchedulerServicer):
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, "Place before Hello")
         return self.session.place(request)
 
-    def Reset(self, request: pb.ResetRequest, context: grpc.ServicerContext) -> pb.ResetReply:
-        self.session = None
-        return pb.ResetReply()
+
+def serve_framed(listener: socket.socket, methods: dict[str, Callable[[Any, Any], Any]]) -> None:
+    """Answers `Call`s on one connection at a time, each after its length as a varint
+    (`harness.external.transport.Framed`), until the harness hangs up: `methods` are the
+    servicer's, by the `Call` field that names them (hello, place, reset)."""
+    while True:
+        conn, _ = listener.accept()
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        frames = Frames(conn)
+        with conn:
+            while True:
+                try:
+                    call = pb.Call.FromString(frames.next())
+                    method = call.WhichOneof("call")
+                    reply = methods[method](getattr(call, method), Framing())
+                    conn.sendall(frame(pb.Answer(**{method: reply}).SerializeToString()))
+                except ConnectionResetError:  # the harness hung up
+                    break
+                except ConnectionAbortedError as e:  # a call out of turn
+                    print(f"scheduler: {e}", file=sys.stderr, flush=True)
+                    break
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
+    parser.add_argument("--framed", action="store_true", help="a plain TCP stream, not gRPC")
     args = parser.parse_args()
+    if args.framed:
+        listener = socket.create_server(("127.0.0.1", args.port))
+        print(listener.getsockname()[1], flush=True)
+        try:
+            service = BestOfKService()
+            methods = {"hello": service.Hello, "place": service.Place, "reset": service.Reset}
+            serve_framed(listener, methods)
+        except KeyboardInterrupt:
+            sys.exit(130)
     # One worker: the harness awaits each call, and the session is not shared between threads.
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
     pb_grpc.add_SchedulerServicer_to_server(BestOfKService(), server)

@@ -96,7 +96,11 @@ class RemoteScheduler:
         request = pb.PlaceRequest(events=self.events, now=now, create=wire.create(req))
         self.events = []
         reply = self._call("Place", request)
-        if reply is None or not reply.placed:
+        if reply is None:  # dropped (on_timeout = fail): the scheduler hears so first thing
+            dropped = pb.PlaceDropped(sandbox_id=req.sandbox_id)
+            self.events.append(pb.Event(time=now, place_dropped=dropped))
+            return None
+        if not reply.placed:
             return None
         if reply.node >= self.node_count:
             raise SchedulerError(

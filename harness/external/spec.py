@@ -77,12 +77,6 @@ def problem(spec: ExternalSpec) -> tuple[str, str] | None:
     """(key, reason) of the first thing wrong with `spec`, or None."""
     if spec.active and importlib.util.find_spec("grpc") is None:
         return "external", "needs grpcio and protobuf: pip install 'herd-harness[external]'"
-    if spec.transport == "framed" and spec.on_timeout == "fail":
-        return (
-            "external.on_timeout",
-            "fail needs transport grpc: on a framed stream a late answer would be taken for "
-            "the next call's",
-        )
     if spec.address and spec.command:
         return "external.command", "cannot be used with external.address: one or the other"
     if spec.address:

@@ -56,55 +56,27 @@ class Grpc:
         self.channel.close()
 
 
-def _varint(n: int) -> bytes:
+def frame(data: bytes) -> bytes:
+    """`data` after its length as a varint: protobuf's delimited form, which the framed
+    transport sends both ways."""
     out = bytearray()
+    n = len(data)
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
         n >>= 7
     out.append(n)
-    return bytes(out)
+    return bytes(out) + data
 
 
-class Framed:
-    """`Call`s and `Answer`s on one TCP connection, each after its length as a varint; one
-    answer per call, in order."""
+class Frames:
+    """The frames arriving on a socket, in order; `next` reads one by `deadline` (None: no
+    limit). Bytes past a frame are kept for the next."""
 
-    def __init__(self, host: str, port: int, timeout_s: float) -> None:
-        self.timeout_s = timeout_s
-        try:
-            self.sock = socket.create_connection((host, port), timeout=timeout_s)
-        except OSError as e:
-            raise CallFailed("closed", str(e)) from None
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
         self.buffer = b""
-        self.broken = False
 
-    def call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
-        if self.broken:  # a late answer would be taken for the next one
-            raise CallFailed("closed", "the stream was given up after an earlier failure")
-        field = method.lower()
-        data = pb.Call(**{field: request}).SerializeToString()
-        deadline = time.monotonic() + (timeout_s or self.timeout_s)
-        try:
-            self.sock.settimeout(timeout_s or self.timeout_s)
-            self.sock.sendall(_varint(len(data)) + data)
-            answer = pb.Answer.FromString(self._frame(deadline))
-        except TimeoutError:
-            self.broken = True
-            raise CallFailed("timeout") from None
-        except OSError as e:
-            self.broken = True
-            raise CallFailed("closed", str(e)) from None
-        except DecodeError as e:
-            self.broken = True
-            raise CallFailed("unparsable", str(e)) from None
-        if answer.WhichOneof("answer") != field:
-            self.broken = True
-            raise CallFailed("unparsable", f"an answer to {answer.WhichOneof('answer')}")
-        return getattr(answer, field)
-
-    def _frame(self, deadline: float) -> bytes:
-        """The next frame's bytes, read by `deadline`."""
+    def next(self, deadline: float | None = None) -> bytes:
         size, shift, at = 0, 0, 0
         while True:
             while at >= len(self.buffer):
@@ -119,18 +91,65 @@ class Framed:
                 raise DecodeError("a frame length longer than a varint")
         while len(self.buffer) < at + size:
             self._read(deadline)
-        frame, self.buffer = self.buffer[at : at + size], self.buffer[at + size :]
-        return frame
+        data, self.buffer = self.buffer[at : at + size], self.buffer[at + size :]
+        return data
 
-    def _read(self, deadline: float) -> None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError
-        self.sock.settimeout(left)
+    def _read(self, deadline: float | None) -> None:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            self.sock.settimeout(left)
         chunk = self.sock.recv(1 << 16)
         if not chunk:
-            raise ConnectionResetError("the scheduler closed the connection")
+            raise ConnectionResetError("the other end closed the connection")
         self.buffer += chunk
+
+
+class Framed:
+    """`Call`s and `Answer`s on one TCP connection, each after its length as a varint; one
+    answer per call, in order. A call that timed out still owes its answer: the next call
+    reads it first and throws it away, so a late answer is never taken for another's."""
+
+    def __init__(self, host: str, port: int, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        try:
+            self.sock = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError as e:
+            raise CallFailed("closed", str(e)) from None
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.frames = Frames(self.sock)
+        self.broken = False
+        self.owed = 0
+        """Answers to calls that timed out, still to come."""
+
+    def call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
+        if self.broken:  # a late answer would be taken for the next one
+            raise CallFailed("closed", "the stream was given up after an earlier failure")
+        field = method.lower()
+        data = pb.Call(**{field: request}).SerializeToString()
+        deadline = time.monotonic() + (timeout_s or self.timeout_s)
+        try:
+            self.sock.settimeout(timeout_s or self.timeout_s)
+            self.sock.sendall(frame(data))
+            self.owed += 1
+            while self.owed > 1:  # late answers to earlier calls
+                self.frames.next(deadline)
+                self.owed -= 1
+            answer = pb.Answer.FromString(self.frames.next(deadline))
+            self.owed = 0
+        except TimeoutError:
+            raise CallFailed("timeout") from None
+        except OSError as e:
+            self.broken = True
+            raise CallFailed("closed", str(e)) from None
+        except DecodeError as e:
+            self.broken = True
+            raise CallFailed("unparsable", str(e)) from None
+        if answer.WhichOneof("answer") != field:
+            self.broken = True
+            raise CallFailed("unparsable", f"an answer to {answer.WhichOneof('answer')}")
+        return getattr(answer, field)
 
     def close(self) -> None:
         self.sock.close()

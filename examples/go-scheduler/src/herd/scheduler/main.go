@@ -122,6 +122,13 @@ func (s *session) hear(e *pb.Event) {
 		if s.strategy == "optimistic" {
 			s.nodes[sb.node].allocated += sb.vcpu
 		}
+	case *pb.Event_PlaceDropped:
+		// The harness gave up waiting for our answer: the create was never sent.
+		id := k.PlaceDropped.SandboxId
+		if sb, ok := s.sandboxes[id]; ok {
+			s.leave(sb)
+			delete(s.sandboxes, id)
+		}
 	case *pb.Event_KillAnswered:
 		a := k.KillAnswered
 		sb := s.sandboxes[a.SandboxId]
