@@ -2,6 +2,7 @@
 engine, against the same run placed in-process, back to back on the same machine:
 
     python bench/external_throughput.py [--requests 20000] [--nodes 1000] [--repeat 3]
+    PYTHONPATH=. python bench/external_throughput.py --ray [--duration 10] [--repeat 3]
 
 Each path runs one seed of the same scenario (open-loop creates at 2,000/s with 30 s lifetimes,
 so kills and reports travel too; staggered reports every 20 s; no timeline) with the optimistic
@@ -9,7 +10,12 @@ strategy; the Go server is built with examples/go-scheduler/build.sh when Go is 
 measured on both transports (gRPC, and `framed`: the same messages on a plain TCP stream).
 The figure is creates placed per wall second of the whole seed, the scheduler's start-up
 excluded (an empty session is timed apart and taken off). Goal (issue 25): >= 10,000/s with
-the Go server on loopback."""
+the Go server on loopback.
+
+With --ray: create+kill pairs/s on the Ray engine, the best row of bench/ray_throughput.py
+(1,000 nodes, one node group, two client pools, 2,000 closed-loop clients holding a sandbox
+1 ms) placed in-process and through each server (each scheduler replica actor starts its own);
+the median of --repeat runs per path, interleaved."""
 
 from __future__ import annotations
 
@@ -67,19 +73,59 @@ def measure(
     return {"path": name, "placed": placed, "wall_s": round(best, 3), "per_s": round(placed / best)}
 
 
+def on_ray(paths: list[tuple[str, list[str], str]], duration: float, repeat: int) -> None:
+    """Pairs/s on Ray per path, runs interleaved; the median and the range."""
+    import numpy as np
+    from ray_throughput import ProcessWatch, closed_loop, measure, sized
+
+    from harness.running.ray_setup import connect
+
+    connect()
+    pairs: dict[str, list[float]] = {name: [] for name, _, _ in paths}
+    with ProcessWatch() as watch:
+        for _ in range(repeat):
+            for name, command, transport in paths:
+                raw = closed_loop(1000, 2000, 0.001, 20.0, duration)
+                if command:
+                    raw["external"] = {"command": command, "transport": transport}
+                pairs[name].append(measure(sized(raw, 1, 2), watch).pairs_s)
+    for name, got in pairs.items():
+        median = float(np.median(got))
+        print(
+            json.dumps(
+                {
+                    "path": name,
+                    "ray_pairs_per_s": round(median),
+                    "runs": len(got),
+                    "min": round(min(got)),
+                    "max": round(max(got)),
+                }
+            )
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--ray", action="store_true", help="pairs/s on the Ray engine instead")
+    parser.add_argument("--duration", type=float, default=10.0, help="model seconds per Ray run")
     args = parser.parse_args()
-    paths = [("in-process", [], "grpc"), ("python server", PYTHON, "grpc")]
+    paths = [
+        ("in-process", [], "grpc"),
+        ("python server", PYTHON, "grpc"),
+        ("python server, framed", [*PYTHON, "--framed"], "framed"),
+    ]
     if shutil.which("go") and shutil.which("protoc"):
         subprocess.run([str(GO / "build.sh")], check=True)
         go = str(GO / "bin" / "scheduler")
         paths += [("go server", [go], "grpc"), ("go server, framed", [go, "-framed"], "framed")]
     else:
         print("no Go toolchain: the Go server is not measured", file=sys.stderr)
+    if args.ray:
+        on_ray(paths, args.duration, args.repeat)
+        return
     for name, command, transport in paths:
         figures = measure(name, command, transport, args.nodes, args.requests, args.repeat)
         print(json.dumps(figures))

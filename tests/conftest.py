@@ -3,7 +3,12 @@ imported from there: pytest loads this file under a module name of its own."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,12 +22,35 @@ def pytest_configure(config: pytest.Config) -> None:
     only, from collection on (tests are parametrized over their names): the suite passes
     whatever else is installed. A test about installed plugins registers one itself
     (tests/test_strategies.py) or installs the example package apart
-    (tests/test_plugin_package.py)."""
+    (tests/test_plugin_package.py). And the folder of the locks that keep Ray tests apart
+    (`pytest_runtest_protocol`), made once for all workers."""
     _others_hidden.setattr("harness.model.registry.entry_points", own_entry_points)
+    if not hasattr(config, "workerinput"):  # this process, or pytest-xdist's controller
+        os.environ["HARNESS_TEST_LOCKS"] = tempfile.mkdtemp(prefix="harness-tests-")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     _others_hidden.undo()
+    if not hasattr(config, "workerinput"):
+        shutil.rmtree(os.environ.pop("HARNESS_TEST_LOCKS"), ignore_errors=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A Ray test has the machine to itself; other tests share it. Ray's runs are real time
+    and take every core: a test beside one makes it late (conformance bands missed at a load
+    of 7). A writer-first lock over the workers (`-n`): a Ray test waits for the tests running
+    to end, and no new one starts until it has ended."""
+    folder = Path(os.environ["HARNESS_TEST_LOCKS"])
+    with open(folder / "turnstile", "a") as turnstile, open(folder / "machine", "a") as machine:
+        if item.get_closest_marker("ray"):
+            fcntl.flock(turnstile, fcntl.LOCK_EX)
+            fcntl.flock(machine, fcntl.LOCK_EX)
+        else:
+            fcntl.flock(turnstile, fcntl.LOCK_EX)  # not past a Ray test that waits
+            fcntl.flock(machine, fcntl.LOCK_SH)
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        return (yield)  # closing the files lets the locks go
 
 
 RAY_FIXTURES = frozenset({"local_ray", "ray_instance"})
