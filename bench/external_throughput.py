@@ -10,7 +10,9 @@ strategy; the Go server is built with examples/go-scheduler/build.sh when Go is 
 measured on both transports (gRPC, and `framed`: the same messages on a plain TCP stream).
 The figure is creates placed per wall second of the whole seed, the scheduler's start-up
 excluded (an empty session is timed apart and taken off). Goal (issue 25): >= 10,000/s with
-the Go server on loopback.
+the Go server on loopback. The first line is the floor: round trips/s of the framed transport
+against a server that answers without reading (`floor`); one round trip per placement can be
+no faster, whatever the scheduler and before the run's own work.
 
 With --ray: create+kill pairs/s on the Ray engine, the best row of bench/ray_throughput.py
 (1,000 nodes, one node group, two client pools, 2,000 closed-loop clients holding a sandbox
@@ -104,6 +106,53 @@ def on_ray(paths: list[tuple[str, list[str], str]], duration: float, repeat: int
         )
 
 
+ECHO = """
+import socket, sys
+from harness.external import scheduler_pb2 as pb
+from harness.external.transport import Frames, frame
+listener = socket.create_server(("127.0.0.1", 0))
+print(listener.getsockname()[1], flush=True)
+conn, _ = listener.accept()
+conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+frames, reply = Frames(conn), frame(pb.Answer(place=pb.PlaceReply(placed=True)).SerializeToString())
+while True:
+    try:
+        frames.next()
+    except ConnectionResetError:
+        break
+    conn.sendall(reply)
+"""
+"""A server that answers every framed call with the same PlaceReply, reading nothing."""
+
+
+def floor(calls: int) -> dict:
+    """Round trips/s of the framed transport against `ECHO`: a Place like the benchmark's
+    (two events and a create) and its answer, nothing decided. One round trip per placement
+    can go no faster than this, whatever the scheduler."""
+    from harness.external import scheduler_pb2 as pb
+    from harness.external.transport import Framed
+
+    echo = subprocess.Popen([sys.executable, "-c", ECHO], stdout=subprocess.PIPE, text=True)
+    try:
+        transport = Framed("127.0.0.1", int(echo.stdout.readline()), 10.0)
+        answered = pb.RpcAnswered(sandbox_id=12345, node=17, outcome=pb.OK)
+        events = [pb.Event(time=1.5, create_answered=answered)] * 2
+        create = pb.Create(sandbox_id=12346, vcpu=1.0, memory_mib=1024, issued_at=1.5)
+        request = pb.PlaceRequest(events=events, now=1.5, create=create)
+        start = time.perf_counter()
+        for _ in range(calls):
+            transport.call("Place", request)
+        spent = time.perf_counter() - start
+        transport.close()
+    finally:
+        echo.kill()
+    return {
+        "path": "round trip floor (framed, echo)",
+        "calls": calls,
+        "per_s": round(calls / spent),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20000)
@@ -126,6 +175,7 @@ def main() -> None:
     if args.ray:
         on_ray(paths, args.duration, args.repeat)
         return
+    print(json.dumps(floor(args.requests)))
     for name, command, transport in paths:
         figures = measure(name, command, transport, args.nodes, args.requests, args.repeat)
         print(json.dumps(figures))
