@@ -8,13 +8,12 @@ import pytest
 
 from harness.cli import main
 from harness.model.scheduling.ledgers import LEDGERS
-from tests.helpers import CONFIGS
-
-FAULTS = sorted(CONFIGS.glob("faults-*.toml"))
+from tests.helpers import CONFIGS, FAULT_CONFIGS
 
 
 @pytest.mark.slow  # in the fast tier the golden digests (invariants_ok among them) cover 2 seeds
-@pytest.mark.parametrize("path", FAULTS, ids=lambda p: p.stem)
-def test_every_strategy_runs_every_fault_scenario_clean(path, tmp_path) -> None:
-    argv = ["run", str(path), "--seeds", "5", "--compare", ",".join(LEDGERS.builtins)]
+@pytest.mark.parametrize("name", FAULT_CONFIGS)
+def test_every_strategy_runs_every_fault_scenario_clean(name, tmp_path) -> None:
+    argv = ["run", str(CONFIGS / f"{name}.toml"), "--seeds", "5"]
+    argv += ["--compare", ",".join(LEDGERS.builtins)]
     assert main([*argv, "--quiet", "--no-report", "--out", str(tmp_path / "out")]) == 0
