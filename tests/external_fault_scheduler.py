@@ -33,6 +33,10 @@ from harness.external import wire
 MODE = sys.argv[1]
 FAULTY_FROM = 3
 """The Place call of a seed after 0 from which the scheduler misbehaves."""
+SLOW_S = 3.0
+"""How late `slow-once` answers: 1.5 x the test's 2 s timeout, so the answer is late by 1 s and,
+served one call at a time, still lets the next call (sent at the drop, waiting for the late
+answer first) finish 1 s inside its own timeout."""
 
 
 class Faulty:
@@ -67,7 +71,7 @@ class Faulty:
         if MODE == "slow-once" and self.calls == FAULTY_FROM:
             self.session.place(request)  # heard, and placed, but answered too late
             self.late = request.create.sandbox_id
-            time.sleep(2.0)
+            time.sleep(SLOW_S)
             return pb.PlaceReply(placed=False)
         if MODE == "slow-once" and self.calls == FAULTY_FROM + 1:
             first = request.events[0] if request.events else None

@@ -159,7 +159,7 @@ def test_on_timeout_fail_counts_a_failed_placement_and_goes_on(tmp_path, transpo
     """The late answer is thrown away (on a stream, read before the next call's), and the
     scheduler hears first thing that it was dropped (the fault scheduler exits with 9 if not)."""
     scheduler = [*FAULTY, "slow-once", *(["framed"] if transport == "framed" else [])]
-    sets = [command(scheduler), "external.timeout_s=1", "external.on_timeout=fail"]
+    sets = [command(scheduler), "external.timeout_s=2", "external.on_timeout=fail"]
     assert _run(tmp_path, "run", *sets, f"external.transport={transport}") == 0
     summary = pd.read_parquet(tmp_path / "run" / "summary.parquet")
     assert list(summary["seed"]) == [0, 1]
