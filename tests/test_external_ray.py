@@ -35,13 +35,15 @@ def test_the_example_schedulers_herd_on_ray_with_a_process_per_replica(tmp_path,
         "run.time_scale=0.2",
         "placement.replicas=2",
     ]
-    args = ["run", str(ROOT / "configs" / "seed-herd.toml"), "--engine", "ray", "--seeds", "2"]
+    # One seed. Measured (Python example, seeds 0-2): stale CV 0.57-0.65; optimistic 0.047-0.075,
+    # above one replica's ~0.02 because each of the two replicas counts only its own creates.
+    args = ["run", str(ROOT / "configs" / "seed-herd.toml"), "--engine", "ray", "--seeds", "1"]
     args += ["--compare", "stale,optimistic", "--out", str(tmp_path / "run"), "--quiet"]
     args += ["--no-report", *[a for s in sets for a in ("--set", s)]]
     assert main(args) == 0
     summary = pd.read_parquet(tmp_path / "run" / "summary.parquet")
     assert (summary["placed"] == summary["requests"]).all()
-    cv = summary.groupby("strategy")["cv"].mean()
-    assert cv["stale"] > 0.3 and cv["optimistic"] < 0.1, cv
+    cv = summary.set_index("strategy")["cv"]
+    assert cv["stale"] > 0.3 and cv["optimistic"] < 0.15, cv
     requests = pd.read_parquet(tmp_path / "run" / "requests.parquet")
     assert set(requests["replica"]) == {0, 1}

@@ -130,7 +130,7 @@ def test_seed_herd_on_ray_gives_the_virtual_engines_picture(tmp_path):
             "--set",
             "run.time_scale=0.1",
             "--seeds",
-            "3",
+            "2",
             "--compare",
             "stale,optimistic",
             "--out",
