@@ -30,6 +30,9 @@ from harness.results.run_folder import PARTS, RunWriter, load_run
 from harness.results.sweep_folder import SweepStore
 from tests.helpers import CONFIGS, scenario
 
+# Its Ray tests check exits and whole files, not timing: they may share the machine.
+pytestmark = pytest.mark.shares_machine
+
 HERD = str(CONFIGS / "seed-herd.toml")
 RUN = ["--seeds", "3", "--set", "run.duration_s=2", "--compare", "stale,optimistic"]
 QUIET = ["--quiet", "--no-report"]

@@ -15,9 +15,9 @@ from tests.helpers import CONFIGS, ray_cluster
 
 ROOT = CONFIGS.parent
 PACKAGE = ROOT / "examples" / "idle-first-plugin"
-pytestmark = (
-    pytest.mark.slow
-)  # pip installs the package, and every test runs `harness` in a subprocess
+# pip installs the package, and every test runs `harness` in a subprocess; what they check
+# holds under load
+pytestmark = [pytest.mark.slow, pytest.mark.shares_machine]
 
 PLUGINS = ["placement.scorers=['reference', 'idle_first=0.5']"]
 

@@ -22,6 +22,7 @@ from tests.helpers import CONFIGS, Tree
 
 pytestmark = [
     pytest.mark.slow,  # each test runs `harness` in a subprocess, most on Ray, some killed
+    pytest.mark.shares_machine,  # what they check holds under load
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux processes"),
 ]
 

@@ -11,7 +11,7 @@ from harness.results.run_folder import load_run
 from harness.running.ray_setup import plugin_sources
 from tests.helpers import CONFIGS, ray_cluster, scenario
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.shares_machine]  # placement, not timing
 
 NODES = 3
 

@@ -25,7 +25,8 @@ from tests.helpers import CONFIGS, Tree
 
 FAST = {"run.time_scale": 0.1, "run.sample_interval_s": 0.0, "run.engine": "ray"}
 
-pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]
+# Accounting and exits, not timing: they hold under load.
+pytestmark = [pytest.mark.ray, pytest.mark.shares_machine, pytest.mark.usefixtures("local_ray")]
 
 
 @pytest.fixture

@@ -26,6 +26,9 @@ from harness.presentation import plots
 from harness.presentation.html_report import _beats, write_report
 from tests.helpers import CONFIGS, scenario
 
+# Its Ray tests check what the reports draw, not timing: they may share the machine.
+pytestmark = pytest.mark.shares_machine
+
 IMAGE = re.compile(r'<img alt="([^"]*)" src="data:image/png;base64,([^"]+)">')
 
 

@@ -21,6 +21,9 @@ from harness.running.ray_setup import stop_ray
 from harness.running.sweep_runner import run_sweep
 from tests.helpers import CONFIGS
 
+# Its Ray tests check cells, resumes and exit codes, not timing: they may share the machine.
+pytestmark = pytest.mark.shares_machine
+
 FAILING_CPU_COUNT = 13  # the fault injected into Ray workers hits seed 1 of these cells
 
 
