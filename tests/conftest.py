@@ -37,13 +37,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """A Ray test has the machine to itself, unless marked `shares_machine`; other tests share
-    it. Ray's runs are real time and take every core: a test beside one makes it late
-    (conformance bands missed at a load of 7). A writer-first lock over the workers (`-n`): a
-    Ray test waits for the tests running to end, and no new one starts until it has ended.
-    Ray tests never run two at once either way: one worker runs them all (`xdist_group`)."""
+    """A Ray test has the machine to itself, unless marked `shares_machine` (a test of a module
+    so marked may say `shares_machine(False)`); other tests share it. Ray's runs are real time
+    and take every core: a test beside one makes it late (conformance bands missed at a load of
+    7). A writer-first lock over the workers (`-n`): a Ray test waits for the tests running to
+    end, and no new one starts until it has ended. Ray tests never run two at once either way:
+    one worker runs them all (`xdist_group`)."""
     folder = Path(os.environ["HARNESS_TEST_LOCKS"])
-    alone = item.get_closest_marker("ray") and not item.get_closest_marker("shares_machine")
+    shares = item.get_closest_marker("shares_machine")  # a test's own mark before its module's
+    alone = item.get_closest_marker("ray") and (shares is None or shares.args == (False,))
     with open(folder / "turnstile", "a") as turnstile, open(folder / "machine", "a") as machine:
         if alone:
             fcntl.flock(turnstile, fcntl.LOCK_EX)

@@ -97,6 +97,7 @@ def test_a_killed_driver_leaves_no_process(tmp_path):
 
 
 @pytest.mark.ray
+@pytest.mark.shares_machine(False)  # requests must flow within 1 wall second of the pools
 def test_a_killed_raylet_ends_the_run_with_partial_results_and_leaves_no_process(tmp_path):
     """Ray's GCS finds a dead raylet by health checks, every 3 s, dead after 5 failures: the
     driver learns of it 15 s after the kill. Every 0.5 s here: a check of a live raylet still
