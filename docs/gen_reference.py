@@ -24,6 +24,7 @@ from harness.model.scheduling.placement.algorithms import ALGORITHMS
 from harness.model.scheduling.placement.registries import REGISTRIES
 from harness.results.arrow_schemas import TABLES
 from harness.results.column_docs import COLUMNS, COMMON, ROW
+from harness.results.summary_columns import SUMMARY_COLUMNS
 from harness.results.thresholds import AGGREGATE_NAMES, DERIVED, FORM, METRICS
 
 REFERENCE = Path(__file__).parent / "reference"
@@ -99,7 +100,20 @@ def results_page() -> str:
         docs = {**COMMON, **COLUMNS[name]}
         rows = [(f"`{f.name}`", f"`{f.type}`", docs[f.name][0], docs[f.name][1]) for f in schema]
         out.append(f"\n## `{name}.parquet`\n\nOne row per {ROW[name]}.\n\n")
-        out.append(_table(("column", "type", "unit", "meaning"), rows))
+        if name != "summary":
+            out.append(_table(("column", "type", "unit", "meaning"), rows))
+            continue
+        out.append(
+            "`better` is the side `harness compare` calls better: `lower` or `higher`; "
+            "`neutral` figures are compared but never judged, `identity` ones (labels and "
+            "echoes of the config) are what two runs share.\n\n"
+        )
+        better = {c.name: c.direction.value for c in SUMMARY_COLUMNS}
+        rows = [
+            (*row[:3], better.get(f.name, "identity"), row[3])
+            for f, row in zip(schema, rows, strict=True)
+        ]
+        out.append(_table(("column", "type", "unit", "better", "meaning"), rows))
     return "".join(out)
 
 

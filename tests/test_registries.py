@@ -16,7 +16,7 @@ from harness.engines import ENGINES, Engine, get_engine
 from harness.engines.virtual import VirtualEngine
 from harness.model.catalogue import MODEL_REGISTRIES, catalogue
 from harness.model.cluster.faults import COUNTS, FAULT_KINDS, Faults, FaultSpec
-from harness.model.cluster.faults.fault_kind import FaultKind, Where
+from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
 from harness.model.cluster.faults.kinds import counters
 from harness.model.cluster.node import Node, Outcome
 from harness.model.cluster.phases import PHASES
@@ -123,7 +123,7 @@ class Flaky(FaultKind):
 
     name = "flaky"
     keys = ("node", "at_s", "until_s")
-    counters = (("fault_flaky", Where.RPC),)
+    counters = (Counter("fault_flaky", Where.RPC, "Creates failed by the test kind."),)
 
     @staticmethod
     def strikes(spec, where):

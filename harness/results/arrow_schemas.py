@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from harness.model.cluster.faults import COUNTS
 from harness.model.recording import NODE_FIELDS, REQUEST_FIELDS, TIMELINE_FIELDS, Coded
+from harness.results.summary_columns import SUMMARY_COLUMNS
 
 WIDTHS = {
     "i32": pa.int32(),
@@ -20,8 +20,10 @@ WIDTHS = {
     "bool": pa.bool_(),
     "str": pa.string(),
     "code": pa.string(),
+    "bin": pa.binary(),
 }
-"""The Arrow type of each width the model declares its columns with (`harness.model.recording`)."""
+"""The Arrow type of each width the model declares its columns with (`harness.model.recording`),
+and the summary's (`harness.results.summary_columns`)."""
 
 
 def _recorded(fields: tuple[tuple[str, str], ...]) -> pa.Schema:
@@ -36,64 +38,8 @@ def _recorded(fields: tuple[tuple[str, str], ...]) -> pa.Schema:
 REQUESTS = _recorded(REQUEST_FIELDS)
 TIMELINE = _recorded(TIMELINE_FIELDS)
 NODES = _recorded(NODE_FIELDS)
-SUMMARY = pa.schema(
-    [
-        ("engine", pa.string()),
-        ("strategy", pa.string()),
-        ("seed", pa.int64()),
-        ("nodes", pa.int32()),
-        ("k", pa.int32()),
-        ("replicas", pa.int32()),
-        ("requests", pa.int64()),
-        ("placed", pa.int64()),
-        ("failed", pa.int64()),
-        ("failed_frac", pa.float64()),
-        ("failed_no_candidate", pa.int64()),
-        ("failed_attempts_exhausted", pa.int64()),
-        ("failed_deadline", pa.int64()),
-        ("failed_refused", pa.int64()),
-        ("kills", pa.int64()),
-        ("kills_failed", pa.int64()),
-        ("creates_per_s", pa.float64()),
-        ("kills_per_s", pa.float64()),
-        ("cv", pa.float64()),
-        ("max_count", pa.int64()),
-        ("min_count", pa.int64()),
-        # How evenly allocation and actual CPU use spread (statistics.utilisation).
-        ("alloc_cv", pa.float64()),
-        ("util_cv", pa.float64()),
-        ("util_mean", pa.float64()),
-        ("util_min", pa.float64()),
-        ("util_max", pa.float64()),
-        ("p50_place_ms", pa.float64()),
-        ("p90_place_ms", pa.float64()),
-        ("p99_place_ms", pa.float64()),
-        ("err_mean_abs", pa.float64()),
-        ("err_over_max", pa.float64()),
-        ("err_under_max", pa.float64()),
-        ("err_nonzero_frac", pa.float64()),
-        ("sim_duration_s", pa.float64()),
-        ("engine_wall_s", pa.float64()),
-        # Faults injected (the fault kinds' counters, harness.model.cluster.faults.COUNTS)
-        # and what they cost (harness.results.invariants).
-        *((name, pa.int64()) for name in COUNTS),
-        ("lost_sandboxes", pa.int64()),
-        ("unknown_sandboxes", pa.int64()),
-        ("orphans", pa.int64()),
-        ("invariants_ok", pa.bool_()),
-        # Engines in real time only (null for the virtual engine); times in model ms.
-        ("time_scale", pa.float64()),
-        ("create_rpc_p50_ms", pa.float64()),
-        ("create_rpc_p99_ms", pa.float64()),
-        ("heartbeat_late_p50_ms", pa.float64()),
-        ("heartbeat_late_p99_ms", pa.float64()),
-        # DDSketch protobuf of every value (harness.results.percentiles.from_bytes): merged over
-        # seeds.
-        ("create_rpc_sketch", pa.binary()),
-        ("heartbeat_late_sketch", pa.binary()),
-        ("ray_nodes", pa.int32()),
-    ]
-)
+SUMMARY = pa.schema([(c.name, WIDTHS[c.width]) for c in SUMMARY_COLUMNS])
+"""The summary table, from its one declaration (`harness.results.summary_columns`)."""
 RUN_ID = pa.field("run_id", pa.string())
 """The first column of every stored table: which run (or sweep) wrote the row, to join on."""
 TABLES = {

@@ -1,8 +1,11 @@
 """What every column of a run's tables means and in what unit, for the generated reference
 (docs/reference/results.md). Kept apart from the Arrow schemas (`harness.results.arrow_schemas`) so
-that documenting a column never changes a stored byte; a test holds the two to the same columns."""
+that documenting a column never changes a stored byte; a test holds the two to the same columns.
+The summary's come from its one declaration (`harness.results.summary_columns`)."""
 
 from __future__ import annotations
+
+from harness.results.summary_columns import SUMMARY_COLUMNS
 
 COMMON: dict[str, tuple[str, str]] = {
     "run_id": (
@@ -10,133 +13,12 @@ COMMON: dict[str, tuple[str, str]] = {
         "The run (or sweep) that wrote the row, as in `run.json`: stack tables of many runs "
         "and still join them.",
     ),
-    "strategy": ("name", "The ledger strategy of the row (`--compare` runs several)."),
-    "seed": ("integer", "The seed; the same seed gives every strategy the same requests."),
+    **{c.name: (c.unit, c.meaning) for c in SUMMARY_COLUMNS if c.name in ("strategy", "seed")},
 }
-"""Columns every table has."""
+"""Columns every table has (the strategy and seed as the summary declares them)."""
 
 COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
-    "summary": {
-        "engine": ("name", "`virtual` or `ray`."),
-        "nodes": ("count", "Nodes in the cluster."),
-        "k": ("count", "`placement.k`: candidates sampled per placement."),
-        "replicas": ("count", "`placement.replicas`: scheduler replicas."),
-        "requests": ("count", "Creates issued."),
-        "placed": ("count", "Creates placed."),
-        "failed": ("count", "Creates that failed, for any reason (`failed_*` split them)."),
-        "failed_frac": ("fraction 0-1", "`failed / requests`."),
-        "failed_no_candidate": ("count", "Failed creates: no candidate node was left."),
-        "failed_attempts_exhausted": (
-            "count",
-            "Failed creates: `placement.max_attempts` RPCs failed.",
-        ),
-        "failed_deadline": ("count", "Failed creates: still unplaced at `placement.deadline_s`."),
-        "failed_refused": (
-            "count",
-            "Failed creates: refused by a full node with `placement.retry_refused` false.",
-        ),
-        "kills": ("count", "Kill calls issued."),
-        "kills_failed": ("count", "Kill calls that failed."),
-        "creates_per_s": (
-            "1/s (model time)",
-            "Create calls answered per second of `sim_duration_s`.",
-        ),
-        "kills_per_s": ("1/s (model time)", "Kill calls answered per second of `sim_duration_s`."),
-        "cv": (
-            "ratio",
-            "Population standard deviation / mean of the final sandboxes per node (initial "
-            "load excluded): the balance, 0 is perfect.",
-        ),
-        "max_count": ("sandboxes", "The busiest node's sandboxes at the end."),
-        "alloc_cv": (
-            "ratio",
-            "Population standard deviation / mean of the nodes' allocated vCPUs at the end.",
-        ),
-        "util_cv": (
-            "ratio",
-            "Population standard deviation / mean of the nodes' utilisation at the end "
-            "(`cpu_percent` / 100 / `cpu_count`): upstream's LoadImbalanceCoefficient.",
-        ),
-        "util_mean": ("%", "Mean node utilisation at the end (actual CPU use over vCPUs)."),
-        "util_min": ("%", "The least utilised node's utilisation at the end."),
-        "util_max": ("%", "The most utilised node's utilisation at the end."),
-        "min_count": ("sandboxes", "The idlest node's sandboxes at the end."),
-        "p50_place_ms": ("ms (model time)", "Median `latency_ms` of the seed's placed creates."),
-        "p90_place_ms": ("ms (model time)", "90th percentile of the same."),
-        "p99_place_ms": ("ms (model time)", "99th percentile of the same."),
-        "err_mean_abs": (
-            "vCPU",
-            "Time-weighted mean of the timeline's |`cpu_error`|; NaN without a timeline.",
-        ),
-        "err_over_max": ("vCPU", "Worst over-count (`cpu_error` > 0); NaN without a timeline."),
-        "err_under_max": (
-            "vCPU",
-            "Worst under-count, as a positive number; NaN without a timeline.",
-        ),
-        "err_nonzero_frac": (
-            "fraction 0-1",
-            "Share of node-time with any accounting error; NaN without a timeline.",
-        ),
-        "sim_duration_s": (
-            "s (model time)",
-            "Model time covered: `run.duration_s`, or later while answers kept coming.",
-        ),
-        "engine_wall_s": ("s (wall clock)", "Wall time the engine took for the seed."),
-        "fault_rpc_failed": ("count", "RPCs failed by an `rpc_error` fault (error `failed`)."),
-        "fault_rpc_exhausted": (
-            "count",
-            "RPCs answered ResourceExhausted by an `rpc_error` fault.",
-        ),
-        "fault_timeouts": ("count", "Create RPCs left unanswered by a `timeout` fault."),
-        "fault_down_creates": ("count", "Create RPCs sent to a node that was down."),
-        "fault_down_kills": ("count", "Kill RPCs sent to a node that was down."),
-        "fault_lost_reports": ("count", "Heartbeat reports dropped by a `lost_reports` fault."),
-        "fault_crashes": (
-            "count",
-            "Node crashes (a `crash` stretch, or on Ray a node group's process dying).",
-        ),
-        "lost_sandboxes": ("sandboxes", "Sandboxes lost to crashes (the sum of `nodes.lost`)."),
-        "unknown_sandboxes": (
-            "sandboxes",
-            "Acknowledged sandboxes gone with a process that died (Ray engine; 0 on the "
-            "virtual one).",
-        ),
-        "orphans": (
-            "sandboxes",
-            "Sandboxes running that no answer acknowledged (a create RPC that timed out).",
-        ),
-        "invariants_ok": ("bool", "Every end-of-seed check held (`run.json`, `invariants`)."),
-        "time_scale": (
-            "wall s per model s",
-            "`run.time_scale`. Ray engine only: null on the virtual engine.",
-        ),
-        "create_rpc_p50_ms": (
-            "ms (model time)",
-            "Median create RPC round trip the schedulers measured. Ray engine only: null on "
-            "the virtual engine, where it is `cluster.create_latency_ms` by construction.",
-        ),
-        "create_rpc_p99_ms": ("ms (model time)", "99th percentile of the same. Ray engine only."),
-        "heartbeat_late_p50_ms": (
-            "ms (model time)",
-            "Median lateness of a heartbeat (actual minus planned report time). Ray engine "
-            "only: the virtual engine is never late.",
-        ),
-        "heartbeat_late_p99_ms": (
-            "ms (model time)",
-            "99th percentile of the same. Ray engine only.",
-        ),
-        "create_rpc_sketch": (
-            "DDSketch bytes",
-            "Every create RPC round trip of the seed (ms, model time) as a DDSketch "
-            "(`harness.results.percentiles.from_bytes`); merges exactly over seeds. "
-            "Ray engine only.",
-        ),
-        "heartbeat_late_sketch": (
-            "DDSketch bytes",
-            "Every heartbeat's lateness (ms, model time) as a DDSketch. Ray engine only.",
-        ),
-        "ray_nodes": ("count", "Ray nodes that ran actors. Ray engine only."),
-    },
+    "summary": {c.name: (c.unit, c.meaning) for c in SUMMARY_COLUMNS if c.name not in COMMON},
     "nodes": {
         "node_id": ("id", "The node, numbered from 0 (pool after pool, in the file's order)."),
         "sandboxes": ("sandboxes", "Sandboxes on the node at the end."),

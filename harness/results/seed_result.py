@@ -12,7 +12,8 @@ import pyarrow as pa
 from harness.model.cluster.faults import COUNTS
 from harness.results import percentiles
 from harness.results.arrow_schemas import NODES, REQUESTS, TIMELINE, table
-from harness.results.statistics import SKETCHED, seed_summary
+from harness.results.statistics import seed_summary
+from harness.results.summary_columns import SKETCHED
 
 if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
     from ddsketch import DDSketch

@@ -15,6 +15,7 @@ from harness.model.registry import RegistryError
 from harness.model.scheduling.ledger import Ledger
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.results import percentiles
+from harness.results.summary_columns import SKETCHED
 
 
 def cv(counts: np.ndarray | list[float]) -> float:
@@ -58,9 +59,6 @@ def accounting_error(timeline: pa.Table) -> dict[str, float]:
     }
 
 
-SKETCHED = ("create_rpc", "heartbeat_late")
-"""Figures an engine may hand over as sketches (`harness.results.seed_result`): create RPC
-round trips and heartbeat lateness, in model ms; each has p50, p99 and sketch columns."""
 FAILURE_REASONS = ("no_candidate", "attempts_exhausted", "deadline", "refused")
 """Why a create failed (`harness.model.scheduling.scheduler`); each has a `failed_<reason>` summary
 column."""

@@ -5,7 +5,7 @@ applies them (`plan`)."""
 from __future__ import annotations
 
 from harness.model.cluster.faults.fault_keys import FaultSpec
-from harness.model.cluster.faults.kinds import COUNTS, FAULT_KINDS
+from harness.model.cluster.faults.kinds import COUNTERS, COUNTS, FAULT_KINDS
 from harness.model.cluster.faults.plan import Faults, SlowNodes
 
-__all__ = ["COUNTS", "FAULT_KINDS", "FaultSpec", "Faults", "SlowNodes"]
+__all__ = ["COUNTERS", "COUNTS", "FAULT_KINDS", "FaultSpec", "Faults", "SlowNodes"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from harness.model.cluster.faults.fault_kind import FaultKind, Where
+from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
 
 if TYPE_CHECKING:
     from harness.model.cluster.faults.fault_keys import FaultSpec
@@ -17,9 +17,13 @@ class Crash(FaultKind):
     needs_node = True
     what = "the node dies (sandboxes lost, RPCs fail, no reports); back empty at until_s"
     counters = (
-        ("fault_down_creates", Where.RPC),
-        ("fault_down_kills", Where.RPC),
-        ("fault_crashes", Where.NODE),
+        Counter("fault_down_creates", Where.RPC, "Create RPCs sent to a node that was down."),
+        Counter("fault_down_kills", Where.RPC, "Kill RPCs sent to a node that was down."),
+        Counter(
+            "fault_crashes",
+            Where.NODE,
+            "Node crashes (a `crash` stretch, or on Ray a node group's process dying).",
+        ),
     )
     """Creates and kills a down node refused, and nodes crashed (also by their process dying,
     on engines with processes)."""

@@ -5,7 +5,7 @@ names, so a new kind is one file (and its registration in `kinds`)."""
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from harness.model.cluster.node import Node, Outcome
 
@@ -25,6 +25,15 @@ class Where(IntEnum):
     """A node's life (crashes)."""
 
 
+class Counter(NamedTuple):
+    """A counter a fault kind keeps: a summary column of its own (`name`), where the fault
+    strikes, and what the column means (the result reference prints it)."""
+
+    name: str
+    where: Where
+    meaning: str
+
+
 class FaultKind:
     """One kind of `[[faults]]` entry; registered by name in
     `harness.model.cluster.faults.kinds.FAULT_KINDS`. Hooks are static: a kind keeps no state,
@@ -36,7 +45,7 @@ class FaultKind:
     needs_node: ClassVar[bool] = False
     """Whether an entry must name its target node."""
     what: ClassVar[str] = ""
-    counters: ClassVar[tuple[tuple[str, Where], ...]] = ()
+    counters: ClassVar[tuple[Counter, ...]] = ()
     """The summary columns this kind counts, each with where it strikes: every one is a column
     of the summary (`harness.model.cluster.faults.kinds.COUNTS`), and counting any other is an
     error."""

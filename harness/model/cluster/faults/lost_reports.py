@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.model.cluster.faults.fault_kind import FaultKind, Where
+from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
 
 if TYPE_CHECKING:
     from harness.model.cluster.faults.fault_keys import FaultSpec
@@ -14,7 +14,13 @@ class LostReports(FaultKind):
     name = "lost_reports"
     keys = ("fraction", "node", "at_s", "until_s")
     what = "a fraction of heartbeat reports never arrive"
-    counters = (("fault_lost_reports", Where.REPORT),)
+    counters = (
+        Counter(
+            "fault_lost_reports",
+            Where.REPORT,
+            "Heartbeat reports dropped by a `lost_reports` fault.",
+        ),
+    )
 
     @staticmethod
     def strikes(spec: FaultSpec, where: str) -> bool:

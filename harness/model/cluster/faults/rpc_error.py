@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.model.cluster.faults.fault_kind import FaultKind, Where
+from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
 from harness.model.cluster.node import Node, Outcome
 
 if TYPE_CHECKING:
@@ -16,7 +16,16 @@ class RpcError(FaultKind):
     name = "rpc_error"
     keys = ("rpc", "error", "fraction", "node", "at_s", "until_s")
     what = "a fraction of create or kill RPCs fail without the node acting"
-    counters = (("fault_rpc_failed", Where.RPC), ("fault_rpc_exhausted", Where.RPC))
+    counters = (
+        Counter(
+            "fault_rpc_failed", Where.RPC, "RPCs failed by an `rpc_error` fault (error `failed`)."
+        ),
+        Counter(
+            "fault_rpc_exhausted",
+            Where.RPC,
+            "RPCs answered ResourceExhausted by an `rpc_error` fault.",
+        ),
+    )
 
     @staticmethod
     def strikes(spec: FaultSpec, where: str) -> bool:

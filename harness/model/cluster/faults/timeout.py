@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.model.cluster.faults.fault_kind import FaultKind, Where
+from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
 from harness.model.cluster.node import Node, Outcome
 
 if TYPE_CHECKING:
@@ -16,7 +16,9 @@ class Timeout(FaultKind):
     name = "timeout"
     keys = ("fraction", "node", "at_s", "until_s")
     what = "a fraction of create RPCs get no answer; the node acts all the same"
-    counters = (("fault_timeouts", Where.RPC),)
+    counters = (
+        Counter("fault_timeouts", Where.RPC, "Create RPCs left unanswered by a `timeout` fault."),
+    )
 
     @staticmethod
     def strikes(spec: FaultSpec, where: str) -> bool:
