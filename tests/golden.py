@@ -70,12 +70,13 @@ def digest(frame: pd.DataFrame) -> str:
     return h.hexdigest()[:16]
 
 
-def folder_digests(folder: Path) -> dict[str, str]:
-    """{table: digest} of a run folder's tables, less the machine's columns: two runs that
-    should give the same content compare equal."""
+def folder_digests(folder: Path, drop: tuple[str, ...] = ()) -> dict[str, str]:
+    """{table: digest} of a run folder's tables, less the machine's columns and those in
+    `drop`: two runs that should give the same content compare equal."""
     frames = {name: pd.read_parquet(folder / f"{name}.parquet") for name in TABLES}
+    gone = (*MACHINE_COLUMNS, *drop)
     return {
-        name: digest(frame.drop(columns=[c for c in MACHINE_COLUMNS if c in frame.columns]))
+        name: digest(frame.drop(columns=[c for c in gone if c in frame.columns]))
         for name, frame in frames.items()
     }
 

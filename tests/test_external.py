@@ -21,6 +21,10 @@ from tests.helpers import PYTHON_SCHEDULER
 
 FAULTY = [sys.executable, str(ROOT / "tests" / "external_fault_scheduler.py")]
 SEED_HERD = ROOT / "configs" / "seed-herd.toml"
+NAMES = ("inproc", "external")
+NOT_SAID = ("k",)
+"""Summary columns an external scheduler's run leaves empty: its sampler's K (`Sampler.candidates`)
+is its own."""
 
 
 def command(args: list[str]) -> str:
@@ -54,8 +58,11 @@ def test_the_python_example_gives_the_in_process_run(tmp_path, transport) -> Non
     server = PYTHON_SCHEDULER + (["--framed"] if transport == "framed" else [])
     sets = [command(server), f"external.transport={transport}"]
     assert _run(tmp_path, "external", *sets, extra=compare) == 0
-    inproc, external = folder_digests(tmp_path / "inproc"), folder_digests(tmp_path / "external")
+    inproc, external = (folder_digests(tmp_path / n, drop=NOT_SAID) for n in NAMES)
     assert inproc == external
+    unsaid = pd.read_parquet(tmp_path / "external" / "summary.parquet")["k"]
+    assert unsaid.isna().all()  # the harness cannot know how many the scheduler looked at
+    assert json.loads((tmp_path / "external" / "run.json").read_text())["plugins"]["k"] is None
     requests = pd.read_parquet(tmp_path / "external" / "requests.parquet")
     assert len(requests) == 2 * 2 * 500 and requests["node_id"].nunique() == 10
 
@@ -80,7 +87,7 @@ def test_other_scenarios_match_too(tmp_path, config, sets) -> None:
         args += ["--out", str(tmp_path / name)]
         args += [a for s in [*sets, *external] for a in ("--set", s)]
         assert main(args) == 0
-        runs[name] = folder_digests(tmp_path / name)
+        runs[name] = folder_digests(tmp_path / name, drop=NOT_SAID)
     assert runs["inproc"] == runs["external"]
     requests = pd.read_parquet(tmp_path / "external" / "requests.parquet")
     if config == "faults-rpc-error.toml":

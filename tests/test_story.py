@@ -101,8 +101,9 @@ def test_the_run_names_its_placement_pipeline_and_where_each_plugin_is_from(tmp_
     run = ["run", str(CONFIGS / "seed-herd.toml"), *args, f"stale,{own}", "--out", str(out)]
     printed = _printed(lambda: main([*run, "--quiet", "--no-report"]))
     plugins = json.loads((out / "run.json").read_text())["plugins"]
-    assert plugins[0] == {"kind": "sampler", "name": "best_of_k", "from": "harness"}
-    assert {"kind": "strategy", "name": own, "from": own} in plugins
+    assert (plugins["algorithm"], plugins["k"], plugins["uniform"]) == ("best_of_k", 3, True)
+    assert plugins["parts"][0] == {"kind": "sampler", "name": "best_of_k", "from": "harness"}
+    assert {"kind": "strategy", "name": own, "from": own} in plugins["parts"]
     assert (
         "scorers reference, tests.test_pipeline:PreferHighIds=0.5 (from "
         "tests.test_pipeline:PreferHighIds); selector lowest; strategy "

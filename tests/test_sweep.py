@@ -135,9 +135,9 @@ def test_shipped_sweeps_are_valid():
     assert reference.grid == {"placement.k": [3, 5], "placement.strategy": ["stale", "optimistic"]}
     assert len(reference.cells) == 4
     assert reference.seeds == list(range(20))
-    designs = load_sweep(CONFIGS / "compare-algorithms.toml")  # K x algorithm x accounting
-    assert designs.grid["placement.k"] == [2, 3, 5]
-    assert {"best_of_k", "least_busy", "bin_pack", "random"} <= set(
+    designs = load_sweep(CONFIGS / "compare-algorithms.toml")  # algorithm x accounting
+    assert "placement.k" not in designs.grid  # only best_of_k reads it
+    assert {"best_of_k", "power_of_two", "least_busy", "bin_pack", "random"} <= set(
         designs.grid["placement.algorithm"]
     )
     assert designs.grid["placement.strategy"] == ["stale", "optimistic"]

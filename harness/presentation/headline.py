@@ -125,15 +125,15 @@ def _part(entry: dict) -> str:
     return text + ("" if entry["from"] == "harness" else f" (from {entry['from']})")
 
 
-def plugins_line(plugins: list[dict]) -> str:
+def plugins_line(plugins: dict) -> str:
     """The placement pipeline a run used, part by part, and any strategy not built in; empty
     for a run that did not record it."""
-    if not plugins:
-        return ""
     groups: dict[str, list[str]] = {}
-    for entry in plugins:
+    for entry in plugins.get("parts", []):
         if entry["kind"] != "strategy" or entry["from"] != "harness":
             groups.setdefault(entry["kind"], []).append(_part(entry))
+    if not groups:
+        return ""
     plural = {"filter": "filters", "scorer": "scorers", "strategy": "strategies"}
     return "placement: " + "; ".join(
         f"{plural.get(kind, kind) if len(parts) > 1 else kind} {', '.join(parts)}"

@@ -12,6 +12,7 @@ import pandas as pd
 from harness.config import Config, stored_config
 from harness.config.sweep_file import get_value
 from harness.model.cluster.heartbeat import HeartbeatPlan
+from harness.model.scheduling.placement.record import drawn
 from harness.presentation import plots
 from harness.presentation.headline import headline, plugins_line, same_as
 from harness.results import interrupts
@@ -182,10 +183,13 @@ def _scenario(
     timeline: pd.DataFrame,
     config: Config,
     found: list[Comparison],
+    uniform: bool,
 ) -> str:
     """The pictures of one scenario, every strategy side by side: the herd, then the charts
     over time that tell the strategies apart (CV, how wrong each scheduler's view was,
-    latency, throughput), then, folded, those that are the same for every strategy."""
+    latency, throughput), then, folded, those that are the same for every strategy. The
+    static-score shares are drawn only when the sampler drew its K candidates `uniform`ly
+    (`Sampler.uniform`): they describe no other."""
     strategies = list(dict.fromkeys(summary["strategy"]))
     seeds = int(summary.groupby("strategy")["seed"].nunique().min())
     seeds_text = "the one seed" if seeds == 1 else f"the {seeds} seeds"
@@ -203,15 +207,16 @@ def _scenario(
                 seed,
                 float(row["cv"]),
                 picked["sandboxes"].tolist(),
-                int(row["k"]),
+                int(row["k"]) if uniform else None,
                 int(row["placed"] - row["kills"]),
             )
         )
     # A strategy that equals another says why, under the picture that names them equal.
-    caption = (
-        "Final sandboxes per node of each strategy's median-CV seed, busiest node first. "
+    caption = "Final sandboxes per node of each strategy's median-CV seed, busiest node first. " + (
         "Dashed: the shares C(n-i, K-1)/C(n, K) a view that never updates gives the node "
         "of rank i (the herd at its worst); dotted: every node equal."
+        if uniform
+        else "Dotted: every node equal."
     )
     twins = [same_as(c) for c in found if c.same_as]
     parts = [
@@ -313,18 +318,26 @@ def _run(folder: Path) -> tuple[str, str]:
     summary = frames["summary"]
     title = f"{config.run.name}: {meta.get('engine')} engine, {config.cluster.node_count} nodes"
     state = "" if meta.get("completed") else ' <span class="bad">(incomplete run)</span>'
-    head = f"<p>{len(meta.get('seeds', []))} seeds, K = {config.placement.k}{state}</p>"
+    plugins = meta.get("plugins", {})
+    k = "" if plugins.get("k") is None else f", K = {plugins['k']}"
+    head = f"<p>{len(meta.get('seeds', []))} seeds{k}{state}</p>"
     if summary.empty:
         return title, head + '<p class="bad">No seed finished: nothing to show.</p>'
     found = comparisons(summary, frames["nodes"], frames["requests"])
-    pipeline = plugins_line(meta.get("plugins", []))
+    pipeline = plugins_line(plugins)
     story = "".join(f"<li>{html.escape(line)}</li>" for line in headline(found))
     head += (f'<p class="note">{html.escape(pipeline)}</p>' if pipeline else "") + (
         f'<ul class="story">{story}</ul>'
     )
     table = _run_table(by_strategy(summary, frames["requests"]))
     scenario = _scenario(
-        summary, frames["nodes"], frames["requests"], frames["timeline"], config, found
+        summary,
+        frames["nodes"],
+        frames["requests"],
+        frames["timeline"],
+        config,
+        found,
+        bool(plugins.get("uniform")),
     )
     return title, "\n".join([head, table, scenario])
 
@@ -394,6 +407,7 @@ def _sweep(folder: Path) -> tuple[str, str]:
             read_cells(folder, "timeline", chosen),
             config,
             comparisons(featured_summary, nodes, requests),
+            bool(drawn(config.placement, config.cluster.node_count, config.external.active)[1]),
         )
     )
     parts += ["<h2>Every cell</h2>", _table(cv_by(summary, ["cell", *meta["keys"]]))]

@@ -143,15 +143,17 @@ class NodeCounts:
     seed: int
     cv: float
     counts: list[int]
-    k: int
+    k: int | None
+    """The K of a sampler that draws uniformly (`Sampler.uniform`); None: no theory applies."""
     placed: int
 
 
 def node_counts(panels: list[NodeCounts], palette: dict[str, dict]) -> bytes:
     """Sandboxes per node, busiest first, one panel per strategy side by side: the herd is a
-    tall left edge. Dashed: the static-score shares C(n-i, K-1)/C(n, K) of the placed ones
-    (a view that never updates); dotted: the even spread. A panel identical to an earlier
-    one (same seed, same counts) says so in its title."""
+    tall left edge. Dashed, for a uniform sampler of K (`NodeCounts.k`): the static-score
+    shares C(n-i, K-1)/C(n, K) of the placed ones (a view that never updates); dotted: the
+    even spread. A panel identical to an earlier one (same seed, same counts) says so in its
+    title."""
     fig, axes = _grid(len(panels), 4.2, 3.2)
     for i, (ax, p) in enumerate(zip(axes, panels, strict=True)):
         counts = np.sort(np.asarray(p.counts))[::-1]
@@ -160,8 +162,9 @@ def node_counts(panels: list[NodeCounts], palette: dict[str, dict]) -> bytes:
             ax.bar(ranks, counts, width=0.85, color=palette[p.strategy]["color"])
         else:
             ax.fill_between(ranks, counts, step="mid", color=palette[p.strategy]["color"])
-        shares = np.asarray(rank_shares(len(counts), min(p.k, len(counts)))) * p.placed
-        ax.plot(ranks, shares, label="static-score shares", **THEORY)
+        if p.k is not None:
+            shares = np.asarray(rank_shares(len(counts), min(p.k, len(counts)))) * p.placed
+            ax.plot(ranks, shares, label="static-score shares", **THEORY)
         ax.axhline(p.placed / len(counts), color="0.35", linestyle=":", label="even spread")
         twin = next((q for q in panels[:i] if (q.seed, q.counts) == (p.seed, p.counts)), None)
         same = f" (= {twin.strategy})" if twin else ""

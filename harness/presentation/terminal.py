@@ -239,11 +239,13 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
         return
     state = "" if meta.get("completed") else " [red](INCOMPLETE run)[/red]"
     cfg = meta.get("config", {})
+    plugins = meta.get("plugins", {})
+    k = "" if plugins.get("k") is None else f", K={plugins['k']}"
     console.print(
         f"[bold]{escape(cfg.get('run', {}).get('name', ''))}: {meta.get('engine')} engine, "
-        f"{summary['nodes'].iloc[0]} nodes, K={summary['k'].iloc[0]}[/bold]{state}"
+        f"{summary['nodes'].iloc[0]} nodes{k}[/bold]{state}"
     )
-    pipeline = plugins_line(meta.get("plugins", []))
+    pipeline = plugins_line(plugins)
     if pipeline:
         console.print(Text(pipeline, style="dim"))
     found = comparisons(summary, nodes, frames["requests"])

@@ -309,7 +309,7 @@ class RunWriter:
         overwrite: bool = False,
         resume: bool = False,
         run_id: str | None = None,
-        plugins: list[dict[str, Any]] | None = None,
+        plugins: dict[str, Any] | None = None,
     ) -> None:
         self.out_dir = Path(out_dir)
         self.done: set[tuple[str, int]] = set()
@@ -336,7 +336,7 @@ class RunWriter:
         seeds: list[int],
         engine: str,
         run_id: str | None,
-        plugins: list[dict[str, Any]] | None,
+        plugins: dict[str, Any] | None,
     ) -> None:
         self.run_id = run_id or new_run_id(config["run"]["name"])
         self.meta: dict[str, Any] = {
@@ -346,7 +346,7 @@ class RunWriter:
             "pyarrow": pa.__version__,
             "engine": engine,
             "strategies": strategies,
-            "plugins": plugins or [],
+            "plugins": plugins or {},
             "seeds": seeds,
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "completed": False,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from harness.model.cluster.faults import COUNTS
+from harness.model.scheduling.placement.record import drawn
 from harness.results import percentiles
 from harness.results.arrow_schemas import NODES, REQUESTS, TIMELINE, table
 from harness.results.statistics import seed_summary
@@ -77,7 +78,7 @@ def seed_result(
         "strategy": strategy,
         "seed": seed,
         "nodes": config.cluster.node_count,
-        "k": config.placement.k,
+        "k": drawn(config.placement, config.cluster.node_count, config.external.active)[0],
         "replicas": config.placement.replicas,
         **seed_summary(nodes_t, requests_t, timeline_t, config.run.duration_s),
         "engine_wall_s": engine_wall_s,

@@ -143,7 +143,9 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         IDENTITY,
         LABEL,
         Source.RUN,
-        "`placement.k`: candidates sampled per placement.",
+        "Candidates the sampler in use draws per placement, as it says (`Sampler.candidates`: "
+        "`placement.k` for `best_of_k`, 2 for `two_choices`, ...); empty under an external "
+        "scheduler.",
     ),
     Column(
         "replicas",

@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.config import Config
 from harness.engines import Engine, Progress, Snapshot, get_engine
-from harness.model.scheduling.placement.registries import plugins_in_use
+from harness.model.scheduling.placement.record import placement_record
 from harness.results import interrupts
 from harness.results.invariants import InvariantError, check
 from harness.results.run_folder import RunWriter, check_out_dir, resumable
@@ -76,7 +76,9 @@ def run(
             overwrite,
             resume,
             run_id,
-            plugins_in_use(config.placement, strategies),
+            placement_record(
+                config.placement, strategies, config.cluster.node_count, config.external.active
+            ),
         ) as writer,
     ):
         done = len(writer.done)

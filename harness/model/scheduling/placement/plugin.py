@@ -48,6 +48,17 @@ class Plugin:
 class Sampler(Plugin):
     """Which nodes are candidates, in the order that breaks ties."""
 
+    uniform: ClassVar[bool] = False
+    """Whether its candidates are drawn uniformly at random without replacement, `candidates`
+    of them: only then do the static-score shares C(n-i, K-1)/C(n, K) describe its herd (the
+    report's theory curve)."""
+
+    def candidates(self, n_nodes: int) -> int | None:
+        """How many candidates it draws for a placement among `n_nodes` eligible nodes: its
+        effective K, which a run records (summary `k`, run.json `plugins`) rather than the
+        `placement.k` it may ignore. None: it does not say."""
+        return None
+
     def sample(self, scheduler: ReplicaState, eligible: Eligible | None) -> list[int]:
         raise NotImplementedError
 

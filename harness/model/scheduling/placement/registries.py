@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from harness.model.registry import Registry, RegistryError
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
 from harness.model.scheduling.placement.filters.cpu_family import CpuFamily
 from harness.model.scheduling.placement.filters.cpu_fits import CpuFits
@@ -83,25 +82,3 @@ def named_parts(
         [parse_weighted(s) for s in rules.scorers] or list(algorithm.scorers),
         rules.selector or algorithm.selector,
     )
-
-
-def plugins_in_use(rules: PlacementSpec, strategies: list[str]) -> list[dict[str, object]]:
-    """Every part of the placement pipeline in order, then the strategies, each with where it
-    comes from (`Registry.source`): what a run names in run.json and on screen, so a plugin
-    from another package is seen to be in use."""
-    sampler, filters, scorers, selector = named_parts(rules)
-    named: list[tuple[Registry, str, float | None]] = [
-        (SAMPLERS, sampler, None),
-        *((FILTERS, f, None) for f in dict.fromkeys(filters)),
-        *((SCORERS, name, weight) for name, weight in scorers),
-        (SELECTORS, selector, None),
-        *((LEDGERS, s, None) for s in strategies),
-    ]
-    parts: list[dict[str, object]] = []
-    for registry, name, weight in named:
-        entry: dict[str, object] = {"kind": registry.one, "name": name}
-        if weight is not None:
-            entry["weight"] = weight
-        entry["from"] = registry.source(name)
-        parts.append(entry)
-    return parts

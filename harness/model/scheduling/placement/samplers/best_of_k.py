@@ -114,12 +114,16 @@ class BestOfK(Sampler):
     """Up to K eligible nodes, uniformly without replacement (`placement.k`)."""
 
     name = "best_of_k"
+    uniform = True
 
     def __init__(self, rules: PlacementSpec) -> None:
         super().__init__(rules)
         self.k = rules.k
         """K, read once: the rules are an interpreted object."""
         self.shuffle = _Shuffle()
+
+    def candidates(self, n_nodes: int) -> int | None:
+        return min(self.k, n_nodes)
 
     def sample(self, scheduler: ReplicaState, eligible: Eligible | None) -> list[int]:
         return sample(scheduler.random, scheduler.n, self.k, eligible, self.shuffle)

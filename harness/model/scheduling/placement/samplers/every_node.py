@@ -19,6 +19,9 @@ class EveryNode(Sampler):
 
     name = "every_node"
 
+    def candidates(self, n_nodes: int) -> int | None:
+        return n_nodes
+
     def sample(self, scheduler: ReplicaState, eligible: Eligible | None) -> list[int]:
         nodes = range(scheduler.n)
         return list(nodes) if eligible is None else [n for n in nodes if eligible(n)]

@@ -23,6 +23,9 @@ class RoundRobin(Sampler):
         super().__init__(rules)
         self.next = 0
 
+    def candidates(self, n_nodes: int) -> int | None:
+        return min(1, n_nodes)
+
     def sample(self, scheduler: ReplicaState, eligible: Eligible | None) -> list[int]:
         n = scheduler.n
         for step in range(n):

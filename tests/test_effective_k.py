@@ -1,0 +1,61 @@
+"""The K a run records is the sampler's own (`Sampler.candidates`), not `placement.k`, which
+most algorithms ignore: every registered algorithm, through the CLI, as a user would set it."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from harness.cli import main
+from harness.model.scheduling.placement.algorithms import ALGORITHMS
+from tests.helpers import CONFIGS
+
+NODES = 10  # seed-herd.toml's cluster; its placement.k is 3
+DRAWS = {
+    "best_of_k": (3, True),
+    "two_choices": (2, True),
+    "one_at_random": (1, True),
+    "round_robin": (1, False),
+    "every_node": (NODES, False),
+}
+"""(effective K, uniform) of each built-in sampler on seed-herd: a new sampler must say."""
+
+
+@pytest.mark.parametrize("algorithm", list(ALGORITHMS))
+def test_every_algorithm_records_the_k_its_sampler_draws(tmp_path, algorithm):
+    out = tmp_path / "run"
+    args = ["--seeds", "1", "--set", "run.duration_s=1", "--set", "run.sample_interval_s=0"]
+    code = main(
+        [
+            "run",
+            str(CONFIGS / "seed-herd.toml"),
+            *args,
+            "--set",
+            f"placement.algorithm={algorithm}",
+            "--out",
+            str(out),
+            "--quiet",
+            "--no-report",
+        ]
+    )
+    assert code == 0
+    k, uniform = DRAWS[ALGORITHMS[algorithm].sampler]
+    summary = pd.read_parquet(out / "summary.parquet")
+    assert summary["k"].tolist() == [k]
+    plugins = json.loads((out / "run.json").read_text())["plugins"]
+    assert (plugins["algorithm"], plugins["k"], plugins["uniform"]) == (algorithm, k, uniform)
+
+
+def test_power_of_two_places_as_best_of_k_with_k_2(tmp_path):
+    """`compare-algorithms.toml` takes power_of_two for Best-of-K at K = 2: the same draws."""
+    placed = []
+    for algorithm, k in (("power_of_two", 3), ("best_of_k", 2)):
+        out = tmp_path / algorithm
+        sets = [f"placement.algorithm={algorithm}", f"placement.k={k}", "run.duration_s=5"]
+        args = [a for s in sets for a in ("--set", s)]
+        cli = ["run", str(CONFIGS / "seed-herd.toml"), "--seeds", "1", *args]
+        assert main([*cli, "--out", str(out), "--quiet", "--no-report"]) == 0
+        placed.append(pd.read_parquet(out / "requests.parquet")["node_id"].tolist())
+    assert placed[0] == placed[1] and len(placed[0]) > 50
