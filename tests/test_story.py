@@ -20,8 +20,8 @@ from harness.results.statistics import by_strategy, flat, in_flight_at_once
 from tests.helpers import CONFIGS
 
 EQUAL = (
-    "in_progress equals stale to every digit in all 2 seeds: creates in flight at once: 0, so "
-    "counting creates in progress changes nothing here."
+    "in_progress equals stale to every digit in all 2 seeds: no create was sent while another "
+    "was in flight, so counting creates in progress changes nothing here."
 )
 
 
@@ -119,12 +119,24 @@ def _requests(rows: list[tuple[int, float, float]]) -> pd.DataFrame:
 
 def test_in_flight_at_once_counts_the_creates_of_the_same_replica_still_unanswered():
     apart = _requests([(0, 0.0, 0.001), (0, 0.05, 0.051), (0, 0.051, 0.052)])
-    assert in_flight_at_once(apart).iloc[0][["max_in_flight", "in_flight_frac"]].tolist() == [0, 0]
+    row = in_flight_at_once(apart).iloc[0]
+    assert row[["max_in_flight", "in_flight_frac", "all_in_flight"]].tolist() == [1, 0, False]
     # Three sent before the first is answered; a fourth on another replica does not count.
     overlapping = _requests([(0, 0.0, 1.0), (0, 0.1, 0.2), (0, 0.3, 1.0), (1, 0.4, 0.5)])
     row = in_flight_at_once(overlapping).iloc[0]
-    assert row["max_in_flight"] == 1  # the third: the first still in flight, the second answered
+    assert row["max_in_flight"] == 2  # at the third: the first still in flight, the second not
     assert row["in_flight_frac"] == pytest.approx(2 / 4)
+    assert not row["all_in_flight"]
+
+
+def test_creates_sent_at_the_same_instant_are_in_flight_together():
+    burst = _requests([(0, 0.0, 0.001)] * 4 + [(1, 0.0, 0.001)] * 2)
+    row = in_flight_at_once(burst).iloc[0]
+    assert row[["max_in_flight", "in_flight_frac", "all_in_flight"]].tolist() == [4, 1, True]
+    # Answered at the instant they were sent (0 ms RPCs): never in flight.
+    instant = _requests([(0, 0.0, 0.0)] * 3)
+    row = in_flight_at_once(instant).iloc[0]
+    assert row[["max_in_flight", "in_flight_frac"]].tolist() == [1, 0]
 
 
 def _series(values: dict[str, list[float]]) -> pd.DataFrame:

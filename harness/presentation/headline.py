@@ -47,25 +47,77 @@ def _failures(c: Comparison) -> str:
     )
 
 
+def _flying(c: Comparison) -> str:
+    """`at most 3 creates of a seed were in flight at once (12.5% of creates were sent with
+    another in flight)`, or `all 500 ... were`: what counting creates in progress acts on."""
+    whose = "a seed" if c.replicas == 1 else "one replica"
+    if c.all_in_flight:
+        every = f"all {c.max_in_flight}" if c.creates == c.max_in_flight * c.replicas else "all"
+        each = "each seed" if c.replicas == 1 else "each replica"
+        return (
+            f"{every} creates of {each} were in flight at once (none answered before the last "
+            "was sent)"
+        )
+    return (
+        f"at most {c.max_in_flight} creates of {whose} were in flight at once "
+        f"({c.in_flight_frac:.1%} of creates were sent with another in flight)"
+    )
+
+
 def _in_flight(c: Comparison) -> str:
     """Why counting creates in progress made no (or little) difference: how many were ever in
     flight at once."""
-    if c.max_in_flight == 0:
-        return "creates in flight at once: 0, so counting creates in progress changes nothing here"
-    return (
-        f"creates in flight at once: at most {c.max_in_flight} ({c.in_flight_frac:.1%} of creates "
-        "were sent with another in flight), so counting creates in progress changes little here"
+    if c.max_in_flight <= 1:
+        return (
+            "no create was sent while another was in flight, so counting creates in progress "
+            "changes nothing here"
+        )
+    return f"{_flying(c)}, so counting creates in progress changes little here"
+
+
+def _counter(c: Comparison, other: str) -> str:
+    """`in_progress counts them where stale does not`: which of the pair counts creates in
+    progress."""
+    counts, not_counting = (
+        (c.strategy, other) if c.counts_in_progress[c.strategy] else (other, c.strategy)
     )
+    return f"{counts} counts them where {not_counting} does not"
 
 
 def same_as(c: Comparison) -> str:
     """The one line a strategy that equals another gets where it is shown, with why when the
-    data says."""
+    data says: from the pair itself, whatever the first strategy is. Against an earlier
+    strategy that is not the first, it also says what both changed from the first."""
+    twin = c.same_as
     seeds = "the one seed" if c.seeds == 1 else f"all {c.seeds} seeds"
-    line = f"{c.strategy} equals {c.same_as} to every digit in {seeds}"
-    if c.counting_differs and c.max_in_flight == 0:
-        return f"{line}: {_in_flight(c)}."
+    if twin == c.base or not c.clear:
+        line = f"{c.strategy} equals {twin} to every digit in {seeds}"
+    else:
+        line = (
+            f"{c.strategy} {_verb(c)} CV from {c.cv.before:.3f} to {c.cv.after:.3f}"
+            f"{_percent(c.cv.relative)} as {twin} does, equal to it to every digit in {seeds}"
+        )
+    both = c.counts_in_progress[c.strategy] and c.counts_in_progress.get(twin)
+    if c.twin_counting_differs:
+        if c.max_in_flight <= 1:
+            return f"{line}: {_in_flight(c)}."
+        return f"{line}: {_flying(c)}, and {_counter(c, twin)}, yet no placement changed."
+    if both and c.all_in_flight and c.max_in_flight > 1:
+        return (
+            f"{line}: both count creates in flight, and {_flying(c)}, so both placed every "
+            "create with all the earlier ones counted."
+        )
     return f"{line}: the same sandboxes on every node."
+
+
+def _verb(c: Comparison) -> str:
+    return "cuts" if c.cv.after < c.cv.before else "raises"
+
+
+def _opening(clause: str) -> str:
+    """A clause as a sentence's start: its first letter upper case, the rest as it was (a
+    strategy's name keeps its case)."""
+    return clause[:1].upper() + clause[1:]
 
 
 def _more_failures(c: Comparison) -> str:
@@ -103,13 +155,15 @@ def sentence(c: Comparison) -> str:
             f"{c.cv.after:.3f} (paired 95% interval of the change {c.cv_shift_lo:+.3f} to "
             f"{c.cv_shift_hi:+.3f}); {_nodes(c)}; {_failures(c)}."
         )
-        return line + (f" {_in_flight(c).capitalize()}." if c.counting_differs else "")
-    verb = "cuts" if c.cv.after < c.cv.before else "raises"
+        return line + (f" {_opening(_in_flight(c))}." if c.counting_differs else "")
     line = (
-        f"{c.strategy} {verb} CV from {c.cv.before:.3f} to {c.cv.after:.3f}"
+        f"{c.strategy} {_verb(c)} CV from {c.cv.before:.3f} to {c.cv.after:.3f}"
         f"{_percent(c.cv.relative)}; {_nodes(c)}; {_failures(c)}."
     )
-    return line + (_more_failures(c) if c.failed.after > c.failed.before else "")
+    line += _more_failures(c) if c.failed.after > c.failed.before else ""
+    if c.counting_differs and c.max_in_flight > 1:
+        line += f" {_opening(_flying(c))}, and {_counter(c, c.base)}."
+    return line
 
 
 def headline(found: list[Comparison]) -> list[str]:

@@ -388,31 +388,42 @@ def cv_by(summary: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def in_flight_at_once(requests: pd.DataFrame) -> pd.DataFrame:
-    """Per strategy and seed: the most creates of the same replica in flight (sent, not yet
-    answered) when another was sent (`max_in_flight`), and the share of creates sent while at
-    least one was (`in_flight_frac`). This is all a strategy that counts creates in progress
-    adds to the score, so with 0 it places as one that does not."""
+    """Per strategy and seed: the most creates of one replica in flight at once (sent, not yet
+    answered; `max_in_flight`), the share of creates sent while another of its replica was
+    (`in_flight_frac`), and whether every replica had all its creates in flight at once
+    (`all_in_flight`: none answered before its last was sent). Creates sent at the same
+    instant are in flight together. This is all a strategy that counts creates in progress
+    adds to the score, so with at most 1 at once it places as one that does not."""
     sent = requests[(requests["kind"] == "create") & (requests["rpcs"] > 0)]
     rows = []
     for (strategy, seed), group in sent.groupby(["strategy", "seed"], sort=False):
-        flying = []
+        others, whole = [], True
         for _, mine in group.groupby("replica", sort=False):
-            starts = np.sort(mine["sent_at"].to_numpy())
-            ends = np.sort(mine["done_at"].to_numpy())
-            # Sent strictly before, minus answered by then: the others in flight at its send.
-            flying.append(
-                np.searchsorted(starts, starts, "left") - np.searchsorted(ends, starts, "right")
+            sent_at, done_at = mine["sent_at"].to_numpy(), mine["done_at"].to_numpy()
+            starts, ends = np.sort(sent_at), np.sort(done_at)
+            # Sent at or before its send and answered after it, less itself (one answered at
+            # the instant it was sent was never in flight): the others in flight beside it.
+            flying = np.searchsorted(starts, sent_at, "right") - np.searchsorted(
+                ends, sent_at, "right"
             )
-        counts = np.concatenate(flying)
+            mine_others = flying - (done_at > sent_at)
+            whole = whole and int(mine_others.max()) + 1 == len(mine)
+            others.append(mine_others)
+        counts = np.concatenate(others)
         rows.append(
             {
                 "strategy": strategy,
                 "seed": seed,
-                "max_in_flight": int(counts.max()),
+                "max_in_flight": int(counts.max()) + 1,
                 "in_flight_frac": float((counts > 0).mean()),
+                "all_in_flight": whole,
             }
         )
-    return pd.DataFrame(rows, columns=["strategy", "seed", "max_in_flight", "in_flight_frac"])
+    return pd.DataFrame(rows, columns=["strategy", "seed", *IN_FLIGHT])
+
+
+IN_FLIGHT = ("max_in_flight", "in_flight_frac", "all_in_flight")
+"""What `in_flight_at_once` gives for each strategy and seed."""
 
 
 def same_placements(summary: pd.DataFrame, nodes: pd.DataFrame) -> dict[str, str]:
@@ -477,10 +488,30 @@ class Comparison:
     err_mean_abs: Change
     err_under_max: Change
     same_as: str | None
-    counting_differs: bool
-    """Whether one of the two counts creates in progress in the score and the other not."""
+    """The earlier strategy it placed exactly as, if any: its twin."""
+    counts_in_progress: dict[str, bool | None]
+    """Whether each of the strategy, the base and the twin counts creates in progress in the
+    score (None for one not known here)."""
     max_in_flight: int
+    """The most creates of one replica in flight at once, over every seed."""
     in_flight_frac: float
+    all_in_flight: bool
+    """Whether in every seed each replica had all its creates in flight at once."""
+    replicas: int
+
+    @property
+    def counting_differs(self) -> bool:
+        """Whether one of it and the base counts creates in progress and the other not."""
+        return self._differ(self.base)
+
+    @property
+    def twin_counting_differs(self) -> bool:
+        """Whether one of it and its twin counts creates in progress and the other not."""
+        return self.same_as is not None and self._differ(self.same_as)
+
+    def _differ(self, other: str) -> bool:
+        mine, theirs = self.counts_in_progress[self.strategy], self.counts_in_progress[other]
+        return {mine, theirs} == {True, False}
 
     @property
     def clear(self) -> bool:
@@ -525,7 +556,7 @@ def comparisons(
     found = []
     for strategy in strategies:
         mine = flying.get_group(strategy) if strategy in flying.groups else None
-        counting = {_counts_in_progress(s) for s in (base, strategy)}
+        pair = [strategy, base, *([same[strategy]] if strategy in same else [])]
         found.append(
             Comparison(
                 strategy=strategy,
@@ -542,9 +573,11 @@ def comparisons(
                 err_mean_abs=change("err_mean_abs", strategy),
                 err_under_max=change("err_under_max", strategy, worst),
                 same_as=same.get(strategy),
-                counting_differs=counting == {True, False},
+                counts_in_progress={s: _counts_in_progress(s) for s in pair},
                 max_in_flight=int(mine["max_in_flight"].max()) if mine is not None else 0,
                 in_flight_frac=float(mine["in_flight_frac"].mean()) if mine is not None else 0.0,
+                all_in_flight=bool(mine["all_in_flight"].all()) if mine is not None else False,
+                replicas=int(requests["replica"].nunique()) if len(requests) else 1,
             )
         )
     return found
