@@ -3,7 +3,7 @@
 Every message carries the model time `at` it is due: the carrier keeps its timers and every
 message that arrives on the model's event queue (`harness.model.event_queue.EventQueue`, in the
 order the virtual engine keeps) and advances the queue on a wall clock
-(`harness.model.event_queue.WallClock`): each message is handled when the clock reaches its
+(`actors.wall_clock.WallClock`): each message is handled when the clock reaches its
 time, and one that arrives late at once. A message for another party goes into the outbox of
 the actor hosting its key (`actors.outbox`); while an RPC's item is handled, into its reply.
 
@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, final
 
 from actors.outbox import PROTOCOL, Outbox
-from harness.model.event_queue import EventQueue, Recipient, Sink, WallClock
+from actors.wall_clock import WallClock
+from harness.model.event_queue import EventQueue, Recipient, Sink
 from harness.model.protocol import IS_TIMER, PARTY, Kind, Party
 from harness.model.protocol.node_party import died
 

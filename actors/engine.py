@@ -25,15 +25,15 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.host import ClientPool, NodeGroup, Replica, Restarted
 from actors.spool import Spool
+from actors.wall_clock import WallClock
 from harness.config import Config
 from harness.engines import Engine, EngineError, Progress, Snapshot
-from harness.model.event_queue import WallClock
+from harness.engines.live_load import LoadMeter
+from harness.engines.ray_setup import connect, plugin_sources
 from harness.model.recording import TimelineLog, Truth
-from harness.results import percentiles
+from harness.results import percentiles, phase_hooks
 from harness.results.arrow_schemas import REQUESTS, TIMELINE, table
 from harness.results.seed_result import SeedResult, partial_result, seed_result
-from harness.running.live_load import LoadMeter
-from harness.running.ray_setup import connect, plugin_sources
 from harness.wiring import scenario
 
 POLL_S = 0.25
@@ -270,12 +270,15 @@ class RaySeedRun:
     def _rows(self, requests: Spool, meter: LoadMeter) -> bool:
         """Request rows that arrived, into the spool and the live view's meter; True once
         every pool is done."""
+        had = meter.creates + meter.kills
         finished = True
         for batches, pool_done in self._get(self.pools, "rows"):
             for batch in batches:
                 requests.write(batch)
                 meter.add(batch)
             finished = finished and pool_done
+        if not had and meter.creates + meter.kills:
+            phase_hooks.at("rows")  # the seed's first rows are on the spool
         return finished
 
     def _salvage(self, requests: Spool) -> None:

@@ -80,7 +80,7 @@ def on_ray(paths: list[tuple[str, list[str], str]], duration: float, repeat: int
     import numpy as np
     from ray_throughput import ProcessWatch, closed_loop, measure, sized
 
-    from harness.running.ray_setup import connect
+    from harness.engines.ray_setup import connect
 
     connect()
     pairs: dict[str, list[float]] = {name: [] for name, _, _ in paths}

@@ -39,7 +39,7 @@ import ray
 
 from actors.engine import RaySeedRun, layout
 from harness.config import Config, from_dict
-from harness.running.ray_setup import connect
+from harness.engines.ray_setup import connect
 
 PAIRS_GOAL = 40_000
 """Create+kill pairs/s on 2 cores (issue 13)."""

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from harness.config.sweep_file import Sweep, load_sweep
+from harness.engines.ray_setup import start_ray, stop_ray
 from harness.results.sweep_folder import load_sweep_results
-from harness.running.ray_setup import start_ray, stop_ray
 from harness.running.sweep_runner import run_seed, run_sweep
 
 SWEEP = Path(__file__).resolve().parent.parent / "configs" / "sweep-heartbeat.toml"

@@ -22,21 +22,22 @@ import harness
 from harness.config import Config, ConfigError, load, stored_config, trace_file
 from harness.config.sweep_file import load_sweep
 from harness.engines import ENGINES, EngineError
+from harness.engines.ray_setup import ray_scope
 from harness.external import EXIT_CODE as SCHEDULER_FAILED
 from harness.external import SchedulerError
 from harness.model.catalogue import catalogue
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.presentation.terminal import LazyProgress, SweepBar, print_keys, print_run, print_sweep
-from harness.results import interrupts
+from harness.results import phase_hooks
 from harness.results.atomic_files import WriteFailed
-from harness.results.interrupts import Interrupted, exit_code
 from harness.results.invariants import InvariantError
 from harness.results.run_folder import ResultsError, load_run, new_run_id, resumable, state_of
 from harness.results.sweep_folder import is_sweep, load_sweep_results, sweep_state
 from harness.results.thresholds import FORM, not_run
+from harness.running import interrupts
 from harness.running.cost_check import check_run, check_sweep, this_machine
-from harness.running.ray_setup import ray_scope
+from harness.running.interrupts import Interrupted, exit_code
 from harness.running.runner import run
 
 THRESHOLD_FAILED = 99
@@ -433,7 +434,7 @@ def _cmd_keys(args: argparse.Namespace, console: Console) -> int:
 
 class _Interrupts:
     """The handler of SIGINT (Ctrl-C) and SIGTERM: the first stops the command where it is
-    (`harness.results.interrupts.stop`: at once, or when the section writing files ends), so the run
+    (`harness.running.interrupts.stop`: at once, or when the section writing files ends), so the run
     writes what it has; any later one is only counted, so that writing, and stopping Ray, are
     never cut short. While `shielded`, the first is only counted too. Either way the command
     exits with 128 + the first signal."""
@@ -487,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
                 code = _command(argv, console)
             finally:
                 handler.shielded = True
-                interrupts.at("shutdown")
+                phase_hooks.at("shutdown")
     except KeyboardInterrupt as e:  # outside a run (a run says what it kept itself)
         print(f"harness: {_signal_word(e)}", file=sys.stderr)
         return exit_code(e)
@@ -500,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
         # while Ray stopped, after the command was done: the run's own result stands
         print(f"harness: {_signal_word(Interrupted(handler.first))}", file=sys.stderr)
         code = interrupted
-    interrupts.at("done")
+    phase_hooks.at("done")
     return code
 
 

@@ -83,19 +83,19 @@ def make_config():
 @pytest.fixture(scope="session")
 def _ray_stopped_at_the_end() -> Iterator[None]:
     yield
-    from harness.running.ray_setup import stop_ray
+    from harness.engines.ray_setup import stop_ray
 
     stop_ray()
 
 
 @pytest.fixture(scope="module")
 def local_ray(_ray_stopped_at_the_end: None) -> None:
-    """The embedded local Ray (`harness.running.ray_setup.connect`: loopback, private folder,
+    """The embedded local Ray (`harness.engines.ray_setup.connect`: loopback, private folder,
     sized to the machine) that every module needing no Ray of its own shares, as a `harness` command
     started in this process would: starting one costs seconds. Started on first use, again
     after a module that stopped it for a Ray of its own (`ray_cluster`, tests/test_sweep.py),
     stopped at the end of the session. A test that runs Ray through `harness.cli.main` joins
     it (`ray_scope` leaves a Ray that was up before alone)."""
-    from harness.running.ray_setup import connect
+    from harness.engines.ray_setup import connect
 
     connect()

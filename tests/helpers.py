@@ -182,7 +182,7 @@ def ray_cluster(nodes: int = 2) -> Iterator[Any]:
     import ray
     from ray.cluster_utils import Cluster
 
-    from harness.running.ray_setup import stop_ray
+    from harness.engines.ray_setup import stop_ray
 
     stop_ray()
     ray.shutdown()
@@ -403,6 +403,21 @@ def _psutil() -> Any:
     import ray  # noqa: F401
 
     return importlib.import_module("psutil")
+
+
+def paused(proc: subprocess.Popen, timeout_s: float) -> bool:
+    """Whether `proc` stops itself (SIGSTOP: `harness.results.phase_hooks.SIGNAL_AT`) within
+    `timeout_s`; False if it exits or the time passes first."""
+    deadline = time.time() + timeout_s
+    while proc.poll() is None and time.time() < deadline:
+        try:
+            state = Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            return False
+        if state in ("T", "t"):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 class Tree:

@@ -3,7 +3,7 @@ previous state or the new one), run.json lists exactly the seeds the tables hold
 file stays, the user reads one true line with the documented exit code, and an interrupted
 run resumes to the very files of a run never stopped. Failures are injected at the I/O
 boundary (a stub that fails the Nth write) or on a real, small file system; signals are sent
-by the process itself at a named phase (`harness.results.interrupts.at`), never after a delay."""
+by the process itself at a named phase (`harness.results.phase_hooks.at`), never after a delay."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from harness import cli
 from harness.cli import WRITE_FAILED, main
 from harness.config.sweep_file import load_sweep
 from harness.engines import virtual
-from harness.results import interrupts
+from harness.results import phase_hooks
 from harness.results import run_folder as run_store
 from harness.results.arrow_schemas import TABLES
 from harness.results.run_folder import PARTS, RunWriter, load_run
@@ -250,15 +250,15 @@ def test_a_run_interrupted_after_any_seed_resumes_to_the_files_of_a_straight_run
     straight = tmp_path / "straight"
     assert main(["run", HERD, *RUN, *QUIET, "--out", str(straight)]) == 0
     out = tmp_path / "stopped"
-    monkeypatch.setattr(interrupts, "_seen", {})
-    monkeypatch.setenv(interrupts.SIGNAL_AT, f"seed#{stop_at}=INT")
+    monkeypatch.setattr(phase_hooks, "_seen", {})
+    monkeypatch.setenv(phase_hooks.SIGNAL_AT, f"seed#{stop_at}=INT")
     capsys.readouterr()
     assert main(["run", HERD, *RUN, *QUIET, "--out", str(out)]) == 130
     said = " ".join(capsys.readouterr().out.split())  # as wrapped to the console's width
     assert f"{stop_at - 1} of 6 seeds finished are kept in {out}" in said
     assert f"harness run --resume {out}" in said
     assert len(_consistent(out)["finished"]) == stop_at - 1
-    monkeypatch.delenv(interrupts.SIGNAL_AT)
+    monkeypatch.delenv(phase_hooks.SIGNAL_AT)
     assert main(["run", "--resume", str(out), *QUIET]) == 0
     assert _tables(out) == _tables(straight)
     meta = json.loads((out / "run.json").read_text())
@@ -295,10 +295,10 @@ def test_resume_with_another_config_is_refused_with_one_line(
     change, said, tmp_path, capsys, monkeypatch
 ):
     out = tmp_path / "stopped"
-    monkeypatch.setenv(interrupts.SIGNAL_AT, "seed#2=INT")
-    monkeypatch.setattr(interrupts, "_seen", {})
+    monkeypatch.setenv(phase_hooks.SIGNAL_AT, "seed#2=INT")
+    monkeypatch.setattr(phase_hooks, "_seen", {})
     assert main(["run", HERD, *RUN, *QUIET, "--out", str(out)]) == 130
-    monkeypatch.delenv(interrupts.SIGNAL_AT)
+    monkeypatch.delenv(phase_hooks.SIGNAL_AT)
     capsys.readouterr()
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     args = [*RUN, *change] if change[0] == "--set" else [*RUN[:-2], *change]
@@ -456,10 +456,10 @@ def test_report_on_a_sweep_whose_summary_is_foreign_is_one_line(tmp_path, capsys
 
 def _run_stopped(spec: str, out: Path, *extra: str) -> subprocess.CompletedProcess:
     """`harness run` as its own process, sending itself the signals of `spec` at their phases
-    (`harness.results.interrupts.SIGNAL_AT`)."""
+    (`harness.results.phase_hooks.SIGNAL_AT`)."""
     return subprocess.run(
         [sys.executable, "-m", "harness", "run", HERD, *RUN, "--quiet", "--out", str(out), *extra],
-        env={**ENV, interrupts.SIGNAL_AT: spec},
+        env={**ENV, phase_hooks.SIGNAL_AT: spec},
         capture_output=True,
         text=True,
         timeout=120,
@@ -546,7 +546,7 @@ def _sweep_stopped(spec: str, tmp_path: Path) -> tuple[subprocess.CompletedProce
     out, sweep = tmp_path / "s", str(_sweep_file(tmp_path))
     done = subprocess.run(
         [sys.executable, "-m", "harness", "sweep", sweep, "--quiet", "--out", str(out)],
-        env={**ENV, interrupts.SIGNAL_AT: spec},
+        env={**ENV, phase_hooks.SIGNAL_AT: spec},
         capture_output=True,
         text=True,
         timeout=300,

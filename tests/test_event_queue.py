@@ -15,8 +15,9 @@ from typing import Any
 
 import harness
 from actors.carrier import BEAT_TICK_S, Carrier
+from actors.wall_clock import WallClock
 from harness.model import event_queue
-from harness.model.event_queue import NEAR_S, EventQueue, Recipient, WallClock
+from harness.model.event_queue import NEAR_S, EventQueue, Recipient
 from harness.model.protocol import IS_TIMER, Kind
 
 PLAIN, TIMER = 0, 1

@@ -7,8 +7,8 @@ import pytest
 
 from actors.engine import ActorSet
 from harness.cli import main
+from harness.engines.ray_setup import plugin_sources
 from harness.results.run_folder import load_run
-from harness.running.ray_setup import plugin_sources
 from tests.helpers import CONFIGS, ray_cluster, scenario
 
 pytestmark = [pytest.mark.ray, pytest.mark.shares_machine]  # placement, not timing

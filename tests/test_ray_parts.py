@@ -11,11 +11,11 @@ import pyarrow as pa
 from rich.console import Console
 
 from harness.engines import Load, Snapshot
+from harness.engines.live_load import LoadMeter
 from harness.presentation.terminal import live_detail
 from harness.results import percentiles as sketch
 from harness.results.arrow_schemas import REQUESTS, table
 from harness.results.statistics import cv
-from harness.running.live_load import LoadMeter
 
 
 def test_sketches_merge_across_actors_and_seeds_within_their_relative_accuracy():

@@ -4,8 +4,9 @@
 and on every Ray host. Its order is the whole of its rules: by time, and at one instant in the
 order they were scheduled (first in, first out), which is what makes a seeded run repeatable to
 the bit. Two clocks advance it. The virtual engine's jumps from one message to the next
-(`EventQueue.run`); a Ray host's carrier (`actors.carrier`) reads a `WallClock` and handles
-every message due by then (`EventQueue.pop`), as simpy's `RealtimeEnvironment` is its
+(`EventQueue.run`); a Ray host's carrier (`actors.carrier`) reads a wall clock
+(`actors.wall_clock`, outside the model, which reads no clock) and handles every message due
+by then (`EventQueue.pop`), as simpy's `RealtimeEnvironment` is its
 `Environment` with only the advance of time changed.
 
 `Sink` and `Recipient` are a message's two ends: a party sends through its engine's sink and is
@@ -22,7 +23,6 @@ them to come from memory, and compiled, each comparison of two tuples is a gener
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final, final
 
@@ -232,25 +232,3 @@ class EventQueue(Sink):
             n += 1
             if progress is not None and n % every == 0:
                 progress(t)
-
-
-class WallClock:
-    """Model time in real time, for engines whose actors run concurrently.
-
-    `epoch` is a `time.time()` value chosen by the driver, so actors in other processes (and on
-    other hosts with synchronised clocks) agree on t = 0. `scale` is wall seconds per model
-    second: 0.2 plays a 25 s scenario in 5 s, so every rate is five times higher. `source` reads
-    the wall time (a test hands in its own).
-    """
-
-    __slots__ = ("epoch", "scale", "source")
-
-    def __init__(
-        self, epoch: float, scale: float = 1.0, source: Callable[[], float] = time.time
-    ) -> None:
-        self.epoch = epoch
-        self.scale = scale
-        self.source = source
-
-    def now(self) -> float:
-        return (self.source() - self.epoch) / self.scale

@@ -15,7 +15,7 @@ from harness.model.cluster.heartbeat import HeartbeatPlan
 from harness.model.scheduling.placement.record import drawn
 from harness.presentation import plots
 from harness.presentation.headline import headline, plugins_line, same_as
-from harness.results import interrupts
+from harness.results import phase_hooks
 from harness.results.atomic_files import write_text
 from harness.results.run_folder import load_run
 from harness.results.statistics import (
@@ -64,7 +64,7 @@ def write_report(folder: str | Path) -> Path:
         f"<body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n"
     )
     out = folder / "report.html"
-    interrupts.at("report")
+    phase_hooks.at("report")
     write_text(out, page)  # whole or not at all: a full disk leaves the previous report
     return out
 

@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import harness
-from harness.results import interrupts
+from harness.results import phase_hooks
 from harness.results.arrow_schemas import TABLES, stamped, summary_table
 from harness.results.atomic_files import (
     FolderLock,
@@ -315,7 +315,7 @@ class RunWriter:
         self.done: set[tuple[str, int]] = set()
         self._next = 0
         self._meta_due = 0.0
-        with interrupts.uncut():  # claimed and described, or not claimed at all
+        with phase_hooks.uncut():  # claimed and described, or not claimed at all
             self._lock = (
                 lock_folder(self.out_dir) if resume else claim_out_dir(self.out_dir, overwrite)
             )
@@ -394,13 +394,13 @@ class RunWriter:
         record["invariants"] = checks or []
         folder = self.out_dir / PARTS / f"{self._next:05d}"
         tmp = folder.with_name(f".{folder.name}.tmp")
-        with interrupts.uncut():
+        with phase_hooks.uncut():
             try:
                 tmp.mkdir(parents=True)
                 for name, part in parts.items():
                     pq.write_table(stamped(part, self.run_id), tmp / f"{name}.parquet")
                 (tmp / SEED_FILE).write_text(json.dumps(record, default=str))
-                interrupts.at("commit")
+                phase_hooks.at("commit")
                 os.rename(tmp, folder)
             except OSError as e:
                 raise failed(e, tmp) from None
@@ -433,7 +433,7 @@ class RunWriter:
         parts kept; run.json says why (if it can still be written) and WriteFailed is
         raised."""
         try:
-            with interrupts.uncut():
+            with phase_hooks.uncut():
                 self._close(completed, error)
         finally:
             self._lock.release()
@@ -447,7 +447,7 @@ class RunWriter:
         }
         self.meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         try:
-            interrupts.at("close")
+            phase_hooks.at("close")
             replace_together(writes)
             self.meta["completed"] = completed
             if error:

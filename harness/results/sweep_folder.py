@@ -29,7 +29,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import harness
-from harness.results import interrupts
+from harness.results import phase_hooks
 from harness.results.arrow_schemas import TABLES, stamped, summary_table
 from harness.results.atomic_files import write_json, write_parquet
 from harness.results.run_folder import (
@@ -123,8 +123,8 @@ class SweepStore:
         """Write a finished cell; `results` in seed order, so reruns give identical files. Its
         partition of each table is one file, replaced whole (an earlier, interrupted attempt's
         file included). A signal meanwhile waits for the cell to be written."""
-        with interrupts.uncut():
-            interrupts.at("cell")
+        with phase_hooks.uncut():
+            phase_hooks.at("cell")
             self._add_cell(cell, results, wall_s)
 
     def _add_cell(self, cell: Cell, results: list[SeedResult], wall_s: float) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from harness.config import Config
 from harness.engines import Engine, Progress, Snapshot, get_engine
 from harness.model.scheduling.placement.record import placement_record
-from harness.results import interrupts
+from harness.results import phase_hooks
 from harness.results.invariants import InvariantError, check
 from harness.results.run_folder import RunWriter, check_out_dir, resumable
 from harness.results.seed_result import SeedResult
@@ -56,7 +56,7 @@ def run(
     `out_dir` holds this run unfinished (`harness.results.run_folder.resumable`): its finished
     seeds are kept and only the others run, so the files are those of a run never stopped.
     """
-    interrupts.at("start")
+    phase_hooks.at("start")
     if resume:
         resumable(out_dir, config.to_dict(), strategies)
     else:
@@ -87,7 +87,7 @@ def run(
             for seed in seeds:
                 if (strategy, seed) in writer.done:
                     continue
-                interrupts.at("seed")
+                phase_hooks.at("seed")
 
                 def tick(t: float, snapshot: Snapshot | None = None, done: int = done) -> None:
                     if progress is not None:

@@ -19,11 +19,11 @@ from typing import Any
 from harness.config import Config
 from harness.config.sweep_file import Cell, Sweep
 from harness.engines import get_engine
-from harness.results import interrupts
+from harness.engines.ray_setup import connect, plugin_sources, stop_ray
+from harness.results import phase_hooks
 from harness.results.invariants import InvariantError
 from harness.results.seed_result import SeedResult
 from harness.results.sweep_folder import SweepStore
-from harness.running.ray_setup import connect, plugin_sources, stop_ray
 from harness.running.runner import run_checked
 
 # progress(cells complete, cells failed, cells in the sweep)
@@ -48,7 +48,7 @@ def run_sweep(
 ) -> SweepStore:
     """Run the cells of `sweep` not yet complete in `out_dir` (none: Ray is not even started);
     uses the Ray already running in this process if any, else starts (and then stops) one."""
-    interrupts.at("start")
+    phase_hooks.at("start")
     store = SweepStore(out_dir, sweep)
     if not store.pending():
         if progress is not None:
