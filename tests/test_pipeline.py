@@ -39,11 +39,11 @@ class PreferFreshReports(PreferHighIds):
 NOT_A_SCORER = object()
 
 
-def _scheduler(loads: list[float], **placement) -> Scheduler:
+def _scheduler(loads: list[float], strategy: str = "stale", **placement) -> Scheduler:
     """A replica whose view has `loads` allocated vCPUs on 192-vCPU nodes."""
     config = scenario(cluster={"nodes": len(loads)}, placement=placement)
     cpus = [192] * len(loads)
-    ledger = make_ledger("stale", cpus)
+    ledger = make_ledger(strategy, cpus)
     for node, allocated in enumerate(loads):
         ledger.views[node].cpu_allocated = allocated
     return Scheduler(registered(cpus), config.placement, ledger, random.Random(0))
@@ -168,9 +168,10 @@ def test_least_busy_under_stale_metrics_puts_every_create_between_two_reports_on
 def test_the_least_busy_quirk_compares_with_the_leaders_reported_usage_alone():
     """Node 0 reports 2 vCPUs busy with 3 creates of 1 vCPU in progress (5 with them); node 1
     reports 4. The quirk keeps node 0 as leader at its reported 2 and node 1 does not beat it
-    (4 < 2 is false); corrected, node 1 (4) beats node 0 (5)."""
-    quirk = _scheduler([0.0, 0.0], algorithm="least_busy", k=1)
-    corrected = _scheduler([0.0, 0.0], algorithm="least_busy_corrected", k=1)
+    (4 < 2 is false); corrected, node 1 (4) beats node 0 (5). Upstream counted its creates in
+    progress: the `in_progress` strategy."""
+    quirk = _scheduler([0.0, 0.0], "in_progress", algorithm="least_busy", k=1)
+    corrected = _scheduler([0.0, 0.0], "in_progress", algorithm="least_busy_corrected", k=1)
     for scheduler in (quirk, corrected):
         scheduler.ledger.views[0].cpu_percent = 200.0
         scheduler.ledger.views[1].cpu_percent = 400.0

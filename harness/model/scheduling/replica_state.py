@@ -1,6 +1,6 @@
 """What one scheduler replica knows, as placement plugins read it: the nodes' static facts, its
-ledger (view), its in-progress map, its random stream, and `reserved`, the one rule for how
-much of a node's CPU it counts as taken.
+ledger (view), its in-progress map, its random stream, and `in_progress_cpu` and `reserved`,
+the one rule for how much of a node's CPU it counts as taken.
 
 Apart from `harness.model.scheduling.scheduler` (the steps that change it) so the placement
 plugins, which the scheduler runs, can name the state they read without importing the
@@ -44,12 +44,15 @@ class ReplicaState:
         """The strategy's `Ledger.counts_in_progress`, read once: compiled, a class attribute
         is a lookup on the type, and `reserved` runs for every candidate."""
 
+    def in_progress_cpu(self, node: int) -> float:
+        """The vCPUs of this replica's creates in progress on `node` that it counts as taken:
+        all of them when the strategy counts them (`Ledger.counts_in_progress`), none
+        otherwise. The one rule for creates in flight: `reserved` and every plugin that adds
+        them to a node's load (`cpu_usage`) ask here, never `pending_cpu` itself."""
+        return self.pending_cpu[node] if self.counts_in_progress else 0.0
+
     def reserved(self, node: int, now: float) -> float:
         """The vCPUs this replica counts as taken on `node` at `now`: its ledger's believed
-        allocation, plus the vCPUs of its creates in progress there when the strategy counts
-        them. Every plugin that weighs a node's load against its size asks here (`reference`,
-        `fits`, `bin_pack`)."""
-        believed = self.ledger.believed_cpu(node, now)
-        if self.counts_in_progress:
-            return believed + self.pending_cpu[node]
-        return believed
+        allocation plus `in_progress_cpu`. Every plugin that weighs a node's load against its
+        size asks here (`reference`, `fits`, `bin_pack`)."""
+        return self.ledger.believed_cpu(node, now) + self.in_progress_cpu(node)

@@ -1,4 +1,5 @@
-"""`cpu_usage`: the least-busy designs' score, reported usage plus in-progress vCPUs."""
+"""`cpu_usage`: the least-busy designs' score, reported usage plus the in-progress vCPUs the
+strategy counts (`ReplicaState.in_progress_cpu`)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ if TYPE_CHECKING:
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class CpuUsage(Scorer):
-    """Reported CPU usage (in vCPUs) plus this replica's creates in progress on the node."""
+    """Reported CPU usage (in vCPUs) plus this replica's creates in progress on the node, where
+    its strategy counts them (as every scorer and filter does: one rule for what is taken)."""
 
     name = "cpu_usage"
 
     def scores(
         self, scheduler: ReplicaState, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
-        views, pending = scheduler.ledger.views, scheduler.pending_cpu
-        return [views[n].cpu_percent / 100.0 + pending[n] for n in candidates]
+        views = scheduler.ledger.views
+        return [views[n].cpu_percent / 100.0 + scheduler.in_progress_cpu(n) for n in candidates]
