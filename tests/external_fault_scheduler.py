@@ -7,7 +7,8 @@ third Place of any later seed does what MODE says: `die` (exits with code 7), `h
 answers), `no-node` (answers a node that does not exist), `garbage` (answers bytes that are
 not a PlaceReply), `hangup` (stops serving, the process lives on), `slow-once` (one answer
 late, then placing again, having heard first thing that the harness dropped it: else it exits
-with code 9), or from its first Hello `old` (speaks protocol version 0). With `framed` it
+with code 9), or from its first Hello `old` (speaks protocol version 0) or `node-0` (answers
+node 0 to every Place, whatever the create asks). With `framed` it
 serves the framed transport, one call at a time, not gRPC.
 """
 
@@ -54,6 +55,8 @@ class Faulty:
     def place(self, request: pb.PlaceRequest, context: grpc.ServicerContext) -> object:
         assert self.session is not None
         self.calls += 1
+        if MODE == "node-0":
+            return pb.PlaceReply(placed=True, node=0)
         if self.session.seed == 0 or self.calls < FAULTY_FROM:
             return self.session.place(request)
         if MODE == "die":

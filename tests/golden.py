@@ -11,9 +11,9 @@ digests of BLOCKS runs of consecutive rows. A table that differs is named with t
 whose digests differ and the first run of rows that does (one row where a table has no more
 than BLOCKS rows).
 
-Columns added to a table after its digests were first recorded (`ADDED`) are digested on their
-own, as `<table>+added`: the table's own digest then still proves every older column
-unchanged."""
+Columns added to a table after its digests were first recorded (`ADDED`, then `CHECKED`) are
+digested on their own, as `<table>+added` and `<table>+checked`: the table's own digest then
+still proves every older column unchanged."""
 
 from __future__ import annotations
 
@@ -48,6 +48,21 @@ ADDED = {
     "timeline": ("cpu_percent",),
 }
 """Columns added after the first digests: refused creates, allocation and utilisation."""
+CHECKED = {
+    "summary": (
+        "violations",
+        "violations_excluded",
+        "violations_labels",
+        "violations_cpu_family",
+        "violations_memory",
+        "asks_mean",
+        "asks_max",
+    ),
+    "requests": ("asks", "violated"),
+}
+"""Columns added later still: eligibility violations and asks per create, digested as
+`<table>+checked` so the `+added` digests stay as recorded."""
+GROUPS = {"added": ADDED, "checked": CHECKED}
 
 BLOCKS = 64
 
@@ -94,10 +109,14 @@ def tables(path: Path) -> dict[str, pd.DataFrame]:
     found = {}
     for name, frame in frames.items():
         frame = frame.drop(columns=[c for c in MACHINE_COLUMNS if c in frame.columns])
-        added = [c for c in ADDED.get(name, ()) if c in frame.columns]
-        found[name] = frame.drop(columns=added)
-        if added:
-            found[f"{name}+added"] = frame[added]
+        later = {
+            group: [c for c in columns.get(name, ()) if c in frame.columns]
+            for group, columns in GROUPS.items()
+        }
+        found[name] = frame.drop(columns=[c for cs in later.values() for c in cs])
+        for group, added in later.items():
+            if added:
+                found[f"{name}+{group}"] = frame[added]
     return found
 
 

@@ -21,6 +21,7 @@ from harness.external.transport import TRANSPORTS, CallFailed
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import NodeInfo, Outcome
 from harness.model.scheduling.placement.placement_keys import PlacementSpec
+from harness.model.scheduling.scheduler import Scheduler
 from harness.model.workload.request import CreateRequest
 
 
@@ -38,6 +39,7 @@ class RemoteScheduler:
             self.name = f"external scheduler at {spec.address}"
         self.timeout_s = spec.timeout_s
         self.fail_on_timeout = spec.on_timeout == "fail"
+        self.stop_on_violation = spec.on_violation == "error"
         self.events: list[pb.Event] = []
         self.closed = False
         self.node_count = 0
@@ -109,6 +111,18 @@ class RemoteScheduler:
             )
         return reply.node
 
+    def violated(self, scheduler: Scheduler, req: CreateRequest, node: int, rules: str) -> None:
+        """Its answer broke eligibility `rules`: with `external.on_violation = "error"`, one line
+        naming the create, the node and each rule broken, with what the rule asked."""
+        if not self.stop_on_violation:
+            return
+        why = "; ".join(_rule_broken(rule, scheduler, req, node) for rule in rules.split("+"))
+        raise SchedulerError(
+            f"{self.name}: placed sandbox {req.sandbox_id} on node {node}, which breaks its "
+            f'{rules.replace("+", " and ")} rule ({why}); external.on_violation = "count" '
+            "counts such answers instead"
+        )
+
     def _call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
         try:
             return self.transport.call(method, request, timeout_s)
@@ -144,6 +158,24 @@ class RemoteScheduler:
         self.transport.close()
         if self.process is not None:
             self.process.stop()
+
+
+def _rule_broken(rule: str, scheduler: Scheduler, req: CreateRequest, node: int) -> str:
+    """What `rule` asked of `node` for `req`, and what the node has."""
+    info = scheduler.nodes[node]
+    if rule == "excluded":
+        return f"the create already failed on node {node}"
+    if rule == "labels":
+        has = ", ".join(sorted(info.labels)) or "none"
+        return f"needs labels {', '.join(sorted(req.shape.labels))}; node {node} has {has}"
+    if rule == "cpu_family":
+        return f"needs CPU family {req.shape.cpu_family!r}; node {node} is {info.cpu_family!r}"
+    view = scheduler.ledger.views[node]
+    return (
+        f"needs {req.memory_mib:g} MiB; node {node} has {view.memory_allocated_mib:g} of "
+        f"{scheduler.rules.memory_overcommit:g} x {view.memory_total_mib:g} MiB allocated, as "
+        "the replica sees it (placement.memory_overcommit)"
+    )
 
 
 def open_session(

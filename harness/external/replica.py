@@ -36,6 +36,8 @@ class Session(Protocol):
 
     def place(self, req: CreateRequest, now: float) -> int | None: ...
 
+    def violated(self, scheduler: Scheduler, req: CreateRequest, node: int, rules: str) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -48,6 +50,9 @@ class RemoteChoice:
 
     def choose(self, scheduler: Scheduler, req: CreateRequest, now: float) -> int | None:
         return self.session.place(req, now)
+
+    def violated(self, scheduler: Scheduler, req: CreateRequest, node: int, rules: str) -> None:
+        self.session.violated(scheduler, req, node, rules)
 
 
 class ExternalReplica(Recipient):

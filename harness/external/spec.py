@@ -18,6 +18,11 @@ ON_TIMEOUT = {
     "fail": "the create fails to place and the run goes on",
 }
 """What a Place call that times out does, by `external.on_timeout`."""
+ON_VIOLATION = {
+    "error": "the run stops with an error naming the create, the node and the rule",
+    "count": "the placement goes ahead and is counted (`violations_*` in the summary)",
+}
+"""What an answer that breaks an eligibility rule does, by `external.on_violation`."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,15 @@ class ExternalSpec:
         "error",
         "A call past timeout_s: error (stop the run) or fail (the create fails to place).",
         choices=ON_TIMEOUT,
+    )
+
+    on_violation: str = key(
+        "error",
+        "An answer that breaks the create's labels, CPU family, memory over-commit or excluded "
+        "nodes: error (stop the run; the default, since such a run's numbers are not "
+        "comparable with the in-process one's) or count (let it be placed, counted in "
+        "violations_*).",
+        choices=ON_VIOLATION,
     )
 
     @property

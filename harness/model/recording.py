@@ -31,6 +31,8 @@ REQUEST_FIELDS: Final = (
     ("attempts", "i32"),
     ("outcome", "code"),
     ("reason", "str"),
+    ("asks", "i32"),
+    ("violated", "str"),
 )
 """The request log's columns and the width of each: the one declaration the log's vectors and
 the results layer's Arrow schema (`harness.results.arrow_schemas`) are both held to. Widths:
@@ -92,9 +94,10 @@ class Coded:
         return len(self.codes)
 
 
-CreateAnswer = tuple[int, str, int, int, int, int, str | None, object]
-"""(sandbox_id, step, node, rpcs, skips, attempts, failure, context) of a finished create;
-`failure` is None for a placed one (a null `reason`, not an empty string)."""
+CreateAnswer = tuple[int, str, int, int, int, int, str | None, object, int, str | None]
+"""(sandbox_id, step, node, rpcs, skips, attempts, failure, context, asks, violated) of a
+finished create; `failure` is None for a placed one (a null `reason`, not an empty string), and
+`violated` None for one whose placements broke no eligibility rule."""
 Truth = tuple[list[float], list[int], list[float]]
 """True allocated vCPUs, sandbox counts and CPU use (`cpu_percent`), node by node
 (`NodeHost.truth`)."""
@@ -135,6 +138,8 @@ class RequestLog:
         self.attempts = vec[i32]()
         self.outcome = vec[u8]()
         self.reason: list[str | None] = []
+        self.asks = vec[i32]()
+        self.violated: list[str | None] = []
 
     def create(
         self,
@@ -145,10 +150,10 @@ class RequestLog:
         sent_at: float,
         done_at: float,
     ) -> None:
-        sandbox_id, step, node, rpcs, skips, attempts, failure, _ = answer
+        sandbox_id, step, node, rpcs, skips, attempts, failure, _, asks, violated = answer
         self._add(
             _CREATE, sandbox_id, client, replica, issued_at, sent_at, done_at, node,
-            rpcs, skips, attempts, _OUTCOME[step], failure,
+            rpcs, skips, attempts, _OUTCOME[step], failure, asks, violated,
         )  # fmt: skip
 
     def kill(
@@ -166,7 +171,8 @@ class RequestLog:
         ok = outcome is Outcome.OK
         self._add(
             _KILL, sandbox_id, client, replica, issued_at, sent_at, done_at, node,
-            1, 0, 1, _OUTCOME["killed" if ok else "failed"], None if ok else outcome.value,
+            1, 0, 1, _OUTCOME["killed" if ok else "failed"], None if ok else outcome.value, 0,
+            None,
         )  # fmt: skip
 
     def _add(
@@ -184,6 +190,8 @@ class RequestLog:
         attempts: int,
         outcome: int,
         reason: str | None,
+        asks: int,
+        violated: str | None,
     ) -> None:
         self.kind = append(self.kind, kind)
         self.sandbox_id = append(self.sandbox_id, sandbox_id)
@@ -199,6 +207,8 @@ class RequestLog:
         self.attempts = append(self.attempts, attempts)
         self.outcome = append(self.outcome, outcome)
         self.reason.append(reason)
+        self.asks = append(self.asks, asks)
+        self.violated.append(violated)
 
     def take(self) -> dict[str, Any]:
         """The rows recorded so far, column by column (a list, a vector of numbers with the

@@ -142,8 +142,30 @@ def _more_failures(c: Comparison) -> str:
     return line + "."
 
 
+def violations(c: Comparison) -> str:
+    """The scheduler's answers that broke an eligibility rule, per seed and by rule; empty
+    when none did (always in process)."""
+    total = c.violations.get("violations", 0.0)
+    if not total:
+        return ""
+    rules = [
+        f"{rule.removeprefix('violations_')} {_count(n)[0]}"
+        for rule, n in c.violations.items()
+        if rule != "violations" and n
+    ]
+    return (
+        f" Broke the create's eligibility rules: {_count(total)[0]} creates per seed "
+        f"({', '.join(rules)})."
+    )
+
+
 def sentence(c: Comparison) -> str:
-    """One strategy's headline: its own figures for the first, else what it changed."""
+    """One strategy's headline: its own figures for the first, else what it changed; then the
+    scheduler's broken rules, if any."""
+    return _sentence(c) + violations(c)
+
+
+def _sentence(c: Comparison) -> str:
     if c.strategy == c.base:
         seeds = "1 seed" if c.seeds == 1 else f"{c.seeds} seeds"
         return f"{c.strategy}: CV {c.cv.after:.3f} over {seeds}; {_nodes(c)}; {_failures(c)}."

@@ -60,6 +60,16 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
             "Why it failed: `no_candidate`, `attempts_exhausted`, `deadline` (a create) or the "
             "RPC's outcome (a kill); null when nothing failed.",
         ),
+        "asks": (
+            "count",
+            "Times the scheduler was asked for a node for the create (its RPCs, plus a last ask "
+            "that found none); 0 for a kill.",
+        ),
+        "violated": (
+            "names",
+            "The eligibility rules the create's placements broke (`excluded`, `labels`, "
+            "`cpu_family`, `memory`, joined by `+`); null when none did (always for a kill).",
+        ),
     },
     "timeline": {
         "t": ("s (model time)", "The sample's time (every `run.sample_interval_s`)."),

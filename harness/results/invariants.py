@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.placement.eligibility import RULES
 from harness.results.seed_result import SeedResult
 
 if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
@@ -94,6 +95,15 @@ def check(config: Config, result: SeedResult) -> list[dict[str, Any]]:
             f"placed {s['placed']} + failed {s['failed']} vs requests {s['requests']}",
         )
     )
+    if not config.external.active:  # an external scheduler's violations are its own, counted
+        checks.append(
+            _check(
+                "placements_keep_rules",
+                s["violations"] == 0,
+                f"{s['violations']} creates placed by the pipeline on a node that breaks an "
+                "eligibility rule: " + ", ".join(f"{r} {s[f'violations_{r}']}" for r in RULES),
+            )
+        )
     ledger = LEDGERS[config.placement.strategy]
     if ledger.exact_when_drained and result.drained_views is not None:
         true_cpu = nodes.column("cpu_allocated").to_numpy()

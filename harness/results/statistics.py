@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledger import Ledger
 from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.placement.eligibility import RULES
 from harness.results import percentiles
 from harness.results.summary_columns import SKETCHED
 
@@ -64,6 +65,28 @@ FAILURE_REASONS = ("no_candidate", "attempts_exhausted", "deadline", "refused")
 column."""
 
 
+def violations(requests: pa.Table, creates: np.ndarray) -> dict[str, int]:
+    """Creates whose placement broke an eligibility rule, in all and by rule (a create that
+    broke two counts under both): `violated` holds the rules joined by "+"."""
+    violated = requests.column("violated")
+    found = {
+        "violations": int((creates & pc.is_valid(violated).to_numpy(zero_copy_only=False)).sum())
+    }
+    for rule in RULES:
+        hit = pc.fill_null(pc.match_substring_regex(violated, f"(^|\\+){rule}($|\\+)"), False)
+        found[f"violations_{rule}"] = int((creates & hit.to_numpy(zero_copy_only=False)).sum())
+    return found
+
+
+def asks(requests: pa.Table, creates: np.ndarray) -> dict[str, float]:
+    """How often the scheduler was asked to place a create, on average and at most: a node
+    that keeps refusing shows as a create asked about again and again."""
+    per_create = requests.column("asks").to_numpy()[creates]
+    if not per_create.size:
+        return {"asks_mean": math.nan, "asks_max": 0}
+    return {"asks_mean": float(per_create.mean()), "asks_max": int(per_create.max())}
+
+
 def _equals(table: pa.Table, name: str, value: str) -> np.ndarray:
     """Where string column `name` is `value` (a null is not), compared by Arrow: turning the
     column into numpy would first make a Python string of every row."""
@@ -94,6 +117,8 @@ def seed_summary(
             f"failed_{r}": int((failed & _equals(requests, "reason", r)).sum())
             for r in FAILURE_REASONS
         },
+        **violations(requests, creates),
+        **asks(requests, creates),
         "kills": int(kills.sum()),
         "kills_failed": int((kills & failed_call).sum()),
         "creates_per_s": float(creates.sum() / sim_duration),
@@ -498,6 +523,12 @@ class Comparison:
     all_in_flight: bool
     """Whether in every seed each replica had all its creates in flight at once."""
     replicas: int
+    violations: dict[str, float] = field(default_factory=dict)
+    """Creates per seed placed against an eligibility rule, by rule (`violations_<rule>`), and
+    in all (`violations`): an external scheduler's mistakes."""
+    asks_max: int = 0
+    """The most times one create was asked about, over the seeds."""
+    asks_mean: float = math.nan
 
     @property
     def counting_differs(self) -> bool:
@@ -578,6 +609,17 @@ def comparisons(
                 in_flight_frac=float(mine["in_flight_frac"].mean()) if mine is not None else 0.0,
                 all_in_flight=bool(mine["all_in_flight"].all()) if mine is not None else False,
                 replicas=int(requests["replica"].nunique()) if len(requests) else 1,
+                violations={
+                    c: float(means.loc[strategy, c])
+                    for c in ("violations", *(f"violations_{r}" for r in RULES))
+                    if c in means.columns
+                },
+                asks_max=int(summary.loc[summary["strategy"] == strategy, "asks_max"].max())
+                if "asks_max" in summary.columns
+                else 0,
+                asks_mean=float(means.loc[strategy, "asks_mean"])
+                if "asks_mean" in means.columns
+                else math.nan,
             )
         )
     return found

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from harness.model.cluster.faults import COUNTERS
+from harness.model.scheduling.placement.eligibility import RULES
 
 
 class Direction(Enum):
@@ -112,6 +113,16 @@ def _count(name: str, direction: Direction, meaning: str, unit: str = "count") -
     return Column(name, "i64", unit, direction, COUNT, Source.SEED, meaning)
 
 
+VIOLATIONS = {
+    "excluded": "Of them: on a node the create already failed on (`Create.excluded`).",
+    "labels": "Of them: on a node without every label the create requires.",
+    "cpu_family": "Of them: on a node of another CPU family than the create's.",
+    "memory": "Of them: on a node whose memory, as the replica's ledger sees it, lacks room "
+    "under `placement.memory_overcommit`.",
+}
+"""What each `violations_<rule>` column counts, by eligibility rule (`RULES`: one column per
+rule, in its order)."""
+
 LOWER, HIGHER = Direction.LOWER, Direction.HIGHER
 NEUTRAL, IDENTITY = Direction.NEUTRAL, Direction.IDENTITY
 
@@ -172,6 +183,25 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         LOWER,
         "Failed creates: refused by a full node with `placement.retry_refused` false.",
     ),
+    _count(
+        "violations",
+        LOWER,
+        "Creates placed (or sent) on a node that breaks one of upstream's eligibility rules: an "
+        "external scheduler's mistakes (`external.on_violation`); 0 in process, always (the "
+        "`placements_keep_rules` invariant).",
+    ),
+    *(_count(f"violations_{rule}", LOWER, VIOLATIONS[rule]) for rule in RULES),
+    Column(
+        "asks_mean",
+        "f64",
+        "count",
+        LOWER,
+        RATIO,
+        Source.SEED,
+        "Times the scheduler was asked to place a create, mean over creates: 1, plus one per "
+        "refusal or failed RPC; a node refusing again and again shows here.",
+    ),
+    _count("asks_max", LOWER, "The most asks one create took."),
     _count("kills", NEUTRAL, "Kill calls issued."),
     _count("kills_failed", LOWER, "Kill calls that failed."),
     Column(

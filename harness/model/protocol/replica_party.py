@@ -98,6 +98,8 @@ class ReplicaHost(Recipient):
             req.attempts,
             req.failure,
             req.context,
+            req.asks,
+            req.violated or None,
         )
         req.context = None  # the client's, not needed here any more
         self.sink.emit(now, Kind.CREATE_DONE, req.client, answer)

@@ -18,6 +18,7 @@ from mypy_extensions import i64
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import NodeInfo, Outcome
 from harness.model.scheduling.ledger import Ledger
+from harness.model.scheduling.placement.eligibility import Eligibility
 from harness.model.scheduling.placement.pipeline import Pipeline
 from harness.model.scheduling.placement.placement_keys import PlacementSpec
 from harness.model.scheduling.replica_state import ReplicaState
@@ -38,6 +39,10 @@ class Choice(Protocol):
     """A chooser of nodes from outside the model's pipeline (`harness.external.replica`)."""
 
     def choose(self, scheduler: Scheduler, req: CreateRequest, now: float) -> int | None: ...
+
+    def violated(self, scheduler: Scheduler, req: CreateRequest, node: int, rules: str) -> None:
+        """Its answer `node` for `req` broke eligibility `rules` (joined by "+"): raise to stop
+        the run, or return to let the placement go on, counted."""
 
 
 class Scheduler(ReplicaState):
@@ -60,6 +65,9 @@ class Scheduler(ReplicaState):
         """Who chooses instead of the pipeline: an external scheduler, or None. Apart from the
         pipeline, so the pipeline stays a final compiled class (no interpreted subclass)."""
         self.placed_hooks = self.pipeline.placed_hooks if remote is None else []
+        self.eligibility = Eligibility(rules)
+        """Every choice is checked against upstream's eligibility rules: a pipeline's by its
+        own filters already (the `placements_keep_rules` invariant), a remote one's not."""
 
     def choose(self, req: CreateRequest, now: float) -> int | None:
         """The node the placement pipeline (or the remote chooser) picks for `req`; None: no
@@ -72,15 +80,29 @@ class Scheduler(ReplicaState):
     def start_create(self, req: CreateRequest, now: float) -> int | None:
         """Choose a node and StartPlacing on it; None means "failed to place"."""
         node = self.choose(req, now)
+        req.asks += 1
         if node is None:
             req.failure = "no_candidate"
             return None
+        broken = self.eligibility.broken(self, node, req, now)
+        if broken:
+            self.violated(req, node, broken)
         self.starting[node] += 1
         self.pending_cpu[node] += req.vcpu
         req.node = node
         req.rpcs += 1
         self.ledger.create_started(req, now)
         return node
+
+    def violated(self, req: CreateRequest, node: int, rules: str) -> None:
+        """`req`'s placement on `node` breaks `rules`: recorded on the create (each rule once),
+        and told to the remote chooser, which may stop the run."""
+        for rule in rules.split("+"):
+            if rule not in req.violated.split("+"):
+                req.violated = rule if not req.violated else req.violated + "+" + rule
+        remote = self.remote
+        if remote is not None:
+            remote.violated(self, req, node, rules)
 
     def finish_create(
         self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None = None

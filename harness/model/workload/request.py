@@ -33,6 +33,7 @@ class CreateRequest:
     """One logical create as the client sees it, across all its RPCs."""
 
     __slots__ = (
+        "asks",
         "attempts",
         "client",
         "context",
@@ -47,6 +48,7 @@ class CreateRequest:
         "shape",
         "skips",
         "vcpu",
+        "violated",
     )
 
     def __init__(
@@ -63,9 +65,15 @@ class CreateRequest:
         self.context: object = None
         """What the client needs back with the answer (the scheduler only carries it)."""
         self.attempts = 0
+        self.asks = 0
+        """Times a scheduler was asked to choose a node for it (one more than its RPCs when
+        the last ask found none)."""
         self.rpcs = 0
         self.skips = 0
         self.excluded: set[int] | None = None
         self.node = -1
+        self.violated = ""
+        """The eligibility rules its placements broke, joined by "+"
+        (`harness.model.scheduling.placement.eligibility`); "" while none has."""
         self.failure: str | None = None
         """Why the create failed (`harness.model.scheduling.scheduler`); None while it has not."""
