@@ -228,7 +228,7 @@ def _until_done(
     try:
         work()
     except KeyboardInterrupt as e:
-        console.print(f"[red]{_signal_word(e)}[/red]: {printable(kept())}")
+        _stopped(e, kept())
         return exit_code(e)
     except EngineError as e:
         print(f"harness: error: {printable(f'{e}; {kept()}')}", file=sys.stderr)
@@ -243,6 +243,17 @@ def _until_done(
         if progress is not None:
             progress.close()
     return None
+
+
+def _stopped(error: BaseException, kept: str) -> None:
+    """The line said when a signal stops the command: what it left, on stderr with the errors
+    (stdout holds results, which a stopped command has not printed)."""
+    print(f"{_signal_word(error)}: {printable(kept)}", file=sys.stderr)
+
+
+def _notice(line: str) -> None:
+    """A line about the run's state (a damaged part run again) on stderr, beside the errors."""
+    print(f"harness: {printable(line)}", file=sys.stderr)
 
 
 def _signal_word(error: BaseException) -> str:
@@ -314,7 +325,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     progress = None if args.quiet else LazyProgress(config.run.name)
     resume = args.resume is not None
     stopped = _until_done(
-        lambda: run(config, strategies, out, progress, args.overwrite, run_id, resume),
+        lambda: run(config, strategies, out, progress, args.overwrite, run_id, resume, _notice),
         progress,
         console,
         lambda: state_of(out),
@@ -329,7 +340,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
             _write_report(out, console)
     except KeyboardInterrupt as e:  # the run is whole on disk: say so, and of the report
         unwritten = "" if args.no_report else "; report.html not written"
-        console.print(f"[red]{_signal_word(e)}[/red]: {printable(state_of(out))}{unwritten}")
+        _stopped(e, f"{state_of(out)}{unwritten}")
         return exit_code(e)
     return _threshold_code(meta["thresholds"])
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -254,7 +255,7 @@ def test_a_run_interrupted_after_any_seed_resumes_to_the_files_of_a_straight_run
     monkeypatch.setenv(phase_hooks.SIGNAL_AT, f"seed#{stop_at}=INT")
     capsys.readouterr()
     assert main(["run", HERD, *RUN, *QUIET, "--out", str(out)]) == 130
-    said = " ".join(capsys.readouterr().out.split())  # as wrapped to the console's width
+    said = capsys.readouterr().err
     assert f"{stop_at - 1} of 6 seeds finished are kept in {out}" in said
     assert f"harness run --resume {out}" in said
     assert len(_consistent(out)["finished"]) == stop_at - 1
@@ -266,6 +267,44 @@ def test_a_run_interrupted_after_any_seed_resumes_to_the_files_of_a_straight_run
         meta["completed"]
         and meta["finished"] == json.loads((straight / "run.json").read_text())["finished"]
     )
+
+
+def _harness(*args: str, signal_at: str = "") -> subprocess.CompletedProcess:
+    """`harness ARGS` as its own process (`python -m harness`), sending itself the signals of
+    `signal_at` at their phases (`harness.results.interrupts.SIGNAL_AT`)."""
+    env = {**ENV, interrupts.SIGNAL_AT: signal_at}
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    "engine", ["virtual", pytest.param("ray", marks=[pytest.mark.ray, pytest.mark.slow])]
+)
+def test_a_resumed_run_never_runs_a_kept_seed_again(engine, tmp_path):
+    """Issue 32: an interrupted run closed its files and dropped its parts, so --resume ran
+    every seed again. The kept seeds' rows come back byte for byte, their engine_wall_s too:
+    not run again (on Ray a rerun would be another run, not the one the message kept)."""
+    out = tmp_path / "run"
+    run = ["run", HERD, "--seeds", "3", "--set", "run.duration_s=1", "--engine", engine]
+    stopped = _harness(*run, *QUIET, "--out", str(out), signal_at="seed#3=INT")
+    assert stopped.returncode == 130, stopped.stderr[-2000:]
+    said = " ".join(stopped.stderr.split())
+    assert f"interrupted: 2 of 3 seeds finished are kept in {out}" in said, said
+    kept = load_run(out)[1]
+    assert sorted(kept["summary"]["seed"]) == [0, 1]
+    resumed = _harness("run", "--resume", str(out), *QUIET)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    meta, frames = load_run(out)
+    assert meta["completed"] and sorted(frames["summary"]["seed"]) == [0, 1, 2]
+    for name in TABLES:
+        again = frames[name][frames[name]["seed"].isin([0, 1])].reset_index(drop=True)
+        pd.testing.assert_frame_equal(again, kept[name], check_exact=True)
+    assert (kept["summary"]["engine_wall_s"] > 0).all()
 
 
 def test_a_resumed_run_drops_its_partial_seed_and_a_commit_cut_short(tmp_path):

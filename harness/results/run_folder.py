@@ -6,13 +6,16 @@ A run folder holds `summary.parquet`, `nodes.parquet`, `requests.parquet`,
 `timeline.parquet` and `run.json`. `run.json` is written first with `"completed": false`,
 brought up to date now and then as seeds finish and rewritten at the end. Each (strategy,
 seed) is committed as soon as it finishes: its tables and a `seed.json` saying which seed it
-is are written into `parts/.<n>.tmp/`, which is then renamed `parts/<n>/` (one atomic rename,
-so a seed is on disk whole or not at all). While `parts/` exists, it is the truth: readers
-(`load_run`, `--resume`) take the seeds and their invariant checks from it, whatever an
-older run.json says. Closing the run writes each table gathered from the parts to a
-temporary file, renames the four into place only once all are written, then writes run.json
-and removes `parts/`. A close that fails (say, the disk is full) removes its temporary
-files, keeps the parts and says in run.json why the run is incomplete; `--resume` finishes it.
+is, with each table's row count and checksum (`files`), are written into `parts/.<n>.tmp/`,
+which is then renamed `parts/<n>/` (one atomic rename, so a seed is on disk whole or not at
+all). While `parts/` exists, it is the truth: readers (`load_run`, `--resume`) take the seeds
+and their invariant checks from it, whatever an older run.json says, and check every part
+against its `files` first (`check_part`): a damaged one is named, and `--resume` runs its seed
+again. Closing the run writes each table gathered from the parts to a temporary file, renames
+the four into place only once all are written, then writes run.json; only a run that
+completed removes `parts/`, so an interrupted one keeps its finished seeds for `--resume`. A
+close that fails (say, the disk is full) removes its temporary files, keeps the parts and
+says in run.json why the run is incomplete; `--resume` finishes it.
 
 A run owns its folder: it claims it under a lock (`harness.results.atomic_files.FolderLock`) held
 until it ends, and only if the folder is new or empty, or holds results and `overwrite` was asked,
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import platform
@@ -31,7 +35,7 @@ import shutil
 import signal
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -257,17 +261,77 @@ SEED_TYPES: dict[str, type | tuple[type, ...]] = {
     "seed": int,
     "partial": bool,
     "invariants": list,
+    "files": dict,
 }
-"""What a seed's seed.json holds, and its type."""
+"""What a seed's seed.json holds, and its type. `files`: for each table of the part, the
+`rows` and the `sha256` of its file as committed."""
+PARTIAL_TABLES = ("requests", "timeline")
+"""The tables a partial seed keeps: a summary of half a seed would mix into the statistics."""
+
+
+def tables_of(record: dict[str, Any]) -> tuple[str, ...]:
+    """The tables a committed part holds, as its seed.json says whether it is partial."""
+    return PARTIAL_TABLES if record["partial"] else tuple(TABLES)
+
+
+def sha256_of(path: Path) -> str:
+    """The SHA-256 of a file's bytes, read a block at a time."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def part_folders(folder: Path) -> list[Path]:
+    """The seeds' folders under `folder/parts`, in the order they were written; temporary
+    folders (a commit cut short) are not among them."""
+    parts = [p for p in (folder / PARTS).glob("[0-9]*") if p.name.isdigit()]
+    return sorted(parts, key=lambda p: int(p.name))
 
 
 def committed(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
     """The seeds committed under `folder/parts`, each (its folder, its seed.json), in the
-    order they were written; temporary folders (a commit cut short) are not among them."""
-    seeds = []
-    for part in sorted((folder / PARTS).glob("[0-9]*"), key=lambda p: int(p.name)):
-        seeds.append((part, read_record(part / SEED_FILE, SEED_TYPES, "a seed's")))
-    return seeds
+    order they were written; only seed.json is read (see `verified`)."""
+    return [(p, read_record(p / SEED_FILE, SEED_TYPES, "a seed's")) for p in part_folders(folder)]
+
+
+def verified(folder: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """`committed`, each part checked first (`check_part`): ResultsError naming the first
+    damaged file."""
+    return [(p, check_part(p)) for p in part_folders(folder)]
+
+
+def check_part(part: Path) -> dict[str, Any]:
+    """The seed.json of a committed part once each of its tables is found as committed:
+    present, a readable Parquet file with its table's columns, and the row count and the
+    checksum seed.json recorded; ResultsError naming the file and what is wrong otherwise."""
+    record = read_record(part / SEED_FILE, SEED_TYPES, "a seed's")
+    for name in tables_of(record):
+        path = part / f"{name}.parquet"
+        entry = record["files"].get(name)
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("rows"), int)
+            and isinstance(entry.get("sha256"), str)
+        ):
+            raise ResultsError(f"{part / SEED_FILE} lacks the rows and checksum of {path.name}")
+        if not path.is_file():
+            raise ResultsError(f"{path} is missing")
+        try:
+            footer = pq.read_metadata(path)
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise ResultsError(f"{path} is not a readable Parquet file: {_first_line(e)}") from None
+        missing = [c for c in TABLES[name].names if c not in footer.schema.names]
+        if missing:
+            raise ResultsError(f"{path} lacks the column {missing[0]!r}: not a {name} table")
+        if footer.num_rows != entry["rows"]:
+            raise ResultsError(
+                f"{path} holds {footer.num_rows} rows, not the {entry['rows']} committed"
+            )
+        if sha256_of(path) != entry["sha256"]:
+            raise ResultsError(f"{path} is not the file committed (its checksum differs)")
+    return record
 
 
 def _in_run_order(
@@ -297,7 +361,8 @@ def _listed(meta: dict[str, Any], seeds: list[tuple[Path, dict[str, Any]]]) -> N
 class RunWriter:
     """Writes a run folder incrementally; use as a context manager so it is always closed.
     With `resume`, continues the unfinished run in `out_dir` (see `resumable`): its finished
-    seeds (`done`) are kept, its partial ones dropped to be run again."""
+    seeds (`done`) are kept, its partial ones dropped to be run again, and so is a damaged
+    part (`check_part`), named in a line given to `notice`."""
 
     def __init__(
         self,
@@ -310,8 +375,10 @@ class RunWriter:
         resume: bool = False,
         run_id: str | None = None,
         plugins: dict[str, Any] | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         self.out_dir = Path(out_dir)
+        self._notice = notice or (lambda line: None)
         self.done: set[tuple[str, int]] = set()
         self._next = 0
         self._meta_due = 0.0
@@ -361,14 +428,22 @@ class RunWriter:
         self.run_id = self.meta["run_id"]
         for tmp in (self.out_dir / PARTS).glob(".*"):
             shutil.rmtree(tmp)  # a commit cut short
-        seeds = committed(self.out_dir)
-        for part, record in seeds:
+        parts = part_folders(self.out_dir)
+        kept = []
+        for part in parts:
+            try:
+                record = check_part(part)
+            except ResultsError as e:
+                self._notice(f"{e}: its seed runs again")
+                shutil.rmtree(part)
+                continue
             if record["partial"]:
                 shutil.rmtree(part)
-        kept = [(p, r) for p, r in seeds if not r["partial"]]
+            else:
+                kept.append((part, record))
         _listed(self.meta, _in_run_order(kept, self.meta))
         self.done = {(r["strategy"], r["seed"]) for _, r in kept}
-        self._next = int(seeds[-1][0].name) + 1 if seeds else 0
+        self._next = int(parts[-1].name) + 1 if parts else 0
         self.meta["completed"] = False
         self.meta.pop("error", None)
         self.meta["resumed_at"] = datetime.now(UTC).isoformat(timespec="seconds")
@@ -392,6 +467,7 @@ class RunWriter:
         key = [result.summary["strategy"], result.summary["seed"]]
         record = {"strategy": key[0], "seed": key[1], "partial": partial}
         record["invariants"] = checks or []
+        record["files"] = {}
         folder = self.out_dir / PARTS / f"{self._next:05d}"
         tmp = folder.with_name(f".{folder.name}.tmp")
         with phase_hooks.uncut():
@@ -399,6 +475,8 @@ class RunWriter:
                 tmp.mkdir(parents=True)
                 for name, part in parts.items():
                     pq.write_table(stamped(part, self.run_id), tmp / f"{name}.parquet")
+                    sha256 = sha256_of(tmp / f"{name}.parquet")
+                    record["files"][name] = {"rows": part.num_rows, "sha256": sha256}
                 (tmp / SEED_FILE).write_text(json.dumps(record, default=str))
                 phase_hooks.at("commit")
                 os.rename(tmp, folder)
@@ -439,7 +517,7 @@ class RunWriter:
             self._lock.release()
 
     def _close(self, completed: bool, error: str | None) -> None:
-        seeds = _in_run_order(committed(self.out_dir), self.meta)
+        seeds = _in_run_order(verified(self.out_dir), self.meta)
         _listed(self.meta, seeds)
         writes = {
             self.out_dir / f"{name}.parquet": parquet_writer(schema, _tables(seeds, name))
@@ -459,7 +537,8 @@ class RunWriter:
             with contextlib.suppress(WriteFailed):  # the failure said is the first one
                 self._write_meta()
             raise
-        shutil.rmtree(self.out_dir / PARTS, ignore_errors=True)
+        if completed:  # an unfinished run keeps its parts: `--resume` reads them
+            shutil.rmtree(self.out_dir / PARTS, ignore_errors=True)
 
     def __enter__(self) -> RunWriter:
         return self
@@ -470,16 +549,16 @@ class RunWriter:
             return
         # What stopped the run is what the user is told; a close failing after it (the disk
         # that was full still is) is written in run.json beside it.
-        with contextlib.suppress(WriteFailed):
+        with contextlib.suppress(WriteFailed, ResultsError):
             self.close(completed=False, error=stopped_by(exc))
 
 
 def _tables(seeds: list[tuple[Path, dict[str, Any]]], name: str) -> Iterator[pa.Table]:
     """Table `name` of each of `seeds` that has it (a partial seed has no summary), read one at
     a time as the writer asks."""
-    for part, _ in seeds:
-        if (part / f"{name}.parquet").is_file():
-            yield pq.read_table(part / f"{name}.parquet")
+    for part, record in seeds:
+        if name in tables_of(record):
+            yield _read_table(part / f"{name}.parquet", TABLES[name])
 
 
 def stopped_by(exc: BaseException | None) -> str:
@@ -556,7 +635,7 @@ def load_run(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     are read, and run.json's lists are brought in line with them."""
     folder = Path(path)
     meta = read_meta(folder)
-    seeds = committed(folder) if (folder / PARTS).is_dir() else None
+    seeds = verified(folder) if (folder / PARTS).is_dir() else None
     if seeds is not None:
         seeds = _in_run_order(seeds, meta)
         _listed(meta, seeds)
@@ -564,7 +643,7 @@ def load_run(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     for name, schema in TABLES.items():
         file = folder / f"{name}.parquet"
         if seeds is not None:
-            files = [p / file.name for p, _ in seeds if (p / file.name).is_file()]
+            files = [p / file.name for p, r in seeds if name in tables_of(r)]
         elif file.is_file():
             files = [file]
         else:

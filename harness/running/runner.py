@@ -43,6 +43,7 @@ def run(
     overwrite: bool = False,
     run_id: str | None = None,
     resume: bool = False,
+    notice: Callable[[str], None] | None = None,
 ) -> Path:
     """Run every strategy on the same seeds; each finished (strategy, seed) is on disk at once.
 
@@ -54,7 +55,8 @@ def run(
     to run.json; failing them is for the caller to act on. `run_id` is the id every table
     carries (`harness.results.run_folder.new_run_id`), a new one if not given. With `resume`,
     `out_dir` holds this run unfinished (`harness.results.run_folder.resumable`): its finished
-    seeds are kept and only the others run, so the files are those of a run never stopped.
+    seeds are kept and only the others run, so the files are those of a run never stopped; a
+    damaged part is named in a line given to `notice` and its seed run again.
     """
     phase_hooks.at("start")
     if resume:
@@ -79,6 +81,7 @@ def run(
             placement_record(
                 config.placement, strategies, config.cluster.node_count, config.external.active
             ),
+            notice,
         ) as writer,
     ):
         done = len(writer.done)
