@@ -322,6 +322,19 @@ def test_a_resumed_run_drops_its_partial_seed_and_a_commit_cut_short(tmp_path):
     assert _keys(load_run(tmp_path)[1]["requests"]) == {("stale", 0)}
 
 
+def test_rerunning_into_a_run_killed_before_any_seed_suggests_resume(tmp_path, capsys):
+    """Issue 32: after a SIGKILL before any seed finished, running again into the folder
+    suggested --overwrite, which throws away what --resume keeps."""
+    out = tmp_path / "run"
+    config = scenario(run={"duration_s": 2.0, "seeds": 2})
+    RunWriter(out, config.to_dict(), ["stale"], [0, 1], "virtual")._lock.release()  # killed
+    args = ["run", HERD, "--seeds", "2", "--set", "run.duration_s=2", *QUIET, "--out", str(out)]
+    assert main(args) == 2
+    _one_line(capsys.readouterr().err, "unfinished run", f"harness run --resume {out}")
+    assert main(["run", "--resume", str(out), *QUIET]) == 0
+    assert load_run(out)[0]["finished"] == [["stale", 0], ["stale", 1]]
+
+
 @pytest.mark.parametrize(
     "change,said",
     [
@@ -448,6 +461,83 @@ def test_report_on_a_damaged_seed_of_an_unclosed_run_is_one_line(tmp_path, capsy
         (tmp_path / PARTS / "00000" / "seed.json").write_text(damaged)
         assert main(["report", str(tmp_path)]) == 2
         _one_line(capsys.readouterr().err, "seed.json")
+
+
+# -- damaged parts of an unfinished run: report names them, --resume runs their seed again ---
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory) -> Path:
+    """A run of 3 seeds interrupted as its third began: parts 00000 and 00001 kept."""
+    out = tmp_path_factory.mktemp("stopped") / "run"
+    args = ["run", HERD, "--seeds", "3", "--set", "run.duration_s=2", *QUIET, "--out", str(out)]
+    assert _harness(*args, signal_at="seed#3=INT").returncode == 130
+    return out
+
+
+def _bit_flipped(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _seed_json(change):
+    def damage(path: Path) -> None:
+        path.write_text(json.dumps(change(json.loads(path.read_text()))))
+
+    return damage
+
+
+def _first_file(change):
+    def edit(record: dict) -> dict:
+        name = next(iter(record["files"]))
+        return {**record, "files": {**record["files"], name: change(record["files"][name])}}
+
+    return _seed_json(edit)
+
+
+PART_DAMAGE = {**DAMAGE, "bit-flipped": _bit_flipped, "deleted": lambda p: p.unlink()}
+SEED_JSON_DAMAGE = {
+    **{k: JSON_DAMAGE[k] for k in ("truncated", "empty", "list", "number", "not-utf8")},
+    "empty-object": JSON_DAMAGE["empty-object"],
+    "files-dropped": _seed_json(lambda r: {k: v for k, v in r.items() if k != "files"}),
+    "files-emptied": _seed_json(lambda r: {**r, "files": {}}),
+    "rows-altered": _first_file(lambda f: {**f, "rows": f["rows"] + 1}),
+    "checksum-altered": _first_file(lambda f: {**f, "sha256": "0" * 64}),
+    "checksum-a-number": _first_file(lambda f: {**f, "sha256": 7}),
+}
+PART_CASES = [(f"{t}.parquet", d) for t in TABLES for d in PART_DAMAGE] + [
+    ("seed.json", d) for d in SEED_JSON_DAMAGE
+]
+
+
+@pytest.mark.parametrize("file,damage", PART_CASES, ids=[f"{f}-{d}" for f, d in PART_CASES])
+def test_a_damaged_part_is_named_by_report_and_run_again_by_resume(
+    file, damage, stopped_run, tmp_path, capsys
+):
+    """Issue 32: a damaged part jammed the folder (a traceback on every resume), and a part
+    missing nodes.parquet was gathered without it, silently. Now report names the file in one
+    line (exit 2); --resume names it in one line, runs that seed again and completes, the
+    undamaged part kept as it was."""
+    out = tmp_path / "damaged"
+    shutil.copytree(stopped_run, out)
+    kept = load_run(out)[1]
+    (PART_DAMAGE if file.endswith(".parquet") else SEED_JSON_DAMAGE)[damage](
+        out / PARTS / "00000" / file
+    )
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 2
+    _one_line(capsys.readouterr().err, "harness: error: ", str(out / PARTS / "00000"), file)
+    assert main(["run", "--resume", str(out), *QUIET]) == 0
+    _one_line(capsys.readouterr().err, str(out / PARTS / "00000"), file, "its seed runs again")
+    meta = _consistent(out)
+    assert meta["completed"] and meta["finished"] == [["stale", 0], ["stale", 1], ["stale", 2]]
+    assert not (out / PARTS).exists()
+    frames = load_run(out)[1]
+    for name in TABLES:  # seed 1 was not run again: its rows are those kept
+        again = frames[name][frames[name]["seed"] == 1].reset_index(drop=True)
+        before = kept[name][kept[name]["seed"] == 1].reset_index(drop=True)
+        pd.testing.assert_frame_equal(again, before, check_exact=True)
 
 
 SWEEP_DAMAGE = {

@@ -117,6 +117,11 @@ def check_out_dir(out_dir: Path, overwrite: bool = False) -> None:
         return
     held = holder(out_dir)
     if held is not None and not overwrite:
+        if held == "run" and _unfinished(out_dir):
+            raise ResultsError(
+                f"{out_dir} holds an unfinished run: harness run --resume {out_dir} finishes "
+                "it; or give another --out, or --overwrite to replace it"
+            )
         raise ResultsError(
             f"{out_dir} holds a {held}; give another --out, or --overwrite to replace it"
         )
@@ -128,6 +133,14 @@ def check_out_dir(out_dir: Path, overwrite: bool = False) -> None:
         raise ResultsError(
             f"{out_dir} is not empty and holds no results; give a new or an empty folder"
         )
+
+
+def _unfinished(folder: Path) -> bool:
+    """Whether `folder` holds a readable run.json of a run that has not completed."""
+    try:
+        return not read_meta(folder)["completed"]
+    except ResultsError:
+        return False
 
 
 def lock_folder(out_dir: Path) -> FolderLock:
@@ -327,10 +340,13 @@ def check_part(part: Path) -> dict[str, Any]:
             raise ResultsError(f"{path} lacks the column {missing[0]!r}: not a {name} table")
         if footer.num_rows != entry["rows"]:
             raise ResultsError(
-                f"{path} holds {footer.num_rows} rows, not the {entry['rows']} committed"
+                f"{path} holds {footer.num_rows} rows, not the {entry['rows']} its {SEED_FILE} "
+                "recorded at commit"
             )
         if sha256_of(path) != entry["sha256"]:
-            raise ResultsError(f"{path} is not the file committed (its checksum differs)")
+            raise ResultsError(
+                f"{path} is not the file committed: its checksum differs from its {SEED_FILE}'s"
+            )
     return record
 
 
