@@ -271,8 +271,8 @@ def test_a_run_interrupted_after_any_seed_resumes_to_the_files_of_a_straight_run
 
 def _harness(*args: str, signal_at: str = "") -> subprocess.CompletedProcess:
     """`harness ARGS` as its own process (`python -m harness`), sending itself the signals of
-    `signal_at` at their phases (`harness.results.interrupts.SIGNAL_AT`)."""
-    env = {**ENV, interrupts.SIGNAL_AT: signal_at}
+    `signal_at` at their phases (`harness.results.phase_hooks.SIGNAL_AT`)."""
+    env = {**ENV, phase_hooks.SIGNAL_AT: signal_at}
     return subprocess.run(
         [sys.executable, "-m", "harness", *args],
         env=env,
