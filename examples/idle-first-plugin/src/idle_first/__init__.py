@@ -1,7 +1,7 @@
 """An example plugin package for herd-harness, installed like any other package.
 
-It declares two plugins under herd-harness's entry-point groups (see pyproject.toml), so a
-config names them without any import path:
+It imports only `harness.api`, the harness's public plugin API, and declares two plugins under
+its entry-point groups (see pyproject.toml), so a config names them without any import path:
 
     [placement]
     scorers = ["reference", "idle_first=0.5"]
@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.model.scheduling.ledgers.optimistic import OptimisticLedger
-from harness.model.scheduling.placement import Scorer
+from harness.api import OptimisticLedger, Scorer
 
 
 class IdleFirst(Scorer):
