@@ -203,6 +203,7 @@ def _argument(action: argparse.Action) -> str:
 EXAMPLES = {
     "run": "harness run configs/seed-herd.toml --compare stale,optimistic --seeds 5",
     "sweep": "harness sweep configs/sweep-reference.toml --out results/reference",
+    "search": "harness search configs/searches/optimistic.toml --trials 100",
     "report": "harness report results/reference",
     "plugins": "harness plugins",
     "keys": "harness keys --markdown",

@@ -20,6 +20,7 @@ from rich.console import Console
 
 import harness
 from harness.config import Config, ConfigError, load, stored_config, trace_file
+from harness.config.search_file import load_search, stored_search, with_budget
 from harness.config.sweep_file import load_sweep
 from harness.engines import ENGINES, EngineError
 from harness.engines.ray_setup import ray_scope
@@ -28,11 +29,13 @@ from harness.external import SchedulerError
 from harness.model.catalogue import catalogue
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
+from harness.presentation.search_report import SearchLine, print_search
 from harness.presentation.terminal import LazyProgress, SweepBar, print_keys, print_run, print_sweep
 from harness.results import phase_hooks
 from harness.results.atomic_files import WriteFailed
 from harness.results.invariants import InvariantError
 from harness.results.run_folder import ResultsError, load_run, new_run_id, resumable, state_of
+from harness.results.search_folder import load_search_results, read_search_meta, search_state
 from harness.results.sweep_folder import is_sweep, load_sweep_results, sweep_state
 from harness.results.thresholds import FORM, not_run
 from harness.running import interrupts
@@ -62,7 +65,7 @@ EXIT_CODES = {
     143: "stopped by SIGTERM; what finished is on disk, and the line says what",
 }
 """What each exit code of `harness` means: the reference's table (docs/gen_reference.py)."""
-COMMANDS = "run, sweep, report, keys or plugins"
+COMMANDS = "run, sweep, search, report, keys or plugins"
 FORCE_HELP = (
     "run even what the budget refuses: more memory than this machine has available, or over "
     "a day of computing (docs: Configuration keys)"
@@ -144,6 +147,36 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-report", action="store_true", help="do not write report.html")
+
+    s = sub.add_parser(
+        "search", help="search a space of scenarios for where a design does worst, on Ray"
+    )
+    s.add_argument("search", nargs="?", help="search TOML file (a [search] table; see configs/)")
+    s.add_argument("--out", type=Path, help="output folder (default results/<name>/)")
+    s.add_argument(
+        "--resume",
+        type=Path,
+        metavar="DIR",
+        help="go on with the search in DIR: its finished trials are kept, the rest run",
+    )
+    s.add_argument("--address", help="join this Ray cluster (default RAY_ADDRESS, else local)")
+    s.add_argument("--trials", type=int, metavar="N", help="overrides the search's trials")
+    s.add_argument(
+        "--wall-s", type=float, metavar="S", help="overrides the search's wall_s (seconds)"
+    )
+    s.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="override a key of the base config; repeatable",
+    )
+    s.add_argument(
+        "--in-process", action="store_true", help="run the trials in this process, without Ray"
+    )
+    s.add_argument("--quiet", action="store_true", help="no progress line")
+    s.add_argument("--no-report", action="store_true", help="do not write report.html")
 
     w = sub.add_parser("sweep", help="run every cell of a sweep file on Ray")
     w.add_argument("sweep", help="sweep TOML file (a [sweep] table; see configs/)")
@@ -386,6 +419,41 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
     return _threshold_code([r for c in meta["cells"] for r in c.get("thresholds", [])])
 
 
+def _cmd_search(args: argparse.Namespace, console: Console) -> int:
+    from harness.running.search_runner import run_search  # optuna, ray: only when searching
+
+    if args.resume is not None:
+        if args.search is not None or args.out is not None or args.overrides:
+            raise ConfigError("--resume", "goes on with DIR's own search: no file, --out or --set")
+        search = stored_search(read_search_meta(args.resume), args.resume / "search.json")
+    elif args.search is None:
+        raise ConfigError("search", "a search TOML file is required (or --resume DIR)")
+    else:
+        search = load_search(args.search, args.overrides)
+    for flag, value in (("--trials", args.trials), ("--wall-s", args.wall_s)):
+        if value is not None and not value > 0:
+            raise ConfigError(flag, f"must be above 0, got {value}")
+    search = with_budget(search, args.trials, args.wall_s)
+    out = _writable_name(args.resume or args.out or Path("results") / search.name)
+    progress = None if args.quiet else SearchLine(search.name, console)
+    stopped = _until_done(
+        lambda: run_search(
+            search, out, progress, args.address, not args.in_process, args.resume is not None
+        ),
+        progress,
+        console,
+        lambda: search_state(out),
+    )
+    if stopped is not None:
+        return stopped
+    meta, trials = load_search_results(out)
+    print_search(meta, trials, console)
+    console.print(f"results: {out}")
+    if not args.no_report:
+        _write_report(out, console)
+    return 0
+
+
 def _check_threshold_strategies(config: Config, strategies: list[str]) -> None:
     """Refuses, before anything runs, a threshold on a strategy that will not run."""
     unchecked = not_run(config.thresholds, strategies)
@@ -468,6 +536,7 @@ def _command(argv: list[str] | None, console: Console) -> int:
         commands = {
             "run": _cmd_run,
             "sweep": _cmd_sweep,
+            "search": _cmd_search,
             "report": _cmd_report,
             "plugins": _cmd_plugins,
             "keys": _cmd_keys,

@@ -217,7 +217,7 @@ def test_a_section_that_is_not_a_table_is_named(text, overrides, message, tmp_pa
     [
         (["run", "{config}", "--seeds", "abc"], "argument --seeds: invalid int value: 'abc'"),
         (["run", "{config}", "--engine", "gpu"], "argument --engine: invalid choice: 'gpu'"),
-        ([], "a command is required: run, sweep, report, keys or plugins"),
+        ([], "a command is required: run, sweep, search, report, keys or plugins"),
         (["bogus"], "argument command: invalid choice: 'bogus'"),
         (["run"], "config: a scenario TOML file is required (or --resume DIR)"),
         (["run", "{config}", "--nope"], "unrecognized arguments: --nope"),

@@ -15,9 +15,11 @@ from harness.model.cluster.heartbeat import HeartbeatPlan
 from harness.model.scheduling.placement.record import drawn
 from harness.presentation import plots
 from harness.presentation.headline import headline, plugins_line, same_as
+from harness.presentation.search_report import search_page
 from harness.results import phase_hooks
 from harness.results.atomic_files import write_text
 from harness.results.run_folder import load_run
+from harness.results.search_folder import is_search
 from harness.results.statistics import (
     FLAT_TOLERANCE,
     Comparison,
@@ -55,9 +57,12 @@ LATE_MS = ("heartbeat_late_p50_ms", "heartbeat_late_p99_ms")
 
 
 def write_report(folder: str | Path) -> Path:
-    """Write `report.html` into a run's or a sweep's folder and return its path."""
+    """Write `report.html` into a run's, a sweep's or a search's folder; return its path."""
     folder = Path(folder)
-    title, body = _sweep(folder) if is_sweep(folder) else _run(folder)
+    if is_search(folder):
+        title, body = search_page(folder)
+    else:
+        title, body = _sweep(folder) if is_sweep(folder) else _run(folder)
     page = (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>"

@@ -48,13 +48,13 @@ def uncut() -> Iterator[None]:
 SIGNAL_AT = "HARNESS_TEST_SIGNAL_AT"
 """Tests only: comma-separated `PHASE=SIG` (e.g. `seed#2=TERM`, `commit=INT,close=INT`): this
 process sends itself SIG when it reaches PHASE (`at`), or its Nth time with `PHASE#N`
-(`rows=STOP` pauses it there, for a test to act on a run known to have rows, then SIGCONT).
-The phases, in the order a command meets them: start (a run or sweep, before anything is
-made), ray-init (Ray just up, its handlers not yet put back), seed (each seed of a run begins),
-rows (the Ray driver has spooled a seed's first request rows), commit (a seed's files written,
-not yet renamed into place), cell (a sweep's cell about to be written), close (the run's tables
-about to be gathered), report (report.html about to be written), shutdown (the command done,
-Ray about to be stopped), done (all over)."""
+(`rows=STOP` pauses it there, for a test to act on a run known to have rows, then SIGCONT). The
+phases, in the order a command meets them: start (a run or sweep, before anything is made),
+ray-init (Ray just up, its handlers not yet put back), seed (each seed of a run begins), rows
+(the Ray driver has spooled a seed's first request rows), commit (a seed's files written, not
+yet renamed into place), cell (a sweep's cell about to be written), trial (a search's trial
+about to be written), close (the run's tables about to be gathered), report (report.html about
+to be written), shutdown (the command done, Ray about to be stopped), done (all over)."""
 
 _seen: dict[str, int] = {}
 

@@ -62,7 +62,7 @@ class ResultsError(ValueError):
     """A folder given as results is not one (or not a readable one), or cannot be written."""
 
 
-MARKS = {"run.json": "run", "sweep.json": "sweep"}
+MARKS = {"run.json": "run", "sweep.json": "sweep", "search.json": "search"}
 """The file that says what a results folder holds."""
 
 META_MIN_INTERVAL_S = 1.0
@@ -73,11 +73,12 @@ seed made a run's time grow with the square of its seeds."""
 
 
 def holder(folder: Path) -> str | None:
-    """What a results folder holds, "run" or "sweep", or None; a folder holding both (an
-    older harness let a run write into a sweep's folder) is unreadable as either."""
+    """What a results folder holds, "run", "sweep" or "search", or None; a folder holding two
+    (an older harness let a run write into a sweep's folder) is unreadable as either."""
     held = [kind for mark, kind in MARKS.items() if (folder / mark).is_file()]
     if len(held) > 1:
-        raise ResultsError(f"{folder} holds both a run and a sweep; it cannot be read as either")
+        both = " and a ".join(held)
+        raise ResultsError(f"{folder} holds both a {both}; it cannot be read as either")
     return held[0] if held else None
 
 

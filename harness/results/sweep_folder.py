@@ -69,8 +69,9 @@ class SweepStore:
 
     def _open(self) -> None:
         sweep = self.sweep
-        if holder(self.out_dir) == "run":
-            raise ResultsError(f"{self.out_dir} holds a run, not a sweep; give another --out")
+        held = holder(self.out_dir)
+        if held not in (None, "sweep"):
+            raise ResultsError(f"{self.out_dir} holds a {held}, not a sweep; give another --out")
         old = _read_meta(self.out_dir) if is_sweep(self.out_dir) else None
         if old is not None and old.get("identity") != _jsonable(sweep.identity()):
             raise ResultsError(

@@ -114,7 +114,7 @@ def _is_aggregate(name: str) -> bool:
     return name in AGGREGATES or PERCENTILE.fullmatch(name) is not None
 
 
-def _metric_and_aggregate(name: str) -> tuple[str, str | None]:
+def metric_and_aggregate(name: str) -> tuple[str, str | None]:
     if name in METRICS:
         return name, None
     metric, _, aggregate = name.rpartition("_")
@@ -138,7 +138,7 @@ def parse(text: str, origin: str = "") -> Threshold:
             LEDGERS.resolve(scope)
         except RegistryError:
             raise ThresholdError(f"unknown strategy {scope!r}{_close(scope, LEDGERS)}") from None
-    metric, aggregate = _metric_and_aggregate(match["name"])
+    metric, aggregate = metric_and_aggregate(match["name"])
     try:
         bound = float(match["number"])
     except ValueError:
@@ -170,6 +170,13 @@ def _aggregate(values: pd.Series, aggregate: str) -> float:
     if percentile:
         return float(values.quantile(int(percentile[1]) / 100))
     return float(AGGREGATES[aggregate](values))
+
+
+def aggregated(summary: pd.DataFrame, metric: str, aggregate: str) -> float:
+    """A metric of one strategy's rows aggregated over its seeds, as a threshold takes it (a
+    search's objective, `harness.config.search_file`); NaN if any seed lacks a value."""
+    values = _values(summary, metric)
+    return math.nan if values.isna().any() else _aggregate(values, aggregate)
 
 
 def _worst(values: pd.Series, t: Threshold) -> float:

@@ -1,0 +1,151 @@
+"""A search's results for people: a live progress line, the terminal summary (best, minimal,
+confirmation, top ten) and the HTML report's page (objective over trials with the best so far,
+the top ten, which keys matter)."""
+
+from __future__ import annotations
+
+import html
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+from rich.console import Console
+from rich.table import Table
+
+from harness.presentation import plots
+from harness.results.search_folder import COMPLETE, best_so_far, load_search_results
+
+TOP = 10
+
+
+def _fmt(x: Any) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+class SearchLine:
+    """One line on stderr, rewritten in place: trials done, best so far, trials/s."""
+
+    def __init__(self, name: str, console: Console) -> None:
+        self.name = name
+        self.err = Console(file=sys.stderr)
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, done: int, limit: int | None, best: float | None, rate: float) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.2 and rate:
+            return
+        self.last = now
+        of = f"/{limit}" if limit is not None else ""
+        speed = f", {rate:.1f} trials/s" if rate else ""
+        line = f"{self.name}: {done}{of} trials, best {_fmt(best)}{speed}"
+        end = "\r" if self.err.is_terminal else "\n"
+        self.err.file.write(line.ljust(60) + end)
+        self.err.file.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown and self.err.is_terminal:
+            self.err.file.write("\n")
+
+
+def top(meta: dict[str, Any], trials: pd.DataFrame, n: int = TOP) -> pd.DataFrame:
+    """The `n` best finished trials: number, objective and the searched keys."""
+    done = trials[trials["state"] == COMPLETE]
+    ascending = meta["direction"] == "minimize"
+    ranked = done.sort_values(["objective", "trial"], ascending=[ascending, True], kind="stable")
+    return ranked[["trial", "objective", *meta["keys"]]].head(n)
+
+
+def confirmation_lines(meta: dict[str, Any]) -> list[str]:
+    """Best and minimal: the searched objective beside the fresh seeds' with its interval."""
+    lines = []
+    for label, entry in (meta.get("confirmed") or {}).items():
+        if "error" in entry:
+            lines.append(f"{label}: failed on fresh seeds: {entry['error']}")
+            continue
+        seeds = entry["seeds"]
+        lines.append(
+            f"{label}: searched {_fmt(entry['searched'])}, on {len(seeds)} fresh seeds "
+            f"{_fmt(entry['fresh'])} (95% CI {_fmt(entry['lo'])}-{_fmt(entry['hi'])}); "
+            f"the search's value is {_fmt(entry['bias'])} above ({entry['bias_frac']:.0%})"
+        )
+    return lines
+
+
+def print_search(meta: dict[str, Any], trials: pd.DataFrame, console: Console) -> None:
+    """Best, minimal (which keys it needs), the confirmation, and the top ten."""
+    console.print(f"{meta['name']}: {meta['objective']}, {len(trials)} trials", markup=False)
+    best = meta.get("best")
+    if best is None:
+        console.print("no trial finished", markup=False)
+        return
+    moved = ", ".join(f"{k}={v!r}" for k, v in best["values"].items())
+    console.print(f"best: trial {best['trial']}, {_fmt(best['objective'])}: {moved}", markup=False)
+    minimal = meta.get("minimal")
+    if minimal is not None:
+        needs = ", ".join(f"{k}={minimal['values'][k]!r}" for k in minimal["needs"]) or "none"
+        console.print(
+            f"minimal: {_fmt(minimal['objective'])}, needs {needs} (the rest as the base)",
+            markup=False,
+        )
+    for line in confirmation_lines(meta):
+        console.print(line, markup=False)
+    table = Table(title=f"top {TOP}")
+    frame = top(meta, trials)
+    for column in frame.columns:
+        table.add_column(column, justify="right")
+    for row in frame.itertuples(index=False):
+        table.add_row(*(_fmt(v) for v in row))
+    console.print(table)
+    importance = meta.get("importance") or {}
+    if importance:
+        shares = ", ".join(f"{k} {v:.0%}" for k, v in importance.items())
+        console.print(f"what matters (Optuna's importance): {shares}", markup=False)
+
+
+def objective_over_trials(meta: dict[str, Any], trials: pd.DataFrame) -> bytes:
+    """Each trial's objective as a dot, the best so far as a line."""
+    fig = Figure(figsize=(8, 3.5), layout="constrained")
+    ax = fig.subplots()
+    ax.plot(trials["trial"], trials["objective"], "o", ms=3, alpha=0.6, label="trial")
+    ax.plot(trials["trial"], best_so_far(trials, meta["direction"]), "-", label="best so far")
+    ax.set_xlabel("trial")
+    ax.set_ylabel(meta["objective"].split(" ", 1)[1])
+    ax.legend(loc="lower right")
+    return plots._png(fig)
+
+
+def search_page(folder: Path) -> tuple[str, str]:
+    """(title, body) of a search folder's report.html."""
+    import base64
+
+    meta, trials = load_search_results(folder)
+    title = f"{meta['name']}: {meta['objective']}"
+    parts = [f"<p class='story'>{len(trials)} trials.</p>"]
+    if not trials.empty:
+        png = base64.b64encode(objective_over_trials(meta, trials)).decode("ascii")
+        parts.append(
+            f'<figure><img alt="objective over trials" src="data:image/png;base64,{png}">'
+            "<figcaption>objective of each trial, and the best so far</figcaption></figure>"
+        )
+    lines = confirmation_lines(meta)
+    if meta.get("minimal"):
+        needs = ", ".join(meta["minimal"]["needs"]) or "none"
+        lines.insert(0, f"minimal scenario (minimal.toml) needs: {needs}")
+    parts += [f"<p>{html.escape(line)}</p>" for line in lines]
+    parts.append("<h2>Top ten</h2>")
+    table = top(meta, trials).to_html(index=False, na_rep="-", border=0)
+    parts.append(f'<div class="wide">{table}</div>')
+    importance = meta.get("importance") or {}
+    if importance:
+        parts.append("<h2>What matters</h2>")
+        frame = pd.DataFrame({"key": list(importance), "importance": list(importance.values())})
+        parts.append(frame.to_html(index=False, border=0, float_format=lambda x: f"{x:.3f}"))
+    return title, "\n".join(parts)
