@@ -703,3 +703,38 @@ def test_a_signal_while_a_sweep_writes_a_cell_keeps_it_whole(signal_name, code, 
     meta = json.loads((out / "sweep.json").read_text())
     assert [c["status"] for c in meta["cells"]].count("complete") == 1
     assert _temporaries(out) == []
+
+
+# -- inputs: the files a config names, fingerprinted ------------------------------------------
+
+
+def test_a_trace_edited_between_interruption_and_resume_is_refused_in_one_line(
+    tmp_path, monkeypatch, capsys
+):
+    """Issue 32: a trace cut from 2,926 rows to 1,000 between the interruption and the resume
+    made one run of two workloads (the check compared the trace's path, not its content)."""
+    trace = tmp_path / "trace.csv"
+    shutil.copy(CONFIGS / "traces" / "synthetic.csv", trace)
+    config = tmp_path / "replay.toml"
+    config.write_text(
+        (CONFIGS / "trace-replay.toml").read_text().replace("traces/synthetic.csv", trace.name)
+    )
+    out = tmp_path / "run"
+    run = ["run", str(config), "--seeds", "2", "--set", "run.duration_s=5", *QUIET]
+    monkeypatch.setenv(phase_hooks.SIGNAL_AT, "seed#2=INT")
+    monkeypatch.setattr(phase_hooks, "_seen", {})
+    assert main([*run, "--out", str(out)]) == 130
+    monkeypatch.delenv(phase_hooks.SIGNAL_AT)
+    assert json.loads((out / "run.json").read_text())["inputs"][str(trace)]
+    whole = trace.read_text()
+    trace.write_text("".join(whole.splitlines(keepends=True)[:1000]))
+    capsys.readouterr()
+    for resume in (["run", "--resume", str(out)], [*run, "--resume", str(out)]):
+        assert main([*resume, *QUIET]) == 2
+        _one_line(capsys.readouterr().err, "harness: error: ", str(trace), "changed")
+    trace.unlink()
+    assert main(["run", "--resume", str(out), *QUIET]) == 2
+    _one_line(capsys.readouterr().err, str(trace))
+    trace.write_text(whole)  # as it was: the run resumes
+    assert main(["run", "--resume", str(out), *QUIET]) == 0
+    assert load_run(out)[0]["completed"]

@@ -379,7 +379,8 @@ class RunWriter:
     """Writes a run folder incrementally; use as a context manager so it is always closed.
     With `resume`, continues the unfinished run in `out_dir` (see `resumable`): its finished
     seeds (`done`) are kept, its partial ones dropped to be run again, and so is a damaged
-    part (`check_part`), named in a line given to `notice`."""
+    part (`check_part`), named in a line given to `notice`. `inputs` (the files the config
+    names, fingerprinted: `harness.running.inputs`) are kept in run.json."""
 
     def __init__(
         self,
@@ -393,6 +394,7 @@ class RunWriter:
         run_id: str | None = None,
         plugins: dict[str, Any] | None = None,
         notice: Callable[[str], None] | None = None,
+        inputs: dict[str, str] | None = None,
     ) -> None:
         self.out_dir = Path(out_dir)
         self._notice = notice or (lambda line: None)
@@ -406,8 +408,10 @@ class RunWriter:
             try:
                 if resume:
                     self._reopen(config, strategies)
+                    self.meta.setdefault("inputs", inputs or {})
                 else:
                     self._create(config, strategies, seeds, engine, run_id, plugins)
+                    self.meta["inputs"] = inputs or {}
                 self._write_meta()
             except BaseException:
                 self._lock.release()

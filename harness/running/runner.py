@@ -12,9 +12,10 @@ from harness.engines import Engine, Progress, Snapshot, get_engine
 from harness.model.scheduling.placement.record import placement_record
 from harness.results import phase_hooks
 from harness.results.invariants import InvariantError, check
-from harness.results.run_folder import RunWriter, check_out_dir, resumable
+from harness.results.run_folder import ResultsError, RunWriter, check_out_dir, resumable
 from harness.results.seed_result import SeedResult
 from harness.results.thresholds import evaluate
+from harness.running.inputs import fingerprint, first_changed
 
 # progress(units_done, units_total, fraction_of_current_unit, live snapshot or None)
 RunProgress = Callable[[int, int, float, Snapshot | None], None]
@@ -56,11 +57,16 @@ def run(
     carries (`harness.results.run_folder.new_run_id`), a new one if not given. With `resume`,
     `out_dir` holds this run unfinished (`harness.results.run_folder.resumable`): its finished
     seeds are kept and only the others run, so the files are those of a run never stopped; a
-    damaged part is named in a line given to `notice` and its seed run again.
+    damaged part is named in a line given to `notice` and its seed run again. A file the config
+    names (`harness.running.inputs`) that changed since the run began refuses the resume.
     """
     phase_hooks.at("start")
+    inputs = fingerprint(config, strategies)
     if resume:
-        resumable(out_dir, config.to_dict(), strategies)
+        recorded = resumable(out_dir, config.to_dict(), strategies).get("inputs", inputs)
+        changed = first_changed(recorded, inputs)
+        if changed is not None:
+            raise ResultsError(f"{out_dir} was run with other inputs: {changed}")
     else:
         check_out_dir(out_dir, overwrite)
     engine = get_engine(config.run.engine)
@@ -82,6 +88,7 @@ def run(
                 config.placement, strategies, config.cluster.node_count, config.external.active
             ),
             notice,
+            inputs,
         ) as writer,
     ):
         done = len(writer.done)
