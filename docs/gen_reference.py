@@ -205,6 +205,7 @@ EXAMPLES = {
     "sweep": "harness sweep configs/sweep-reference.toml --out results/reference",
     "search": "harness search configs/searches/optimistic.toml --trials 100",
     "report": "harness report results/reference",
+    "compare": "harness compare results/main results/branch --fail-on worse",
     "plugins": "harness plugins",
     "keys": "harness keys --markdown",
 }

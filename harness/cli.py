@@ -1,10 +1,11 @@
-"""`harness run`, `harness sweep`, `harness report` and `harness keys`. Exit codes: 0 ok, 1 an
-engine failure, a broken invariant or a failed sweep cell, 2 a user mistake or a damaged
-results folder (one line), 3 the external scheduler misbehaved (one line; `harness.external`),
-74 a results file could not be written (disk full, permission lost: one line naming the file
-and the reason; what is on disk is whole), 99 a threshold failed (as k6), 130 interrupted by
-SIGINT (Ctrl-C), 143 by SIGTERM (128 + the signal, as a shell reports it). A signal after the
-command has finished changes nothing."""
+"""`harness run`, `harness sweep`, `harness report`, `harness compare` and `harness keys`. Exit
+codes: 0 ok, 1 an engine failure, a broken invariant or a failed sweep cell, 2 a user mistake or
+a damaged results folder (one line), 3 the external scheduler misbehaved (one line;
+`harness.external`), 74 a results file could not be written (disk full, permission lost: one
+line naming the file and the reason; what is on disk is whole), 99 a threshold failed (as k6) or
+a comparison with `--fail-on` found a column worse than the baseline, 130 interrupted by SIGINT
+(Ctrl-C), 143 by SIGTERM (128 + the signal, as a shell reports it). A signal after the command
+has finished changes nothing."""
 
 from __future__ import annotations
 
@@ -29,10 +30,14 @@ from harness.external import SchedulerError
 from harness.model.catalogue import catalogue
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
+from harness.presentation.comparison_view import comparison_lines, summary_line
 from harness.presentation.search_report import SearchLine, print_search
 from harness.presentation.terminal import LazyProgress, SweepBar, print_keys, print_run, print_sweep
 from harness.results import phase_hooks
 from harness.results.atomic_files import WriteFailed
+from harness.results.comparison import FILE as COMPARISON_FILE
+from harness.results.comparison import Result, check_column, compare, load_side
+from harness.results.comparison import write as write_comparison
 from harness.results.invariants import InvariantError
 from harness.results.run_folder import ResultsError, load_run, new_run_id, resumable, state_of
 from harness.results.search_folder import load_search_results, read_search_meta, search_state
@@ -60,12 +65,13 @@ EXIT_CODES = {
     "naming the file and the reason; what is on disk is whole, and `harness run --resume DIR` "
     "finishes the run",
     THRESHOLD_FAILED: "finished, results written, but a threshold failed (a sweep: in any "
-    "cell); k6 uses 99 too",
+    "cell), or a comparison with `--fail-on` found a column worse than the baseline; k6 uses "
+    "99 too",
     130: "interrupted by SIGINT (Ctrl-C); what finished is on disk, and the line says what",
     143: "stopped by SIGTERM; what finished is on disk, and the line says what",
 }
 """What each exit code of `harness` means: the reference's table (docs/gen_reference.py)."""
-COMMANDS = "run, sweep, search, report, keys or plugins"
+COMMANDS = "run, sweep, search, report, compare, keys or plugins"
 FORCE_HELP = (
     "run even what the budget refuses: more memory than this machine has available, or over "
     "a day of computing (docs: Configuration keys)"
@@ -89,6 +95,36 @@ def _threshold_flag(p: argparse.ArgumentParser) -> None:
         metavar="EXPR",
         dest="thresholds",
         help=f"fail (exit {THRESHOLD_FAILED}) unless {FORM}; repeatable",
+    )
+
+
+def _compare_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of a comparison with a baseline (`harness compare`, `harness run --baseline`)."""
+    p.add_argument(
+        "--columns",
+        metavar="C1,C2,...",
+        help="summary columns to compare (default: every result column but wall time)",
+    )
+    p.add_argument(
+        "--allow-diff",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a config key (or section) the two runs may differ in, e.g. placement.algorithm "
+        "(repeatable; otherwise the configs must be equal)",
+    )
+    p.add_argument(
+        "--min-effect",
+        action="append",
+        default=[],
+        metavar="[COLUMN=]VALUE",
+        help="the noise band: a smaller change is ~ (2%% of the base, or an amount in the "
+        "column's unit; default per kind of column; repeatable)",
+    )
+    p.add_argument(
+        "--fail-on",
+        metavar="worse|C1,C2,...",
+        help=f"exit {THRESHOLD_FAILED} if any column (or one of these) is worse",
     )
 
 
@@ -144,6 +180,13 @@ def _parser() -> argparse.ArgumentParser:
         "with its config (a config file or flags given must agree with it)",
     )
     _threshold_flag(p)
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="then compare the run with the run in DIR (as `harness compare DIR OUT`)",
+    )
+    _compare_flags(p)
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-report", action="store_true", help="do not write report.html")
@@ -208,6 +251,18 @@ def _parser() -> argparse.ArgumentParser:
         "report", help="print the tables of a run or sweep and write its HTML report"
     )
     r.add_argument("dir", type=Path, help="a run's or a sweep's output folder")
+    c = sub.add_parser(
+        "compare", help="compare a run (or sweep) with a baseline: a verdict per summary column"
+    )
+    c.add_argument("base", type=Path, help="the baseline run's (or sweep's) folder")
+    c.add_argument("new", type=Path, help="the run (or sweep) compared with it")
+    _compare_flags(c)
+    c.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help=f"where to write the table (default NEW/{COMPARISON_FILE})",
+    )
     sub.add_parser("plugins", help="list every placement plugin and strategy available")
 
     k = sub.add_parser("keys", help="list every config key with its default and meaning")
@@ -349,6 +404,15 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         raise ConfigError("config", "a scenario TOML file is required (or --resume DIR)")
     else:
         config, strategies = run_config(args)
+    if args.baseline is not None:
+        load_side(args.baseline)  # a bad baseline is refused before anything runs
+        _fail_columns(args.fail_on)
+    elif args.fail_on or args.columns or args.allow_diff or args.min_effect:
+        raise ConfigError(
+            "--baseline",
+            "--fail-on, --columns, --allow-diff and --min-effect "
+            "compare with a baseline: give --baseline DIR",
+        )
     if not args.force:
         on_ray = ENGINES[config.run.engine].on_ray
         on_a_cluster = on_ray and _ray_address(config.ray.address)
@@ -375,7 +439,11 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         unwritten = "" if args.no_report else "; report.html not written"
         _stopped(e, f"{state_of(out)}{unwritten}")
         return exit_code(e)
-    return _threshold_code(meta["thresholds"])
+    code = _threshold_code(meta["thresholds"])
+    if args.baseline is not None:
+        compared = _compare(args.baseline, out, args, out / COMPARISON_FILE, console)
+        code = code or compared
+    return code
 
 
 def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
@@ -496,6 +564,44 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _fail_columns(fail_on: str | None) -> list[str] | None:
+    """The columns `--fail-on` watches (None: every one), checked before anything runs."""
+    if fail_on is None or fail_on.strip() == "worse":
+        return None
+    names = [n.strip() for n in fail_on.split(",") if n.strip()]
+    if not names:
+        raise ConfigError("--fail-on", "needs `worse` or summary column names")
+    for name in names:
+        check_column(name, "--fail-on")
+    return names
+
+
+def _compare(base: Path, new: Path, args: argparse.Namespace, out: Path, console: Console) -> int:
+    """Compares `new` with `base` as the flags say, prints the table, writes it to `out`, and
+    returns the exit code `--fail-on` asks for."""
+    watched = _fail_columns(args.fail_on)
+    columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    result: Result = compare(
+        load_side(base), load_side(new), columns, args.allow_diff, args.min_effect
+    )
+    for line in comparison_lines(result):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    console.print(summary_line(result), markup=False, highlight=False)
+    console.print(f"comparison: {write_comparison(result, out)}", markup=False, highlight=False)
+    if args.fail_on is None:
+        return 0
+    worse = result.worse(watched)
+    if worse.empty:
+        return 0
+    named = ", ".join(dict.fromkeys(f"{r.column} ({r.strategy})" for r in worse.itertuples()))
+    print(f"harness: worse than the baseline: {printable(named)}", file=sys.stderr)
+    return THRESHOLD_FAILED
+
+
+def _cmd_compare(args: argparse.Namespace, console: Console) -> int:
+    return _compare(args.base, args.new, args, args.out or args.new / COMPARISON_FILE, console)
+
+
 def _cmd_plugins(args: argparse.Namespace, console: Console) -> int:
     """One line per plugin under a header: its kind, its name, and where it comes from (the
     package, or an installed entry point's "module:Class")."""
@@ -538,6 +644,7 @@ def _command(argv: list[str] | None, console: Console) -> int:
             "sweep": _cmd_sweep,
             "search": _cmd_search,
             "report": _cmd_report,
+            "compare": _cmd_compare,
             "plugins": _cmd_plugins,
             "keys": _cmd_keys,
         }

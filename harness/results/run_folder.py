@@ -35,7 +35,7 @@ import shutil
 import signal
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -650,10 +650,12 @@ def state_of(folder: Path) -> str:
     )
 
 
-def load_run(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(run.json, {table name: DataFrame}) of a run folder, or ResultsError naming the file
-    and what is wrong with it. While the folder holds parts (a run that has not closed), they
-    are read, and run.json's lists are brought in line with them."""
+def load_run(
+    path: str | Path, tables: Iterable[str] = tuple(TABLES)
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(run.json, {table name: DataFrame}) of a run folder, of every table or those named, or
+    ResultsError naming the file and what is wrong with it. While the folder holds parts (a run
+    that has not closed), they are read, and run.json's lists are brought in line with them."""
     folder = Path(path)
     meta = read_meta(folder)
     seeds = verified(folder) if (folder / PARTS).is_dir() else None
@@ -661,7 +663,8 @@ def load_run(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
         seeds = _in_run_order(seeds, meta)
         _listed(meta, seeds)
     frames = {}
-    for name, schema in TABLES.items():
+    for name in tables:
+        schema = TABLES[name]
         file = folder / f"{name}.parquet"
         if seeds is not None:
             files = [p / file.name for p, r in seeds if name in tables_of(r)]

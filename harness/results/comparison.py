@@ -1,0 +1,504 @@
+"""Is a run better or worse than a baseline run? Per summary column and strategy (and sweep
+cell): both means, the change with its 95% interval, a p-value and a verdict from the column's
+direction (`harness.results.summary_columns`) and a noise band.
+
+Two runs of the same config and seeds on the virtual engine see exactly the same creates, so
+the comparison is paired seed by seed: a sign-flip test on the per-seed differences, far more
+sensitive than comparing two groups. Otherwise (other seeds, or the Ray engine, where timing
+makes every run different) it is unpaired: a Mann-Whitney rank test by permutation. Intervals
+are bootstrap percentiles of the mean change (of the mean differences when paired). A change is
+`better` or `worse` only when p < `ALPHA` (two-sided, so each side errs at most half of it) and
+it is larger than the noise band (`min_effect`): a share of the base's mean for most kinds, an
+absolute amount for fractions (`Kind`). Everything is seeded: the same two folders give the
+same table."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from harness.results.atomic_files import write_parquet
+from harness.results.run_folder import ResultsError, holder, load_run
+from harness.results.summary_columns import (
+    BY_NAME,
+    SUMMARY_COLUMNS,
+    Column,
+    Direction,
+    Pace,
+)
+from harness.results.sweep_folder import load_sweep_results
+
+ALPHA = 0.05
+"""Two-sided significance level: a `worse` verdict by chance has probability ALPHA / 2."""
+LEVEL = 0.95
+"""Of the intervals."""
+RESAMPLES = 10_000
+"""Permutations, sign flips and bootstrap resamples per figure."""
+EXACT_FLIPS = 12
+"""Up to this many pairs every sign flip is tried (2**12); beyond, RESAMPLES random ones."""
+UNCHANGED, BETTER, WORSE, CHANGED = "~", "better", "worse", "changed"
+VERDICTS = (WORSE, BETTER, CHANGED, UNCHANGED)
+"""In the order a table shows them."""
+IGNORED_KEYS = ("thresholds",)
+"""Config keys that judge results without changing them: never a difference."""
+FILE = "comparison.parquet"
+
+
+class CompareError(ResultsError):
+    """Two folders that cannot be compared (or a comparison asked for wrongly): one line."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One compared folder: a run or a sweep, its record and its finished summary rows."""
+
+    folder: Path
+    kind: str
+    meta: dict[str, Any]
+    summary: pd.DataFrame
+    config: dict[str, Any]
+    """The config (a sweep's: its base, grid and seeds) as dotted keys."""
+
+
+def load_side(path: str | Path) -> Side:
+    """A run or sweep folder to compare, or CompareError saying why it is not one."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise CompareError(f"{folder} is not a folder")
+    kind = holder(folder)
+    if kind is None:
+        raise CompareError(f"{folder} is not a results folder (no run.json or sweep.json)")
+    if kind == "run":
+        meta, frames = load_run(folder, ("summary",))
+        summary = frames["summary"]
+        finished = pd.DataFrame(meta["finished"], columns=["strategy", "seed"])
+        summary = summary.merge(finished.astype({"seed": "int64"}), on=["strategy", "seed"])
+        config = {k: v for k, v in meta["config"].items() if k not in IGNORED_KEYS}
+        return Side(folder, kind, meta, summary, flatten(config))
+    meta, summary = load_sweep_results(folder)
+    identity = meta["identity"]
+    base = {k: v for k, v in identity.get("base", {}).items() if k not in IGNORED_KEYS}
+    config = {
+        **flatten(base),
+        **flatten({k: v for k, v in identity.items() if k != "base"}, "sweep"),
+    }
+    return Side(folder, kind, meta, summary, config)
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as {dotted key: value}."""
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for key, inner in value.items():
+            out.update(flatten(inner, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def differing_keys(base: Side, new: Side, allowed: list[str]) -> tuple[list[str], list[str]]:
+    """The config keys whose values differ: (those `allowed` covers, the others). A key is
+    covered by itself or a section above it (`placement` covers `placement.k`)."""
+    keys = sorted(
+        k for k in set(base.config) | set(new.config) if base.config.get(k) != new.config.get(k)
+    )
+
+    def covered(key: str) -> bool:
+        return any(key == a or key.startswith(f"{a}.") for a in allowed)
+
+    return [k for k in keys if covered(k)], [k for k in keys if not covered(k)]
+
+
+def _engines(side: Side, rows: pd.DataFrame) -> set[str]:
+    engines = {str(e) for e in rows["engine"].dropna().unique()}
+    if side.kind == "run":
+        engines.add(str(side.meta.get("engine", "")))
+    return engines - {""}
+
+
+def pairing(
+    base: Side, new: Side, base_rows: pd.DataFrame, new_rows: pd.DataFrame, same_config: bool
+) -> tuple[bool, str]:
+    """Whether two sets of rows (a run's, or a sweep cell's) are compared seed by seed, and
+    why (or why not)."""
+    engines = _engines(base, base_rows) | _engines(new, new_rows)
+    if engines - {"virtual"}:
+        return False, (
+            f"unpaired: the {'/'.join(sorted(engines - {'virtual'}))} engine runs in real "
+            "time, so no two runs of a seed see the same timings"
+        )
+    if set(base_rows["seed"]) != set(new_rows["seed"]):
+        return False, "unpaired: the two runs have other seeds"
+    why = "same seeds" if same_config else "same seeds, configs differing only where allowed"
+    return True, f"paired by (strategy, seed): {why}, virtual engine"
+
+
+def ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks from 1, ties given their mean rank."""
+    order = np.argsort(values, kind="mergesort")
+    plain = np.empty(values.size)
+    plain[order] = np.arange(1, values.size + 1)
+    _, group, counts = np.unique(values, return_inverse=True, return_counts=True)
+    return (np.bincount(group, weights=plain) / counts)[group]
+
+
+def _interval(samples: np.ndarray) -> tuple[float, float]:
+    tail = (1 - LEVEL) / 2 * 100
+    lo, hi = np.percentile(samples, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+def _tolerance(values: np.ndarray) -> float:
+    """Float residue below which two statistics count as equal."""
+    return 1e-9 * max(1.0, float(np.abs(values).max(initial=0.0)))
+
+
+def paired_test(base: np.ndarray, new: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
+    """(lo, hi, p) of the mean per-seed difference `new - base`: bootstrap interval, sign-flip
+    p-value (exact up to EXACT_FLIPS pairs)."""
+    d = new - base
+    if not np.any(d):
+        return 0.0, 0.0, 1.0
+    rng = np.random.default_rng(seed)
+    n = d.size
+    exact = n <= EXACT_FLIPS
+    if exact:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))
+    else:
+        signs = rng.choice((1.0, -1.0), size=(RESAMPLES, n))
+    flipped = np.abs((signs * d).mean(axis=1))
+    extreme = int((flipped >= abs(d.mean()) - _tolerance(d)).sum())
+    p = extreme / len(signs) if exact else (extreme + 1) / (RESAMPLES + 1)
+    lo, hi = _interval(rng.choice(d, size=(RESAMPLES, n)).mean(axis=1))
+    return lo, hi, min(1.0, p)
+
+
+def unpaired_test(base: np.ndarray, new: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
+    """(lo, hi, p) of the change of the mean from `base` to `new`, two groups: bootstrap
+    interval (each group resampled on its own), Mann-Whitney p-value by permutation."""
+    both = np.concatenate([base, new])
+    if np.all(both == both[0]):
+        return 0.0, 0.0, 1.0
+    rng = np.random.default_rng(seed)
+    r = ranks(both)
+    centre = new.size * (both.size + 1) / 2
+    observed = abs(r[base.size :].sum() - centre)
+    shuffled = rng.permuted(np.tile(r, (RESAMPLES, 1)), axis=1)[:, : new.size].sum(axis=1)
+    extreme = int((np.abs(shuffled - centre) >= observed - 1e-9).sum())
+    p = (extreme + 1) / (RESAMPLES + 1)
+    means_new = rng.choice(new, size=(RESAMPLES, new.size)).mean(axis=1)
+    means_base = rng.choice(base, size=(RESAMPLES, base.size)).mean(axis=1)
+    lo, hi = _interval(means_new - means_base)
+    return lo, hi, p
+
+
+MIN_EFFECT = re.compile(r"\s*(?:(?P<column>\w+)\s*=)?\s*(?P<value>[0-9.eE+-]+)\s*(?P<pct>%?)\s*")
+
+
+@dataclass(frozen=True)
+class NoiseBand:
+    """How big a change must be to count: a share of the base's mean (`relative`) or an amount
+    in the column's unit."""
+
+    value: float
+    relative: bool
+
+    def absolute(self, base_mean: float) -> float:
+        return self.value * abs(base_mean) if self.relative else self.value
+
+    def __str__(self) -> str:
+        return f"{self.value * 100:g}%" if self.relative else f"{self.value:g}"
+
+
+def noise_bands(given: list[str]) -> dict[str, NoiseBand]:
+    """Each column's noise band: its kind's default, replaced by `--min-effect [COLUMN=]VALUE`
+    (VALUE `2%` a share of the base's mean, `0.01` an amount in the column's unit; without
+    COLUMN, every column's)."""
+    bands = {c.name: NoiseBand(c.kind.min_effect, c.kind.relative) for c in SUMMARY_COLUMNS}
+    for text in given:
+        match = MIN_EFFECT.fullmatch(text)
+        try:
+            value = float(match["value"]) if match else math.nan
+        except ValueError:
+            value = math.nan
+        if match is None or not math.isfinite(value) or value < 0:
+            raise CompareError(
+                f"--min-effect: {text!r} is not [COLUMN=]VALUE with VALUE a number >= 0, "
+                "or a percentage (2%)"
+            )
+        band = NoiseBand(value / 100, True) if match["pct"] else NoiseBand(value, False)
+        if match["column"]:
+            bands[check_column(match["column"], "--min-effect").name] = band
+        else:
+            bands = dict.fromkeys(bands, band)
+    return bands
+
+
+def check_column(name: str, flag: str) -> Column:
+    """The summary column `name`, if it can be compared; else CompareError."""
+    column = BY_NAME.get(name)
+    if column is None:
+        raise CompareError(f"{flag}: no summary column {name!r} (docs: Result columns)")
+    if column.direction is Direction.IDENTITY:
+        raise CompareError(f"{flag}: {name} is a label or an echo of the config, not a result")
+    return column
+
+
+def chosen_columns(names: list[str] | None) -> list[Column]:
+    """The columns to compare: those named, else every one whose kind is compared unless asked
+    (not labels, sketches or wall-clock time)."""
+    if names:
+        return [check_column(n, "--columns") for n in names]
+    return [c for c in SUMMARY_COLUMNS if c.kind.compared and c.direction is not Direction.IDENTITY]
+
+
+def verdict(column: Column, change: float, p: float, band: float) -> str:
+    if not p < ALPHA or abs(change) <= band:
+        return UNCHANGED
+    if column.direction is Direction.NEUTRAL:
+        return CHANGED
+    lower = change < 0
+    return BETTER if lower == (column.direction is Direction.LOWER) else WORSE
+
+
+def machines_differ(base: Side, new: Side) -> str | None:
+    """What differs between the machines the two ran on (run.json `machine`), or None when they
+    match; unknown (a run from before fingerprints) counts as differing."""
+    machines = [_machine(s) for s in (base, new)]
+    if None in machines:
+        return "the machine of a run is not recorded"
+    one, other = machines
+    keys = [k for k in ("cpu_model", "cpu_count", "memory_bytes") if one.get(k) != other.get(k)]
+    if not keys:
+        return None
+    return ", ".join(f"{k} {one.get(k)} vs {other.get(k)}" for k in keys)
+
+
+def _machine(side: Side) -> dict[str, Any] | None:
+    machine = side.meta.get("machine")
+    return machine if isinstance(machine, dict) else None
+
+
+SCHEMA = pa.schema(
+    [
+        ("cell", pa.int32()),
+        ("cell_values", pa.string()),
+        ("strategy", pa.string()),
+        ("column", pa.string()),
+        ("unit", pa.string()),
+        ("direction", pa.string()),
+        ("test", pa.string()),
+        ("n_base", pa.int64()),
+        ("n_new", pa.int64()),
+        ("base", pa.float64()),
+        ("new", pa.float64()),
+        ("change", pa.float64()),
+        ("change_lo", pa.float64()),
+        ("change_hi", pa.float64()),
+        ("relative", pa.float64()),
+        ("p", pa.float64()),
+        ("min_effect", pa.float64()),
+        ("verdict", pa.string()),
+        ("machine_warning", pa.bool_()),
+    ]
+)
+"""comparison.parquet: a row per compared (cell, strategy, column)."""
+
+
+@dataclass
+class Result:
+    """A comparison: a row per (cell, strategy, column) and what the reader must know first."""
+
+    base: Side
+    new: Side
+    rows: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def worse(self, columns: list[str] | None = None) -> pd.DataFrame:
+        """The rows judged worse (of `columns` only, when given)."""
+        rows = self.rows[self.rows["verdict"] == WORSE]
+        return rows if columns is None else rows[rows["column"].isin(columns)]
+
+
+def _cells(side: Side) -> dict[str, tuple[int | None, pd.DataFrame]]:
+    """The summary rows of each cell by its values (a run: one cell, "")."""
+    if side.kind == "run":
+        return {"": (None, side.summary)}
+    keys = list(side.meta["keys"])
+    found = {}
+    for cell, rows in side.summary.groupby("cell", sort=True):
+        values = rows.iloc[0][keys]
+        found[", ".join(f"{k}={values[k]}" for k in keys)] = (int(cell), rows)
+    return found
+
+
+def compare(
+    base: Side,
+    new: Side,
+    columns: list[str] | None = None,
+    allow: list[str] | None = None,
+    min_effect: list[str] | None = None,
+) -> Result:
+    """`new` against `base`, or CompareError when they cannot be compared (a run and a sweep,
+    configs differing beyond `allow`, nothing in common)."""
+    if base.kind != new.kind:
+        raise CompareError(f"{base.folder} holds a {base.kind}, {new.folder} a {new.kind}")
+    chosen = chosen_columns(columns)
+    bands = noise_bands(min_effect or [])
+    allowed, others = differing_keys(base, new, allow or [])
+    if others:
+        raise CompareError(
+            f"the configs differ in {', '.join(others)} (--allow-diff KEY to compare anyway)"
+        )
+    result = Result(base, new, pd.DataFrame(columns=SCHEMA.names))
+    if allowed:
+        result.notes.append(f"configs differ, as allowed, in {', '.join(allowed)}")
+    _versions(result)
+    differ = machines_differ(base, new)
+    base_cells, new_cells = _cells(base), _cells(new)
+    common = [v for v in new_cells if v in base_cells]
+    if not common:
+        raise CompareError(f"{base.folder} and {new.folder} have no sweep cell in common")
+    for name, cells in (("base", base_cells), ("new", new_cells)):
+        alone = [v for v in cells if v not in common]
+        if alone:
+            result.notes.append(f"only in {name}, not compared: cells {'; '.join(alone)}")
+    rows, reasons = [], []
+    for values in common:
+        (_, base_rows), (cell, new_rows) = base_cells[values], new_cells[values]
+        paired, reason = pairing(base, new, base_rows, new_rows, not allowed)
+        reasons.append(reason)
+        real_time = bool((_engines(base, base_rows) | _engines(new, new_rows)) - {"virtual"})
+        strategies = [
+            s for s in dict.fromkeys(new_rows["strategy"]) if s in set(base_rows["strategy"])
+        ]
+        for s in dict.fromkeys([*base_rows["strategy"], *new_rows["strategy"]]):
+            if s not in strategies:
+                result.notes.append(f"strategy {s} is in one folder only: not compared")
+        for strategy in strategies:
+            b = base_rows[base_rows["strategy"] == strategy].sort_values("seed")
+            n = new_rows[new_rows["strategy"] == strategy].sort_values("seed")
+            for column in chosen:
+                row = _compare_column(column, b, n, paired, bands[column.name])
+                if row is None:
+                    continue
+                paced = column.kind.pace is Pace.ALWAYS or (
+                    column.kind.pace is Pace.REAL_TIME and real_time
+                )
+                row.update(
+                    column=column.name,
+                    cell=cell,
+                    cell_values=values,
+                    strategy=strategy,
+                    machine_warning=paced and differ is not None,
+                )
+                rows.append(row)
+    result.notes[:0] = list(dict.fromkeys(reasons))
+    if not real_time_any(base, new):
+        result.notes.append(
+            "virtual engine: simulated figures (CV, failures, model-time latencies) do not "
+            "depend on the machine they ran on"
+        )
+    if differ is not None and any(r["machine_warning"] for r in rows):
+        result.warnings.append(
+            f"machines differ ({differ}): time-based columns are compared with a warning"
+        )
+    result.rows = pd.DataFrame(rows, columns=SCHEMA.names)
+    return result
+
+
+def real_time_any(base: Side, new: Side) -> bool:
+    return bool((_engines(base, base.summary) | _engines(new, new.summary)) - {"virtual"})
+
+
+def _versions(result: Result) -> None:
+    """Notes on what ran each side: the harness's version and path, and the plugins."""
+    sides = (result.base.meta, result.new.meta)
+    versions = [_harness(m) for m in sides]
+    if versions[0] == versions[1]:
+        result.notes.append(f"harness {versions[0]} on both")
+    else:
+        result.notes.append(f"harness {versions[0]} -> {versions[1]}")
+    plugins = [_plugins(m) for m in sides]
+    gone, added = sorted(plugins[0] - plugins[1]), sorted(plugins[1] - plugins[0])
+    if gone or added:
+        changes = [f"-{p}" for p in gone] + [f"+{p}" for p in added]
+        result.notes.append(f"plugins: {' '.join(changes)}")
+    elif plugins[0]:
+        result.notes.append("plugins: the same on both")
+
+
+def _harness(meta: dict[str, Any]) -> str:
+    """The harness that wrote a run: its version and whether the compiled path ran."""
+    path = (meta.get("machine") or {}).get("harness_path", "path not recorded")
+    return f"{meta.get('harness_version', '?')} ({path})"
+
+
+def _plugins(meta: dict[str, Any]) -> set[str]:
+    found = meta.get("plugins") or []
+    if not found and "cells" in meta:
+        found = [p for c in meta["cells"] for p in c.get("plugins", [])]
+    return {
+        f"{p.get('kind')}:{p.get('name')}"
+        + ("" if p.get("from") in ("harness", p.get("name")) else f" ({p.get('from')})")
+        for p in found
+        if isinstance(p, dict)
+    }
+
+
+def _compare_column(
+    column: Column, base: pd.DataFrame, new: pd.DataFrame, paired: bool, band: NoiseBand
+) -> dict[str, Any] | None:
+    """One row of the comparison, or None when a side has no value of the column."""
+    if column.name not in base or column.name not in new:
+        return None
+    if paired:
+        joined = base[["seed", column.name]].merge(
+            new[["seed", column.name]], on="seed", suffixes=("_b", "_n")
+        )
+        values = joined[[f"{column.name}_b", f"{column.name}_n"]].astype(float).dropna()
+        b, n = values.iloc[:, 0].to_numpy(), values.iloc[:, 1].to_numpy()
+        if b.size == 0:
+            return None
+        lo, hi, p = paired_test(b, n)
+    else:
+        b = base[column.name].astype(float).dropna().to_numpy()
+        n = new[column.name].astype(float).dropna().to_numpy()
+        if b.size == 0 or n.size == 0:
+            return None
+        lo, hi, p = unpaired_test(b, n)
+    base_mean, new_mean = float(b.mean()), float(n.mean())
+    change = new_mean - base_mean
+    needed = band.absolute(base_mean)
+    return {
+        "unit": column.unit,
+        "direction": column.direction.value,
+        "test": "paired" if paired else "unpaired",
+        "n_base": int(b.size),
+        "n_new": int(n.size),
+        "base": base_mean,
+        "new": new_mean,
+        "change": change,
+        "change_lo": lo,
+        "change_hi": hi,
+        "relative": change / base_mean if base_mean else math.nan,
+        "p": p,
+        "min_effect": needed,
+        "verdict": verdict(column, change, p, needed),
+    }
+
+
+def write(result: Result, path: Path) -> Path:
+    """The comparison's rows as Parquet at `path` (atomically)."""
+    rows = result.rows.astype({"cell": "Int32"}) if len(result.rows) else result.rows
+    table = pa.Table.from_pandas(rows, schema=SCHEMA, preserve_index=False)
+    write_parquet(path, SCHEMA, [table])
+    return path
