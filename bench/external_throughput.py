@@ -160,18 +160,27 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--ray", action="store_true", help="pairs/s on the Ray engine instead")
     parser.add_argument("--duration", type=float, default=10.0, help="model seconds per Ray run")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="the smallest run of every path but Go's (its build is the slow part), to check the "
+        "script works (tests/test_bench.py): its figures mean nothing",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        vars(args).update(requests=50, nodes=20, repeat=1, duration=3.5)
     paths = [
         ("in-process", [], "grpc"),
         ("python server", PYTHON, "grpc"),
         ("python server, framed", [*PYTHON, "--framed"], "framed"),
     ]
-    if shutil.which("go") and shutil.which("protoc"):
+    if not args.tiny and shutil.which("go") and shutil.which("protoc"):
         subprocess.run([str(GO / "build.sh")], check=True)
         go = str(GO / "bin" / "scheduler")
         paths += [("go server", [go], "grpc"), ("go server, framed", [go, "-framed"], "framed")]
     else:
-        print("no Go toolchain: the Go server is not measured", file=sys.stderr)
+        why = "--tiny" if args.tiny else "no Go toolchain"
+        print(f"{why}: the Go server is not measured", file=sys.stderr)
     if args.ray:
         on_ray(paths, args.duration, args.repeat)
         return

@@ -86,7 +86,17 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=50.0, help="creates per second")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True, help="a .csv or .parquet file")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help=(
+            "the smallest run of every part, to check the script works (tests/test_bench.py): "
+            "its figures mean nothing"
+        ),
+    )
     args = parser.parse_args()
+    if args.tiny:
+        args.rows = 100
     write(args.out, args.rows, args.rate, args.seed)
     print(f"{args.out}: {args.rows} rows")
 

@@ -2,7 +2,7 @@
 and nodes on this machine, against the goals of issue 13.
 
     PYTHONPATH=. python bench/ray_throughput.py [--duration 10] [--part scaling|lateness|best]
-                                                [--repeat 12]
+                                                [--repeat 12] [--tiny]
 
 1. scaling: 2,000 closed-loop clients, each creating a sandbox, holding it 1 ms and killing it,
    back to back, over nodes reporting every 20 s with staggered phases. One row per layout:
@@ -47,6 +47,21 @@ LATE_GOAL_MS = 50.0
 """Heartbeat lateness p99 at 100,000 nodes (issue 13)."""
 KNEE_GAIN = 1.10
 """A step along an axis is worth it while it raises pairs/s by this factor."""
+SCALING = {
+    "client pools": [(1000, 1, pools) for pools in (1, 2, 4)],
+    "node groups": [(1000, groups, 2) for groups in (1, 2, 4)],
+    "nodes": [(nodes, 2, 2) for nodes in (1000, 10_000, 100_000)],
+}
+"""The scaling part's axes, each a list of rows: (nodes, node groups, client pools)."""
+LATENESS = [(10_000, 5.0), (100_000, 20.0)]
+"""The lateness part's rows: (nodes, seconds between a node's reports)."""
+TINY = {
+    "scaling": {axis: [(1000, 1, 1)] for axis in SCALING},
+    "lateness": [(1000, 5.0)],
+    "duration": 3.5,
+    "repeat": 1,
+}
+"""--tiny: one row per part, just long enough for a steady window (`measure`)."""
 
 
 ROLES = (
@@ -230,7 +245,9 @@ def knee(points: list[Point], axis: Callable[[Point], int], name: str) -> str:
     )
 
 
-def scaling(duration: float, watch: ProcessWatch) -> list[Point]:
+def scaling(
+    duration: float, watch: ProcessWatch, layouts: dict[str, list[tuple[int, int, int]]]
+) -> list[Point]:
     print(
         "\nscaling: 2,000 closed-loop clients holding a sandbox 1 ms, reports every 20 s "
         f"(staggered), {duration:g} s per row"
@@ -247,12 +264,10 @@ def scaling(duration: float, watch: ProcessWatch) -> list[Point]:
             print(done[key].row(), flush=True)
         return done[key]
 
-    by_pools = [point(1000, 1, pools) for pools in (1, 2, 4)]
-    by_groups = [point(1000, groups, 2) for groups in (1, 2, 4)]
-    by_nodes = [point(nodes, 2, 2) for nodes in (1000, 10_000, 100_000)]
-    print(knee(by_pools, lambda p: p.pools, "client pools"))
-    print(knee(by_groups, lambda p: p.groups, "node groups"))
-    print(knee(by_nodes, lambda p: p.nodes, "nodes"))
+    by_axis = {axis: [point(*row) for row in rows] for axis, rows in layouts.items()}
+    print(knee(by_axis["client pools"], lambda p: p.pools, "client pools"))
+    print(knee(by_axis["node groups"], lambda p: p.groups, "node groups"))
+    print(knee(by_axis["nodes"], lambda p: p.nodes, "nodes"))
     best = max(done.values(), key=lambda p: p.pairs_s)
     verdict = "reached" if best.pairs_s >= PAIRS_GOAL else "NOT reached"
     print(
@@ -290,21 +305,21 @@ def best_row(duration: float, repeat: int, watch: ProcessWatch) -> None:
     print("  CPU us/pair by process, medians: " + ", ".join(f"{n} {us:.1f}" for n, us in parts))
 
 
-def lateness(duration: float, watch: ProcessWatch) -> None:
+def lateness(duration: float, watch: ProcessWatch, layouts: list[tuple[int, float]]) -> None:
     print(
         f"\nlateness: 500 closed-loop clients holding sandboxes 1 s, staggered reports, "
         f"{duration:g} s per row"
     )
     print(HEADER)
     rows = []
-    for nodes, report_s in ((10_000, 5.0), (100_000, 20.0)):
+    for nodes, report_s in layouts:
         config = sized(closed_loop(nodes, 500, 1.0, report_s, duration))
         rows.append(measure(config, watch))
         print(f"{rows[-1].row()}   ({nodes / report_s:,.0f} reports/s)", flush=True)
     big = rows[-1]
     verdict = "reached" if big.late_ms[1] < LATE_GOAL_MS else "NOT reached"
     print(
-        f"goal 100,000 nodes with heartbeat lateness p99 < {LATE_GOAL_MS:g} ms: {verdict}: "
+        f"goal {big.nodes:,} nodes with heartbeat lateness p99 < {LATE_GOAL_MS:g} ms: {verdict}: "
         f"p99 {big.late_ms[1]:.1f} ms, total memory {big.peak_gib:.2f} GiB (peak RSS of every "
         "process, Ray's included)"
     )
@@ -319,7 +334,16 @@ def main() -> None:
         help="run only this part (best: only when named)",
     )
     parser.add_argument("--repeat", type=int, default=12, help="runs of the best row (--part best)")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="one short row per part, to check the script works (tests/test_bench.py): its "
+        "figures mean nothing",
+    )
     args = parser.parse_args()
+    tiny = args.tiny
+    if tiny:
+        args.duration, args.repeat = TINY["duration"], TINY["repeat"]
     if args.repeat < 1:
         parser.error(f"--repeat must be at least 1, not {args.repeat}")
     connect()
@@ -327,9 +351,9 @@ def main() -> None:
     print(f"Ray {ray.__version__}, {int(ray.cluster_resources()['CPU'])} CPUs, load {load}")
     with ProcessWatch() as watch:
         if args.part in (None, "scaling"):
-            scaling(args.duration, watch)
+            scaling(args.duration, watch, TINY["scaling"] if tiny else SCALING)
         if args.part in (None, "lateness"):
-            lateness(args.duration, watch)
+            lateness(args.duration, watch, TINY["lateness"] if tiny else LATENESS)
         if args.part == "best":
             best_row(args.duration, args.repeat, watch)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())

@@ -1,7 +1,7 @@
 """Trace replay: rows per second and peak memory reading a generated trace of a million rows
 the way a client host replays it, and what replay costs the virtual engine.
 
-    python bench/trace_replay.py [--rows 1000000] [--engine-rows 100000]
+    python bench/trace_replay.py [--rows 1000000] [--engine-rows 100000] [--repeat 3] [--tiny]
 
 1. The trace (bench/make_trace.py) as CSV and as Parquet. Each is read in a fresh process, as
    a client host does (`harness.config.trace_file.rows`, every row checked, then
@@ -10,7 +10,7 @@ the way a client host replays it, and what replay costs the virtual engine.
    the same rows. Peak RSS is the process's high-water mark less its size before reading.
 2. The virtual engine on `--engine-rows` creates of configs/trace-replay.toml's templates on
    200 nodes of 192 vCPU (nothing fails): replayed from the trace against drawn by poisson
-   arrivals at the same rate, best of 3.
+   arrivals at the same rate, best of `--repeat`.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def read(path: Path, whole: bool) -> tuple[int, float, float]:
     return int(n), int(n) / float(seconds), int(peak) / 1024
 
 
-def engine(rows: int, folder: Path) -> None:
+def engine(rows: int, folder: Path, repeat: int) -> None:
     path = folder / f"engine-{rows}.parquet"
     write(path, rows, RATE, seed=1)
     duration = math.ceil(rows / RATE) + 10.0
@@ -93,7 +93,7 @@ def engine(rows: int, folder: Path) -> None:
     drawn = base.with_values({"workload.arrival": "poisson", "workload.rate_per_s": RATE})
     for name, config in (("replayed", base), ("poisson", drawn)):
         best = math.inf
-        for _ in range(3):
+        for _ in range(repeat):
             start = time.perf_counter()
             result = VirtualEngine().run_seed(config, seed=0)
             best = min(best, time.perf_counter() - start)
@@ -110,7 +110,18 @@ def main() -> None:
     parser.add_argument("--engine-rows", type=int, default=100_000)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--whole", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--repeat", type=int, default=3, help="engine runs, the best taken")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help=(
+            "the smallest run of every part, to check the script works (tests/test_bench.py): "
+            "its figures mean nothing"
+        ),
+    )
     args = parser.parse_args()
+    if args.tiny:
+        vars(args).update(rows=1000, engine_rows=200, repeat=1)
     if args.child:
         child(args.child, args.whole)
         return
@@ -128,8 +139,8 @@ def main() -> None:
                     f"  {suffix[1:]:<8} {size:6.1f} MB  {how:<13} {n:>9,} rows  "
                     f"{per_s:>10,.0f} rows/s  peak RSS +{peak:,.0f} MB"
                 )
-        print(f"virtual engine, {args.engine_rows:,} creates at {RATE:g}/s, best of 3")
-        engine(args.engine_rows, folder)
+        print(f"virtual engine, {args.engine_rows:,} creates at {RATE:g}/s, best of {args.repeat}")
+        engine(args.engine_rows, folder, args.repeat)
 
 
 if __name__ == "__main__":

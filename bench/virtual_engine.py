@@ -132,7 +132,17 @@ def main() -> None:
     parser.add_argument("--scale-nodes", type=int, default=1_000_000)
     parser.add_argument("--scale-s", type=float, default=60.0)
     parser.add_argument("--one-at-scale", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help=(
+            "the smallest run of every part, to check the script works (tests/test_bench.py): "
+            "its figures mean nothing"
+        ),
+    )
     args = parser.parse_args()
+    if args.tiny:
+        vars(args).update(requests=[200], nodes=100, repeat=1, scale_nodes=1000, scale_s=3.0)
     if args.one_at_scale:
         strategy, nodes, sim_s = args.one_at_scale
         print(json.dumps(at_scale(int(nodes), float(sim_s), strategy)))
@@ -161,7 +171,10 @@ def main() -> None:
     herd = load(CONFIGS / "seed-herd.toml", ["run.seeds=1"])
     for strategy in ("stale", "optimistic"):
         config = herd.with_value("placement.strategy", strategy)
-        wall, result = best_of(max(args.repeat, 5), lambda c=config: engine.run_seed(c, seed=0))
+        wall, result = best_of(
+            args.repeat if args.tiny else max(args.repeat, 5),
+            lambda c=config: engine.run_seed(c, seed=0),
+        )
         speedup = result.summary["sim_duration_s"] / wall
         print(
             f"seed-herd {strategy:<11} one seed: {wall * 1000:.1f} ms wall for "
