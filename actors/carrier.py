@@ -79,8 +79,7 @@ class Carrier(Sink):
 
     A plain class, not part of the actor: Ray wraps every method of an actor class for tracing
     (a Python frame with `*args` and `**kwargs` around each call, tracing on or not), and these
-    methods run several times per message (py-spy: the wrappers took some 7% of a busy
-    replica's time on their own)."""
+    methods run several times per message (docs/performance.md, "Figures behind the code")."""
 
     def __init__(
         self, gen: int, scale: float, errors: list[BaseException], dead: type[BaseException]

@@ -51,9 +51,9 @@ SALVAGE_S = 2.0
 def _round_robin_over_ray_nodes() -> Iterator[NodeAffinitySchedulingStrategy]:
     """Each actor on the next live Ray node in turn, pinned there. Ray's SPREAD is best effort
     and, on a busy machine, can put every actor on the node that answers first; soft affinity
-    placed them as if at random (Ray 2.60, three local nodes: a third of nine actors where
-    asked). Pinned, a node group whose Ray node is lost cannot come back elsewhere: the seed
-    ends, as when Ray gives up restarting it (actors take no CPU, so any live node takes one)."""
+    placed them as if at random (docs/performance.md, "Figures behind the code"). Pinned, a
+    node group whose Ray node is lost cannot come back elsewhere: the seed ends, as when Ray
+    gives up restarting it (actors take no CPU, so any live node takes one)."""
     alive = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
     return (
         NodeAffinitySchedulingStrategy(node_id, soft=False) for node_id in itertools.cycle(alive)

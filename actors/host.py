@@ -33,10 +33,11 @@ from harness.results.arrow_schemas import REQUESTS, table
 from harness.wiring import scenario
 
 GC_THRESHOLDS = (20_000, 20, 100)
-"""The collector's thresholds in an actor's process. Handling a message allocates a few tuples;
-at CPython's default (a young collection every 700 allocations) a busy replica spent some 15%
-of its time collecting (py-spy), far more than anything kept cycles. The structures a seed
-builds are frozen at its start (`gc.freeze`), so the rarer full collections skip them."""
+"""The collector's thresholds in an actor's process. Handling a message allocates a few tuples,
+so at CPython's default (a young collection every 700 allocations) a busy replica spends much
+of its time collecting (docs/performance.md, "Figures behind the code"), while nothing it keeps
+makes cycles. The structures a seed builds are frozen at its start (`gc.freeze`), so the rarer
+full collections skip them."""
 
 
 class Restarted(Exception):

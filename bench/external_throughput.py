@@ -9,7 +9,7 @@ so kills and reports travel too; staggered reports every 20 s; no timeline) with
 strategy; the Go server is built with examples/go-scheduler/build.sh when Go is installed and
 measured on both transports (gRPC, and `framed`: the same messages on a plain TCP stream).
 The figure is creates placed per wall second of the whole seed, the scheduler's start-up
-excluded (an empty session is timed apart and taken off). Goal (issue 25): >= 10,000/s with
+excluded (an empty session is timed apart and taken off). Goal: >= 10,000/s with
 the Go server on loopback. The first line is the floor: round trips/s of the framed transport
 against a server that answers without reading (`floor`); one round trip per placement can be
 no faster, whatever the scheduler and before the run's own work.

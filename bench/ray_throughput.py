@@ -1,5 +1,5 @@
 """How the Ray engine's throughput and heartbeat lateness grow with node groups, client pools
-and nodes on this machine, against the goals of issue 13.
+and nodes on this machine, against its goals.
 
     PYTHONPATH=. python bench/ray_throughput.py [--duration 10] [--part scaling|lateness|best]
                                                 [--repeat 12] [--tiny]
@@ -42,9 +42,9 @@ from harness.config import Config, from_dict
 from harness.engines.ray_setup import connect
 
 PAIRS_GOAL = 40_000
-"""Create+kill pairs/s on 2 cores (issue 13)."""
+"""Create+kill pairs/s on 2 cores."""
 LATE_GOAL_MS = 50.0
-"""Heartbeat lateness p99 at 100,000 nodes (issue 13)."""
+"""Heartbeat lateness p99 at 100,000 nodes."""
 KNEE_GAIN = 1.10
 """A step along an axis is worth it while it raises pairs/s by this factor."""
 SCALING = {

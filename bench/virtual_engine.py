@@ -5,8 +5,8 @@ a million nodes reporting every 20 s.
     python bench/virtual_engine.py [--requests 60000 200000] [--nodes 10000] [--repeat 3]
                                    [--scale-nodes 1000000] [--scale-s 60]
 
-Goals (issue 13): >= 200,000 creates/s on one core at 10,000 nodes; 1,000,000 nodes with 20 s
-reports at >= 10x real time, with the memory per node. Seed-herd: >= 500x real time (issue 2).
+Goals: >= 200,000 creates/s on one core at 10,000 nodes; 1,000,000 nodes with 20 s
+reports at >= 10x real time, with the memory per node. Seed-herd: >= 500x real time.
 
 Each `--requests` figure is one run length at 2,000 creates/s: 60,000 is a 30 s run, as long as
 a mean lifetime, so about a third of the creates are killed within it (the measure the docs

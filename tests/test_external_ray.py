@@ -35,8 +35,8 @@ def test_the_example_schedulers_herd_on_ray_with_a_process_per_replica(tmp_path,
         "run.time_scale=0.2",
         "placement.replicas=2",
     ]
-    # One seed. Measured (Python example, seeds 0-2): stale CV 0.57-0.65; optimistic 0.047-0.075,
-    # above one replica's ~0.02 because each of the two replicas counts only its own creates.
+    # One seed. Optimistic runs above one replica's CV (docs/performance.md, "Conformance
+    # bands") because each of the two replicas counts only its own creates.
     args = ["run", str(ROOT / "configs" / "seed-herd.toml"), "--engine", "ray", "--seeds", "1"]
     args += ["--compare", "stale,optimistic", "--out", str(tmp_path / "run"), "--quiet"]
     args += ["--no-report", *[a for s in sets for a in ("--set", s)]]

@@ -1,6 +1,6 @@
 """Every run leaves no process it started, however it ends: `harness` in a subprocess, its
 process tree listed while it runs and after it has exited. Also how it ends: exit codes,
-no traceback, one line for a mistake (issue 12, findings 4 and 5)."""
+no traceback, one line for a mistake."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_a_virtual_run_and_a_sweep_leave_no_process(tmp_path):
 
 @pytest.mark.ray
 def test_ctrl_c_just_after_the_results_exits_130_and_leaves_no_process(tmp_path):
-    """Issue 12, finding 4: Ctrl-C (to the whole process group, as a terminal sends it) while
+    """Ctrl-C (to the whole process group, as a terminal sends it) while
     the harness stops Ray at the end of a run left Ray's agents running, exit code 0 and a
     KeyboardInterrupt traceback."""
     out = tmp_path / "run"
@@ -123,7 +123,7 @@ def test_a_killed_raylet_ends_the_run_with_partial_results_and_leaves_no_process
 
 
 def test_an_address_that_is_not_ray_fails_in_seconds_with_one_line(tmp_path):
-    """Issue 12, finding 5: a TCP port that accepts and says nothing hung `ray.init` for
+    """A TCP port that accepts and says nothing hung `ray.init` for
     minutes."""
     stop = threading.Event()
     held: list[socket.socket] = []
@@ -166,7 +166,7 @@ def test_an_address_that_is_not_ray_fails_in_seconds_with_one_line(tmp_path):
 
 
 def test_a_second_ctrl_c_while_the_files_are_flushed_is_ignored(tmp_path, monkeypatch):
-    """Issue 12, finding 4: Ctrl-C stops the run; a second one during the flush that follows
+    """Ctrl-C stops the run; a second one during the flush that follows
     used to cut it short (the process died by the signal, its files half written)."""
     close = RunWriter.close
 

@@ -37,7 +37,7 @@ def test_embedded_ray_is_on_loopback_and_sized_to_the_machine():
 
 
 def test_embedded_ray_keeps_its_files_in_a_private_folder():
-    """Issue 12, finding 8: Ray's default /tmp/ray and its session folders are writable by
+    """Ray's default /tmp/ray and its session folders are writable by
     anyone (0777, no sticky bit). Ray makes its temp folder so wherever it is, so that folder
     sits in one only this user can enter; socket paths stay within the AF_UNIX limit."""
     node = ray._private.worker._global_node
@@ -146,10 +146,8 @@ def test_seed_herd_on_ray_gives_the_virtual_engines_picture(tmp_path):
     cv = summary.groupby("strategy")["cv"]
     assert cv.min()["stale"] >= 0.4
     assert cv.max()["optimistic"] <= 0.1
-    # 20/s for 25 s, 1 ms RPCs: every create placed, at time scale 0.1, with Ray's own time
-    # showing in the measured RPC latency. (At 0.1, 3 runs at load average 7-9: stale CV
-    # 0.56-0.64, optimistic 0.013-0.020, RPC p50 21-73 ms; 0.2 took twice as long for the
-    # same picture.)
+    # 20/s for 25 s, 1 ms RPCs: every create placed, at time scale 0.1 (0.2 takes twice as
+    # long for the same picture), with Ray's own time showing in the measured RPC latency.
     assert (summary["placed"] == 500).all() and (summary["time_scale"] == 0.1).all()
     assert (summary["create_rpc_p50_ms"] >= 1.0).all()
     # Each seed keeps the sketch of every create RPC, merged over replicas; its p50 is in it.

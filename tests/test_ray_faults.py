@@ -113,7 +113,7 @@ def ground_truth(seed_run: RaySeedRun, frames: dict) -> int:
 def test_every_node_group_killed_twice_leaves_every_acknowledged_sandbox_accounted(
     tmp_path, seed_runs
 ):
-    """Issue 12, finding 1: kill -9 of node-group processes during churn, twice each."""
+    """Kill -9 of node-group processes during churn, twice each."""
     config = load(CONFIGS / "churn.toml").with_values({**CHURN, "run.sample_interval_s": 1.0})
     rounds: list[float] = []
 
@@ -173,7 +173,7 @@ def _kill_group_at(moment: str, runs: list[RaySeedRun], monkeypatch):
 def test_a_node_group_killed_at_any_moment_is_restarted_and_the_seed_completes(
     tmp_path, seed_runs, monkeypatch, moment
 ):
-    """Issue 12, findings 0 and 3: a node group killed early, or while the driver samples or
+    """A node group killed early, or while the driver samples or
     collects the seed, is restarted and the seed completes, accounted."""
     config = load(CONFIGS / "churn.toml").with_values(SHORT)
     progress = _kill_group_at(moment, seed_runs, monkeypatch)
@@ -216,7 +216,7 @@ def test_a_node_group_process_killed_mid_run_is_restarted_and_the_run_goes_on(tm
 
 
 def test_the_scheduler_dying_ends_the_run_keeping_every_request_answered(tmp_path, seed_runs):
-    """Issue 12, finding 3: the rows the client pools recorded after the driver's last poll
+    """The rows the client pools recorded after the driver's last poll
     are kept too (the replica dies 0.2 s wall, 0.8 model s, after a poll)."""
     config = load(CONFIGS / "churn.toml").with_values(CHURN)
     polled: list[float] = []
@@ -240,7 +240,7 @@ def test_the_scheduler_dying_ends_the_run_keeping_every_request_answered(tmp_pat
 def test_a_replica_killed_while_the_driver_collects_keeps_the_seed_as_partial(
     tmp_path, seed_runs, monkeypatch
 ):
-    """Issue 12, finding 0: a death during the drain no longer loses the whole seed."""
+    """A death during the drain no longer loses the whole seed."""
     config = load(CONFIGS / "churn.toml").with_values(SHORT)
     play = RaySeedRun._play
 
@@ -260,7 +260,7 @@ def test_a_replica_killed_while_the_driver_collects_keeps_the_seed_as_partial(
 def test_a_client_pool_dying_ends_the_run_with_one_line_and_the_rows_that_arrived(
     tmp_path, seed_runs, monkeypatch, capsys
 ):
-    """Issue 12, finding 3: what a pool's death does (README, "Ray faults"): the seed ends,
+    """What a pool's death does (README, "Ray faults"): the seed ends,
     partial, with every row that arrived; `harness run` says so in one line, exit 1."""
     rows = RaySeedRun._rows
     polls: list[int] = []

@@ -1,4 +1,4 @@
-"""Per-create variety, utilisation and upstream's second benchmark (issue 24).
+"""Per-create variety, utilisation and upstream's second benchmark.
 
 Distributions are held to CDFs written out here from the documented formulas (99.9%
 Kolmogorov-Smirnov bound, 20,000 draws), point masses and counts to 4 standard deviations; the

@@ -95,8 +95,8 @@ def _no_cycle_collection() -> Iterator[None]:
     """The cyclic garbage collector off while a seed is set up, run and collected. A seed makes
     no reference cycles (`tests/test_virtual_engine.py` checks every strategy), so reference
     counting frees all it drops, and the collector would only walk the seed's growing state
-    again and again: about 9% of the engine's time at 10,000 nodes. A plugin that makes
-    cycles keeps them until the seed ends, when the collector is back."""
+    again and again (docs/performance.md, "Virtual engine: the garbage collector off"). A
+    plugin that makes cycles keeps them until the seed ends, when the collector is back."""
     enabled = gc.isenabled()
     gc.disable()
     try:

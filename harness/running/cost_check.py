@@ -25,59 +25,56 @@ from harness.engines import ENGINES
 from harness.model.workload.arrivals import ARRIVALS
 from harness.wiring.demand_estimate import demand
 
-# Costs per unit, measured with one seed of `harness.running.runner.run` (the engine, the invariant
-# checks and the Parquet files) per scenario, each in a fresh process: peak RSS above the
-# process's size before the run, and CPU time (CPython 3.11, pyarrow 17, 2 shared cores):
+# Costs per unit, from `bench/budget.py` (one seed of `harness.running.runner.run` per scenario,
+# each in a fresh process: peak RSS above its size before the run, and CPU time); the figures
+# measured and how are on the performance page (docs/performance.md, "The cost model's
+# figures"). Bytes are rounded up and CPU seconds down: the estimate errs low, refusing only
+# what is surely too big.
 NODE_BYTES = 1_200
-"""1,166-1,197 B per node (1e5, 2e5, 1e6 nodes; one replica's view included)."""
+"""Per node, one replica's view of it included."""
 VIEW_BYTES = 550
-"""529 B per node for each replica beyond the first (1e5 nodes x 20 replicas, 2e4 x 21)."""
+"""Per node for each replica beyond the first."""
 REQUEST_ROW_BYTES = 700
-"""587-670 B per create or kill row (2e5 and 2e6 rows, 1 s and 0.5 s lifetimes)."""
+"""Per create or kill row."""
 LIVE_SANDBOX_BYTES = 550
-"""~510 B per sandbox alive at the peak, with its pending kill (2e5 alive vs 2e5 killed)."""
+"""Per sandbox alive at the peak, with its pending kill."""
 CLIENT_BYTES = 3_500
-"""4,150 B per closed-loop client with its first create's row and sandbox, ~3,000 without
-(1e5 clients): each has its own lifetime stream."""
+"""Per closed-loop client with its first create's row and sandbox: each has its own lifetime
+stream."""
 PENDING_REPORT_BYTES = 220
-"""214 B per report in flight (1e5 nodes, reports every 1 s delivered 5 s late)."""
+"""Per report in flight."""
 TIMELINE_ROW_BYTES = 450
-"""425 B per timeline row (1,000 nodes x 1,001 samples)."""
+"""Per timeline row."""
 REQUEST_RESULT_BYTES = 120
-"""113 B per request row in the seed's Arrow table (churn), what a driver collecting results
-holds of it."""
+"""Per request row in the seed's Arrow table, what a driver collecting results holds of it."""
 TIMELINE_RESULT_BYTES = 90
-"""86 B per timeline row in the Arrow table."""
+"""Per timeline row in the Arrow table."""
 REPLICA_BYTES = 2_000
-"""Per replica, beyond its view of the nodes: 20,000 replicas of 10 nodes held 153 MB more
-than one, 110 MB of it their views."""
+"""Per replica, beyond its view of the nodes."""
 REQUEST_FRAME_BYTES = 160
 TIMELINE_FRAME_BYTES = 120
-"""166 and 126 B per request and timeline row read back into pandas (`load_run`, 1e3 nodes,
-2e4 requests, 4.2e4 samples), on top of the Arrow table read: what printing the tables and
-drawing the report hold, for every seed of every strategy at once."""
+"""Per request and timeline row read back into pandas (`load_run`), on top of the Arrow table
+read: what printing the tables and drawing the report hold, for every seed of every strategy at
+once."""
 RAY_ACTOR_BYTES = 175e6
-"""Per actor (or sweep worker) process of an embedded Ray: churn with 12 client pools held
-1,758 MB more than with 2, over 10 more processes (the issue's 40 pools: 50 processes, 7.8 GB)."""
+"""Per actor (or sweep worker) process of an embedded Ray."""
 RAY_BASE_BYTES = 400e6
-"""The driver, GCS and raylet of an embedded Ray: 342 MB beside 6 actor processes."""
+"""The driver, GCS and raylet of an embedded Ray."""
 
 NODE_S = 10e-6
-"""11.8 us of CPU per node (setup, the pre-run sync, the drain, the end state)."""
+"""CPU per node (setup, the pre-run sync, the drain, the end state)."""
 VIEW_S = 5e-6
-"""6.3 us per node for each replica beyond the first."""
+"""Per node for each replica beyond the first."""
 REQUEST_ROW_S = 10e-6
-"""12.2-12.6 us per create or kill row (optimistic and stale, 2e5 rows)."""
+"""Per create or kill row."""
 CLIENT_S = 30e-6
-"""37 us per closed-loop client started (its lifetime stream is seeded)."""
+"""Per closed-loop client started (its lifetime stream is seeded)."""
 REPORT_S = 1e-6
-"""1.4 us per report delivered (1,000 nodes reporting every 1 ms)."""
+"""Per report delivered."""
 TIMELINE_ROW_S = 2e-6
-"""2.0 us per timeline row."""
+"""Per timeline row."""
 RAY_START_S = 2.5
 """Wall seconds to start a seed's actors on Ray (docs, "A Ray cluster")."""
-# The CPU figures were taken at a load average near 20 on 2 cores; each is rounded down, so
-# the time estimate is a floor.
 
 LIMIT_S = 24 * 3600.0
 """Longest run (or sweep) accepted without --force: a day of computing, by the estimate's

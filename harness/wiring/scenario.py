@@ -88,9 +88,9 @@ def quiet_nodes(config: Config) -> bool:
     """Whether nodes skip the reports that would change nothing: where allowed, unless the
     workload is expected to change nodes (a create or a kill each) more often than the cluster
     reports. Quiet nodes pay for each change and report changed nodes only, which a large
-    cluster needs (1,000,000 nodes, 2,000 creates/s: 15x real time rather than 6x); where
-    nearly every node changes between its beats, reporting on every beat is the cheaper way to
-    the same run (10,000 nodes, the same load: 15% faster; 100,000: 7% slower). A trace's rate
+    cluster needs; where nearly every node changes between its beats, reporting on every beat
+    is the cheaper way to the same run (docs/performance.md, "Figures behind the code"). A
+    trace's rate
     is not read for this: its nodes are quiet. `heartbeat.quiet_nodes` may say on or off
     instead of auto."""
     mode = config.heartbeat.quiet_nodes
