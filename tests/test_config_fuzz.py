@@ -11,21 +11,25 @@ from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import fields
 from typing import Any, get_type_hints
 
+import tomli_w
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
 from harness.config import Config, ConfigError, from_dict
 from harness.config import trace_file as trace
+from harness.config.search_file import load_search
 from harness.engines.virtual import VirtualEngine
 from harness.model.tunables import choice_names
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.workload_keys import TemplateSpec, WorkloadSpec
 from tests.helpers import (
+    CONFIGS,
     KEY_VALUES,
     SECTION_KEYS,
     SYNTHETIC,
     TEMPLATE_KEYS,
+    anything,
     bounded,
     examples,
     near,
@@ -203,5 +207,110 @@ def test_the_cli_exits_0_on_a_valid_config_and_2_with_one_line_on_an_invalid_one
             event("exit 0")
             assert code == 0, err
             assert err == ""
+
+    one()
+
+
+# -- search files (harness search) ---------------------------------------------------------------
+
+OBJECTIVES = [
+    "maximize optimistic.cv_mean",
+    "minimize stale.p99_place_ms_p95",
+    "maximize optimistic.cv_mean - sync_response.cv_mean",
+    "maximize optimistic.cv_max / stale.cv_median",
+    "maximize optimistic.cv",
+    "maximise optimistic.cv_mean",
+    "maximize nosuch.cv_mean",
+    "maximize optimistic.cv_mean -",
+]
+SPACE_KEYS = [
+    "placement.k",
+    "placement.replicas",
+    "heartbeat.interval_s",
+    "workload.rate_per_s",
+    "placement.replicas",
+    "heartbeat.interval_s",
+    "placement.nosuch",
+    "nosuch.k",
+    "run.seeds",
+    "k",
+]
+
+
+@st.composite
+def space_entries(draw: st.DrawFn) -> Any:
+    """One [space] entry: an int range, a float range, choices, or anything, each near valid."""
+    ints = st.lists(st.integers(-2, 12), min_size=0, max_size=3)
+    return draw(
+        st.one_of(
+            st.fixed_dictionaries({"int": st.sampled_from([[1, 4], [2, 8]])}),
+            st.fixed_dictionaries({"low": st.just(1.0), "high": st.floats(2.0, 30.0)}),
+            st.fixed_dictionaries({"int": ints}, optional={"step": near("1"), "log": near("true")}),
+            st.fixed_dictionaries(
+                {"low": near("1.0"), "high": near("20.0")},
+                optional={"log": near("false"), "step": near("0.5"), "int": ints},
+            ),
+            st.fixed_dictionaries({"choices": st.lists(near("3"), max_size=3)}),
+            anything,
+        )
+    )
+
+
+@st.composite
+def search_files(draw: st.DrawFn) -> dict[str, Any]:
+    """A search over seed-herd: each [search] key with probability 0.5, its value nine times
+    in ten a valid one, else near its valid range; a few [space] entries; now and then an
+    unknown key or section."""
+    values = {  # key: (valid values, values around them)
+        "objective": (st.sampled_from(OBJECTIVES[:4]), st.sampled_from(OBJECTIVES[4:])),
+        "seeds": (st.integers(1, 3), near("5")),
+        "trials": (st.integers(1, 50), near("5")),
+        "wall_s": (st.floats(0.5, 100.0), near("1.0")),
+        "searcher": (st.sampled_from(["tpe", "cmaes", "random", "grid"]), st.just("hill")),
+        "seed": (st.integers(0, 99), near("0")),
+        "batch": (st.integers(1, 8), near("4")),
+        "shrink_tolerance": (st.floats(0.0, 0.9), near("0.1")),
+        "confirm_seeds": (st.integers(1, 30), near("3")),
+        "name": (st.just("ok"), st.sampled_from(["a/b", ""])),
+    }
+    head: dict[str, Any] = {"base": str(CONFIGS / "seed-herd.toml")}
+    for key, (valid, wild) in values.items():
+        if draw(st.booleans()) or key == "objective":
+            head[key] = draw(wild if draw(st.integers(0, 9)) == 9 else valid)
+    if draw(st.integers(0, 19)) == 19:
+        head["colour"] = "red"
+    keys = draw(st.lists(st.sampled_from(SPACE_KEYS), min_size=1, max_size=3, unique=True))
+    raw = {"search": head, "space": {key: draw(space_entries()) for key in keys}}
+    if draw(st.integers(0, 19)) == 19:
+        raw["grid"] = {}
+    return raw
+
+
+@examples(fast=60, full=300)
+def test_generated_search_files_load_or_name_a_key_and_exit_2_with_one_line(
+    examples, tmp_path_factory
+):
+    """Every key of a search file, valid or not: the file loads, or a ConfigError names a key
+    in one line, and `harness search` says that line and exits 2 before anything runs."""
+
+    @settings(max_examples=examples, deadline=None, derandomize=True)
+    @given(search_files())
+    def one(raw: dict[str, Any]) -> None:
+        path = tmp_path_factory.mktemp("search") / "s.toml"
+        path.write_text(tomli_w.dumps(raw))
+        try:
+            load_search(path)
+        except ConfigError as e:
+            assert e.key and e.reason and "\n" not in str(e)
+            event(f"refused: {e.key.split('.')[0]}")
+        else:
+            event("valid")
+            return
+        err = io.StringIO()
+        with redirect_stderr(err), redirect_stdout(io.StringIO()):
+            code = main(["search", str(path), "--in-process", "--quiet"])
+        err = err.getvalue()
+        assert code == 2, err
+        assert err.startswith("harness: error:") and err.count("\n") == 1, err
 
     one()

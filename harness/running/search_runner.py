@@ -206,8 +206,8 @@ def run_search(
             pool: InProcess | OnRay = OnRay()
         else:
             pool = InProcess()
-        _search(store, pool, progress)
-        finish(store, pool)
+        study = _search(store, pool, progress)
+        finish(store, pool, importance(study))
         completed = True
     finally:
         store.close(completed)
@@ -216,7 +216,9 @@ def run_search(
     return store
 
 
-def _search(store: SearchStore, pool: InProcess | OnRay, progress: SearchProgress | None) -> None:
+def _search(
+    store: SearchStore, pool: InProcess | OnRay, progress: SearchProgress | None
+) -> optuna.Study:
     search = store.search
     study = optuna.create_study(direction=search.objective.direction, sampler=sampler(search))
     dists = distributions(search)
@@ -259,6 +261,19 @@ def _search(store: SearchStore, pool: InProcess | OnRay, progress: SearchProgres
         store.update(searched_s=round(before + time.monotonic() - began, 3))
     if progress is not None:
         progress(len(store.trials), limit, _best_value(store), 0.0)
+    return study
+
+
+def importance(study: optuna.Study) -> dict[str, float]:
+    """How much each key matters to the objective, as Optuna's PED-ANOVA puts it (shares that
+    sum to 1; the other evaluators need scikit-learn); empty when too few trials finished."""
+    try:
+        shares = optuna.importance.get_param_importances(
+            study, evaluator=optuna.importance.PedAnovaImportanceEvaluator()
+        )
+    except (ValueError, RuntimeError, ZeroDivisionError):
+        return {}
+    return {key: float(share) for key, share in shares.items()}
 
 
 def _complete(store: SearchStore) -> list[dict[str, Any]]:
@@ -385,9 +400,11 @@ def confirm(
     }
 
 
-def finish(store: SearchStore, pool: InProcess | OnRay) -> None:
-    """After the search: best.toml, the shrunk minimal.toml, and both confirmed on fresh seeds."""
+def finish(store: SearchStore, pool: InProcess | OnRay, shares: dict[str, float]) -> None:
+    """After the search: which keys matter, best.toml, the shrunk minimal.toml, and both
+    confirmed on fresh seeds."""
     search = store.search
+    store.update(importance=shares)
     best = best_trial(store)
     if best is None:
         store.update(best=None)
