@@ -187,6 +187,32 @@ def test_an_interrupted_run_leaves_readable_partial_results(tmp_path, monkeypatc
 @pytest.mark.parametrize(
     "text,overrides,message",
     [
+        ("[cluster]\ncpu_count = 1000000000000000000000000000000", [], "cluster.cpu_count"),
+        ("", ["cluster.cpu_count=1000000000000000000000000000000"], "cluster.cpu_count"),
+        ("[cluster]\ninitial_cpu_allocated = [0, 2147483648]", [], "cluster.initial_cpu_allocated[1]"),
+        ("[run]\nfirst_seed = 9223372036854775808", [], "run.first_seed"),
+        ("[placement]\nk = -9223372036854775809", [], "placement.k"),
+    ],
+)
+def test_an_integer_beyond_32_bits_is_one_line(text, overrides, message, tmp_path, capsys):
+    """Issue 32: `cpu_count = 10**30` in a file passed validation and died writing the tables
+    (OverflowError, 44 lines, a folder of empty tables left)."""
+    path = tmp_path / "c.toml"
+    path.write_text(text + "\n")
+    sets = [arg for o in overrides for arg in ("--set", o)]
+    out = tmp_path / "out"
+    assert main(["run", str(path), *sets, "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(f"harness: error: {message}: must be an integer within")
+        and err.count("\n") == 1
+    ), err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "text,overrides,message",
+    [
         ("run = 3", [], "run: must be a table ([run]), got 3"),
         ('run = "x"', [], "run: must be a table ([run]), got 'x'"),
         ("[[run]]\nseeds = 2", [], "run: must be a table ([run]), got an array of tables"),

@@ -28,6 +28,11 @@ from harness.model.workload.workload_keys import SandboxSpec
 from harness.results.thresholds import Threshold, ThresholdError, parse
 
 
+INT_LIMIT = 2**31 - 1
+"""The largest integer a key takes (as a 32-bit signed integer): results keep counts as Arrow
+integers, and sums and products of keys (vCPUs of every node) must still fit 64 bits."""
+
+
 def _type_name(tp: Any) -> str:
     if get_origin(tp) is list:
         return f"a list of {_type_name(get_args(tp)[0])}"
@@ -60,6 +65,9 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
     }[tp]
     if not ok:
         raise ConfigError(key, f"must be {_type_name(tp)}, got {value!r}")
+    if tp is int and not -INT_LIMIT <= value <= INT_LIMIT:
+        shown = f"{value:,}" if abs(value) < 10**15 else f"{value:.3g}"
+        raise ConfigError(key, f"must be an integer within +-{INT_LIMIT:,}, got {shown}")
     return float(value) if tp is float else value
 
 
