@@ -189,7 +189,11 @@ def test_an_interrupted_run_leaves_readable_partial_results(tmp_path, monkeypatc
     [
         ("[cluster]\ncpu_count = 1000000000000000000000000000000", [], "cluster.cpu_count"),
         ("", ["cluster.cpu_count=1000000000000000000000000000000"], "cluster.cpu_count"),
-        ("[cluster]\ninitial_cpu_allocated = [0, 2147483648]", [], "cluster.initial_cpu_allocated[1]"),
+        (
+            "[cluster]\ninitial_cpu_allocated = [0, 2147483648]",
+            [],
+            "cluster.initial_cpu_allocated[1]",
+        ),
         ("[run]\nfirst_seed = 9223372036854775808", [], "run.first_seed"),
         ("[placement]\nk = -9223372036854775809", [], "placement.k"),
     ],

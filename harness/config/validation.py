@@ -27,7 +27,6 @@ from harness.model.workload.variety import MEAN_KEY, QUANTITIES, varied
 from harness.model.workload.workload_keys import SandboxSpec
 from harness.results.thresholds import Threshold, ThresholdError, parse
 
-
 INT_LIMIT = 2**31 - 1
 """The largest integer a key takes (as a 32-bit signed integer): results keep counts as Arrow
 integers, and sums and products of keys (vCPUs of every node) must still fit 64 bits."""
