@@ -100,6 +100,7 @@ def test_a_planted_regression_is_worse_in_balance_and_failures(runs, capsys):
     )
     assert code == THRESHOLD_FAILED
     assert "worse than the baseline" in err and "cv (stale)" in err
+    assert "+filter:tests.test_comparison:Lopsided" in out  # the plugins that ran, compared
     rows = pd.read_parquet(runs["worse"] / "comparison.parquet").set_index("column")
     for column in ("cv", "failed_frac", "failed_no_candidate", "max_count"):
         assert rows.loc[column, "verdict"] == "worse", column
@@ -261,3 +262,32 @@ def test_noise_bands_default_per_kind_and_are_replaced_by_flags():
     bands = noise_bands(["5%", "failed_frac=0.01"])
     assert (bands["cv"].value, bands["cv"].relative) == (0.05, True)
     assert (bands["failed_frac"].value, bands["failed_frac"].relative) == (0.01, False)
+
+
+def test_run_json_records_the_machine(runs):
+    machine = json.loads((runs["base"] / "run.json").read_text())["machine"]
+    assert machine["cpu_count"] >= 1 and machine["memory_bytes"] > 0 and machine["cpu_model"]
+    assert machine["harness_path"] in ("compiled", "pure Python")
+    assert {"python", "ray", "numpy", "pyarrow", "harness", "harness_location"} <= set(machine)
+
+
+def test_time_based_columns_are_compared_with_a_warning_across_machines(runs, tmp_path, capsys):
+    moved = tmp_path / "moved"
+    shutil.copytree(runs["again"], moved)
+    meta = json.loads((moved / "run.json").read_text())
+    meta["machine"]["cpu_model"] = "another CPU"
+    (moved / "run.json").write_text(json.dumps(meta))
+    # The virtual engine's figures are simulated: no warning but for wall time, when asked.
+    code, out, _ = _compare(capsys, runs["base"], moved)
+    assert code == 0 and "warning" not in out
+    assert not pd.read_parquet(moved / "comparison.parquet")["machine_warning"].any()
+    code, out, _ = _compare(capsys, runs["base"], moved, "--columns", "cv,engine_wall_s")
+    assert "warning: machines differ (cpu_model" in out
+    rows = pd.read_parquet(moved / "comparison.parquet").set_index("column")
+    assert rows.loc["engine_wall_s", "machine_warning"] and not rows.loc["cv", "machine_warning"]
+    # On Ray, every time in model time is the machine's too.
+    meta["engine"] = "ray"
+    (moved / "run.json").write_text(json.dumps(meta))
+    _compare(capsys, runs["base"], moved)
+    rows = pd.read_parquet(moved / "comparison.parquet").set_index("column")
+    assert rows.loc["p99_place_ms", "machine_warning"] and not rows.loc["cv", "machine_warning"]

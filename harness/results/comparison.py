@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from harness.results import machine
 from harness.results.atomic_files import write_parquet
 from harness.results.run_folder import ResultsError, holder, load_run
 from harness.results.summary_columns import (
@@ -269,21 +270,8 @@ def verdict(column: Column, change: float, p: float, band: float) -> str:
 
 
 def machines_differ(base: Side, new: Side) -> str | None:
-    """What differs between the machines the two ran on (run.json `machine`), or None when they
-    match; unknown (a run from before fingerprints) counts as differing."""
-    machines = [_machine(s) for s in (base, new)]
-    if None in machines:
-        return "the machine of a run is not recorded"
-    one, other = machines
-    keys = [k for k in ("cpu_model", "cpu_count", "memory_bytes") if one.get(k) != other.get(k)]
-    if not keys:
-        return None
-    return ", ".join(f"{k} {one.get(k)} vs {other.get(k)}" for k in keys)
-
-
-def _machine(side: Side) -> dict[str, Any] | None:
-    machine = side.meta.get("machine")
-    return machine if isinstance(machine, dict) else None
+    """What differs between the machines the two ran on (run.json `machine`), or None."""
+    return machine.differences(base.meta.get("machine"), new.meta.get("machine"))
 
 
 SCHEMA = pa.schema(
@@ -443,7 +431,10 @@ def _harness(meta: dict[str, Any]) -> str:
 
 
 def _plugins(meta: dict[str, Any]) -> set[str]:
+    """Each part of the placement pipeline and strategy that ran, with where it came from."""
     found = meta.get("plugins") or []
+    if isinstance(found, dict):  # {algorithm, k, uniform, parts}
+        found = found.get("parts") or []
     if not found and "cells" in meta:
         found = [p for c in meta["cells"] for p in c.get("plugins", [])]
     return {

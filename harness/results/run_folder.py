@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import harness
-from harness.results import phase_hooks
+from harness.results import machine, phase_hooks
 from harness.results.arrow_schemas import TABLES, stamped, summary_table
 from harness.results.atomic_files import (
     FolderLock,
@@ -432,6 +432,7 @@ class RunWriter:
             "harness_version": harness.__version__,
             "python": platform.python_version(),
             "pyarrow": pa.__version__,
+            "machine": machine.fingerprint(),
             "engine": engine,
             "strategies": strategies,
             "plugins": plugins or {},

@@ -29,7 +29,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import harness
-from harness.results import phase_hooks
+from harness.results import machine, phase_hooks
 from harness.results.arrow_schemas import TABLES, stamped, summary_table
 from harness.results.atomic_files import write_json, write_parquet
 from harness.results.run_folder import (
@@ -87,6 +87,7 @@ class SweepStore:
         self.meta: dict[str, Any] = {
             "run_id": self.run_id,
             "harness_version": harness.__version__,
+            "machine": machine.fingerprint(),
             "kind": "sweep",
             "name": sweep.name,
             "keys": sweep.keys,

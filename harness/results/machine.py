@@ -1,0 +1,72 @@
+"""What a run ran on (run.json `machine`): the CPU, the memory, and the versions and path of what
+computed it. Two runs' time-based figures (wall time, and on Ray every latency and rate) are only
+comparable on the same machine; `harness compare` warns when these differ."""
+
+from __future__ import annotations
+
+import os
+import platform
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import harness
+
+MATCHED = ("cpu_model", "cpu_count", "memory_bytes")
+"""The fields that make two machines the same one for time-based figures."""
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo), else what the platform says."""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Hardware", "cpu model"):
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def memory_bytes() -> int | None:
+    """The machine's physical memory; None where the system does not say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _version(distribution: str) -> str | None:
+    """An installed distribution's version, read without importing it (Ray takes seconds)."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def fingerprint() -> dict[str, Any]:
+    """This machine and software, as recorded in run.json and sweep.json."""
+    return {
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "memory_bytes": memory_bytes(),
+        "system": platform.system(),
+        "python": platform.python_version(),
+        "ray": _version("ray"),
+        "numpy": _version("numpy"),
+        "pyarrow": _version("pyarrow"),
+        "harness": harness.__version__,
+        "harness_path": harness.PATH,
+        "harness_location": str(Path(harness.__file__).parent),
+    }
+
+
+def differences(one: Any, other: Any) -> str | None:
+    """What differs between two recorded machines, or None when they are the same one; a
+    machine not recorded (a run from before fingerprints) is not known to be the same."""
+    if not isinstance(one, dict) or not isinstance(other, dict):
+        return "the machine of a run is not recorded"
+    keys = [k for k in MATCHED if one.get(k) != other.get(k)]
+    if not keys:
+        return None
+    return "; ".join(f"{k} {one.get(k)} vs {other.get(k)}" for k in keys)
