@@ -152,7 +152,7 @@ def plugins_page() -> str:
             names(f"{s}={w:g}" if w != 1 else s for s, w in a.scorers),
             f"`{a.selector}`",
         )
-        for name, a in ALGORITHMS.items()
+        for name, a in ALGORITHMS.builtins.items()
     ]
     out = [
         GENERATED,
@@ -161,7 +161,9 @@ def plugins_page() -> str:
         "installed by other packages (entry-point groups `herd_harness.<kind>`, below). "
         "See [Plugins](../guides/plugins.md) to write your own.\n\n",
         "## Algorithms (`placement.algorithm`)\n\nA named pipeline; `placement.sampler`, "
-        "`filters`, `scorers` and `selector` replace its parts.\n\n",
+        "`filters`, `scorers` and `selector` replace its parts. Base class "
+        f"`{ALGORITHMS.base.__module__}.{ALGORITHMS.base.__name__}`; entry-point group "
+        f"`{ALGORITHMS.group}`.\n\n",
         _table(("algorithm", "sampler", "filters", "scorers", "selector"), algorithms),
     ]
     keys = {

@@ -23,7 +23,8 @@ from harness.model.scheduling.placement.registries import parse_weighted
 from harness.model.scheduling.scheduler import PlacementSpec
 from harness.model.tunables import ConfigError, allows, choice_names
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.variety import MEAN_KEY, QUANTITIES, varied
+from harness.model.workload.lifetimes import LIFETIMES
+from harness.model.workload.variety import DRAWS, MEAN_KEY, QUANTITIES, varied
 from harness.model.workload.workload_keys import SandboxSpec
 from harness.results.thresholds import Threshold, ThresholdError, parse
 
@@ -392,7 +393,7 @@ def _check_workload(c: Config) -> None:
         ids[sandbox.template] = prefix
     arrival.check(w, c.run.duration_s)
     instant = c.cluster.create_latency_ms + c.cluster.kill_latency_ms == 0
-    drawn = any(s.lifetime_draw != "fixed" for s in w.sandboxes)
+    drawn = any(DRAWS[s.lifetime_draw].varies for s in w.sandboxes)
     if arrival.closed and drawn and instant and not (w.think_s or w.cleanup_tick_s):
         raise ConfigError(
             "workload.think_s",
@@ -415,14 +416,14 @@ def _check_variety(prefix: str, sandbox: SandboxSpec) -> None:
                 f"{prefix}.{quantity}_clip", f"must be [lo, hi] with lo <= hi, got {clip}"
             )
         kind = getattr(sandbox, f"{quantity}_draw")
-        if kind == "fixed":
+        if not DRAWS[kind].varies:
             continue
         if quantity == "lifetime":
             if sandbox.lifetime_s is None:
                 raise ConfigError(
                     f"{prefix}.lifetime_draw", "needs lifetime_s, the mean, not none (never killed)"
                 )
-            if sandbox.lifetime_dist != "fixed":
+            if not LIFETIMES[sandbox.lifetime_dist].exact:
                 raise ConfigError(
                     f"{prefix}.lifetime_draw",
                     f"{kind} and lifetime_dist {sandbox.lifetime_dist} both draw the lifetime: "

@@ -12,12 +12,15 @@ from harness.model.scheduling.placement.algorithms import ALGORITHMS
 from harness.model.scheduling.placement.registries import REGISTRIES
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.lifetimes import LIFETIMES
+from harness.model.workload.variety import DRAWS
 
 MODEL_REGISTRIES: tuple[Registry, ...] = (
+    ALGORITHMS,
     *REGISTRIES.values(),
     LEDGERS,
     ARRIVALS,
     LIFETIMES,
+    DRAWS,
     PHASES,
     FAULT_KINDS,
 )
@@ -25,10 +28,10 @@ MODEL_REGISTRIES: tuple[Registry, ...] = (
 
 
 def catalogue(*more: Registry) -> list[tuple[str, str, str]]:
-    """(kind, name, source) of every placement algorithm and of every name of the model's
-    registries and of `more` (registries of the layers above, say the engines): built in
-    ("harness"), an alias, or installed (its entry point)."""
-    rows = [("algorithm", name, "harness") for name in ALGORITHMS]
+    """(kind, name, source) of every name of the model's registries and of `more`
+    (registries of the layers above, say the engines): built in ("harness"), an alias, or
+    installed (its entry point)."""
+    rows = []
     for registry in (*MODEL_REGISTRIES, *more):
         rows += registry.catalogue()
     return rows

@@ -12,6 +12,7 @@ import pandas as pd
 from harness.config import Config, stored_config
 from harness.config.sweep_file import get_value
 from harness.model.cluster.heartbeat import HeartbeatPlan
+from harness.model.cluster.phases import PHASES
 from harness.model.scheduling.placement.record import drawn
 from harness.presentation import plots
 from harness.presentation.headline import headline, plugins_line, same_as
@@ -146,7 +147,8 @@ def _beats(config: Config) -> tuple[list[float], str]:
     """When reports are applied (the run's own heartbeat plan), to mark on time axes, and how
     the caption names them."""
     interval = config.heartbeat.interval_s
-    if config.heartbeat.phase == "aligned" and config.run.duration_s / interval > MAX_BEATS:
+    together = PHASES[config.heartbeat.phase].together
+    if together and config.run.duration_s / interval > MAX_BEATS:
         # counted before any list of them is made: 1e-9 s over a minute would be 6e10 floats
         return [], f"none drawn: all nodes report every {interval:g} s"
     applied = HeartbeatPlan(config.heartbeat, config.run.duration_s).applied_at()

@@ -14,7 +14,8 @@ Kinds (m: the mean, s: the spread):
 - `fixed`: m, nothing drawn;
 - `uniform`: m (1 + U(-s, s)), upstream's "mean with a relative variance";
 - `normal`: N(m, (s m)^2), s the relative standard deviation;
-- `lognormal`: exp(N(mu, s^2)) with mu = ln m - s^2 / 2, so that the mean is m.
+- `lognormal`: exp(N(mu, s^2)) with mu = ln m - s^2 / 2, so that the mean is m (the same
+  lognormal as the lifetime distribution's, `mean_preserving_mu`).
 """
 
 from __future__ import annotations
@@ -24,12 +25,47 @@ import random
 from typing import ClassVar
 
 from harness.model.random_streams import stream
+from harness.model.registry import Registry
+from harness.model.workload.lifetimes.lognormal import mean_preserving_mu
 
 
-class Uniform:
-    name: ClassVar[str] = "uniform"
+class Draw:
+    """A per-create distribution around a mean (`<q>_draw`), registered by name in `DRAWS`."""
+
+    name: ClassVar[str] = ""
+    varies: ClassVar[bool] = True
+    """Whether it draws at all: one that does not (`fixed`) leaves the template's value, and a
+    workload of such draws opens no stream (`varied` gives None)."""
 
     def __init__(self, mean: float, spread: float) -> None:
+        self.mean = mean
+
+    def draw(self, rng: random.Random) -> float:
+        raise NotImplementedError
+
+    def support(self) -> tuple[float, float]:
+        """The smallest and largest value a draw can take (infinite: unbounded)."""
+        raise NotImplementedError
+
+
+class Fixed(Draw):
+    """The mean itself, nothing drawn (the default)."""
+
+    name = "fixed"
+    varies = False
+
+    def draw(self, rng: random.Random) -> float:
+        return self.mean
+
+    def support(self) -> tuple[float, float]:
+        return self.mean, self.mean
+
+
+class Uniform(Draw):
+    name = "uniform"
+
+    def __init__(self, mean: float, spread: float) -> None:
+        super().__init__(mean, spread)
         self.lo = mean * (1.0 - spread)
         self.span = 2.0 * spread * mean
 
@@ -41,11 +77,11 @@ class Uniform:
         return self.lo, self.lo + self.span
 
 
-class Normal:
-    name: ClassVar[str] = "normal"
+class Normal(Draw):
+    name = "normal"
 
     def __init__(self, mean: float, spread: float) -> None:
-        self.mean = mean
+        super().__init__(mean, spread)
         self.sigma = spread * abs(mean)
 
     def draw(self, rng: random.Random) -> float:
@@ -57,12 +93,13 @@ class Normal:
         return -math.inf, math.inf
 
 
-class LogNormal:
-    name: ClassVar[str] = "lognormal"
+class LogNormal(Draw):
+    name = "lognormal"
 
     def __init__(self, mean: float, spread: float) -> None:
+        super().__init__(mean, spread)
         self.sigma = spread
-        self.mu = math.log(mean) - spread**2 / 2 if mean > 0 else -math.inf
+        self.mu = mean_preserving_mu(mean, spread)
 
     def draw(self, rng: random.Random) -> float:
         return rng.lognormvariate(self.mu, self.sigma)
@@ -71,9 +108,8 @@ class LogNormal:
         return (0.0, math.inf) if self.sigma > 0 else (math.exp(self.mu),) * 2
 
 
-DRAWS = {cls.name: cls for cls in (Uniform, Normal, LogNormal)}
-"""Per-create distributions by name; `fixed` (the default) draws nothing."""
-KINDS = ("fixed", *DRAWS)
+DRAWS = Registry("draws", "draw", Draw, (Fixed, Uniform, Normal, LogNormal))
+"""Per-create distributions by name (`<q>_draw`); `fixed` (the default) draws nothing."""
 
 
 class Varied:
@@ -85,7 +121,7 @@ class Varied:
     def __init__(
         self, kind: str, mean: float, spread: float, clip: list[float], integer: bool
     ) -> None:
-        self.dist = DRAWS[kind](mean, spread)
+        self.dist = DRAWS.resolve(kind)(mean, spread)
         self.lo, self.hi = clip if clip else (-math.inf, math.inf)
         self.integer = integer
 
@@ -113,7 +149,7 @@ MEAN_KEY = {"vcpu": "vcpu", "memory": "memory_mib", "usage": "usage", "lifetime"
 def varied(spec: object, quantity: str) -> Varied | None:
     """The per-create draw of `quantity` that a sandbox spec asks for; None: fixed."""
     kind = getattr(spec, f"{quantity}_draw")
-    if kind == "fixed":
+    if not DRAWS.resolve(kind).varies:
         return None
     integer = getattr(spec, f"{quantity}_integer", False)
     mean = getattr(spec, MEAN_KEY[quantity])

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from harness.model.tunables import key
 
-DRAWS = "harness.model.workload.variety:KINDS"
+DRAWS = "harness.model.workload.variety:DRAWS"
 """How a quantity of a sandbox may be drawn per create (named by path: no import circle)."""
 
 

@@ -17,8 +17,9 @@ Any part may learn from the creates it placed (`Plugin.placed`, kube-scheduler's
 Every plugin is a small class in a file of its own, its extension point's folder, registered
 by name (`registries`: `SAMPLERS`, `FILTERS`, `SCORERS`, `SELECTORS`), or named by import path
 (`"mypkg.scoring:MyScore"`), or installed under the entry point group `herd_harness.<kind>`
-(e.g. `herd_harness.scorers`). An algorithm (`algorithms.ALGORITHMS`) is a named pipeline; a
-config can list its own plugins instead. `pipeline.Pipeline` runs a replica's choice.
+(e.g. `herd_harness.scorers`). An algorithm (`algorithms.ALGORITHMS`, a registry too) is a
+named pipeline; a config can list its own plugins instead. `pipeline.Pipeline` runs a
+replica's choice.
 """
 
 from harness.model.scheduling.placement.algorithms import ALGORITHMS, Algorithm

@@ -22,8 +22,9 @@ class PlacementSpec:
     )
     algorithm: str = key(
         "best_of_k",
-        "Placement pipeline by name; sampler, filters, scorers, selector override its parts.",
-        choices=ALGORITHMS,
+        'Placement pipeline: a name (`harness plugins`) or "module:Class"; sampler, filters, '
+        "scorers, selector override its parts.",
+        registry=ALGORITHMS,
     )
     sampler: str = key("", 'Candidate sampler (a name or "module:Class"); empty: the algorithm\'s.')
     filters: list[str] = key([], "Filters a candidate must pass; empty: the algorithm's.")
