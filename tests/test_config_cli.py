@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.cli import main
+from harness.cli import COMMANDS, main
 from harness.config import ConfigError, from_dict, parse_override
 from harness.config.key_tables import defaults_table
 from tests.helpers import CONFIGS, SCENARIOS
@@ -247,7 +247,7 @@ def test_a_section_that_is_not_a_table_is_named(text, overrides, message, tmp_pa
     [
         (["run", "{config}", "--seeds", "abc"], "argument --seeds: invalid int value: 'abc'"),
         (["run", "{config}", "--engine", "gpu"], "argument --engine: invalid choice: 'gpu'"),
-        ([], "a command is required: run, sweep, search, report, keys or plugins"),
+        ([], f"a command is required: {COMMANDS}"),
         (["bogus"], "argument command: invalid choice: 'bogus'"),
         (["run"], "config: a scenario TOML file is required (or --resume DIR)"),
         (["run", "{config}", "--nope"], "unrecognized arguments: --nope"),
