@@ -8,7 +8,8 @@ answers), `no-node` (answers a node that does not exist), `garbage` (answers byt
 not a PlaceReply), `hangup` (stops serving, the process lives on), `slow-once` (one answer
 late, then placing again, having heard first thing that the harness dropped it: else it exits
 with code 9), or from its first Hello `old` (speaks protocol version 0) or `node-0` (answers
-node 0 to every Place, whatever the create asks). With `framed` it
+node 0 to every Place, whatever the create asks; a create asked about again must come with a
+`create_refused` event counting its refusals, else it exits with code 9). With `framed` it
 serves the framed transport, one call at a time, not gRPC.
 """
 
@@ -45,6 +46,7 @@ class Faulty:
         self.session: Session | None = None
         self.calls = 0
         self.late = -1
+        self.asked: dict[int, int] = {}
         self.server: grpc.Server | None = None
 
     def hello(self, request: pb.HelloRequest, context: grpc.ServicerContext) -> pb.HelloReply:
@@ -55,7 +57,14 @@ class Faulty:
     def place(self, request: pb.PlaceRequest, context: grpc.ServicerContext) -> object:
         assert self.session is not None
         self.calls += 1
-        if MODE == "node-0":
+        if MODE == "node-0":  # told of each refusal before it is asked again, or exits with 9
+            sandbox = request.create.sandbox_id
+            refused = [e.create_refused for e in request.events if e.HasField("create_refused")]
+            if sandbox in self.asked and [(r.sandbox_id, r.refusals) for r in refused] != [
+                (sandbox, self.asked[sandbox])
+            ]:
+                os._exit(9)
+            self.asked[sandbox] = self.asked.get(sandbox, 0) + 1
             return pb.PlaceReply(placed=True, node=0)
         if self.session.seed == 0 or self.calls < FAULTY_FROM:
             return self.session.place(request)

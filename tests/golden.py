@@ -57,11 +57,12 @@ CHECKED = {
         "violations_memory",
         "asks_mean",
         "asks_max",
+        "failed_asks_exhausted",
     ),
     "requests": ("asks", "violated"),
 }
-"""Columns added later still: eligibility violations and asks per create, digested as
-`<table>+checked` so the `+added` digests stay as recorded."""
+"""Columns added later still: eligibility violations, asks per create and the cap on them,
+digested as `<table>+checked` so the `+added` digests stay as recorded."""
 GROUPS = {"added": ADDED, "checked": CHECKED}
 
 BLOCKS = 64

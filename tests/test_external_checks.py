@@ -117,3 +117,68 @@ def test_the_in_process_pipeline_keeps_the_rules_on_every_shipped_config(tmp_pat
     assert (summary["violations"] == 0).all()
     checks = json.loads((tmp_path / "run" / "run.json").read_text())
     assert "placements_keep_rules" in json.dumps(checks)
+
+
+FULL_NODE = """
+[run]
+duration_s = 5.0
+seeds = 1
+
+[cluster]
+create_latency_ms = 10.0
+
+[[cluster.pools]]
+count = 1
+cpu_count = 4
+initial_cpu_allocated = [4, 4]
+
+[[cluster.pools]]
+count = 1
+cpu_count = 4
+
+[placement]
+k = 2
+r = 1.0
+deadline_s = 1.0
+
+[workload]
+arrival = "constant"
+rate_per_s = 1.0
+
+[[workload.templates]]
+vcpu = 1.0
+lifetime_s = 2.0
+"""
+"""Node 0 full from the start, node 1 empty; 5 creates, each with a 1 s deadline and create
+RPCs of 10 ms: a scheduler that answers node 0 has each refused about 100 times."""
+
+
+def _full_node(tmp_path: Path, *sets: str) -> pd.Series:
+    config = tmp_path / "full-node.toml"
+    config.write_text(FULL_NODE)
+    args = ["run", str(config), "--out", str(tmp_path / "run"), "--no-report", "--quiet"]
+    sets = (f"external.command={json.dumps(NODE_0)}", *sets)
+    assert main([*args, *(a for s in sets for a in ("--set", s))]) == 0
+    return pd.read_parquet(tmp_path / "run" / "summary.parquet").iloc[0]
+
+
+def test_a_scheduler_answering_a_full_node_ends_at_the_deadline_with_the_storm_shown(
+    tmp_path,
+) -> None:
+    """As upstream, a refusal neither excludes the node nor counts an attempt: every create is
+    asked about again (told of each refusal first: the scheduler checks) until its deadline,
+    and the summary shows how often."""
+    summary = _full_node(tmp_path)
+    assert summary["requests"] == summary["failed_deadline"] == 5
+    assert summary["violations"] == 0  # a full node breaks no eligibility rule: it refuses
+    # 1 s of 10 ms round trips: about 100 asks per create.
+    assert 90 <= summary["asks_mean"] <= 102 and 90 <= summary["asks_max"] <= 102
+    requests = pd.read_parquet(tmp_path / "run" / "requests.parquet")
+    creates = requests[requests["kind"] == "create"]
+    assert (creates["asks"] == creates["skips"]).all()  # every ask refused, none left to ask
+
+
+def test_max_asks_ends_a_storm_early(tmp_path) -> None:
+    summary = _full_node(tmp_path, "placement.max_asks=5")
+    assert summary["requests"] == summary["failed_asks_exhausted"] == 5
+    assert summary["asks_max"] == 5 and summary["asks_mean"] == 5.0

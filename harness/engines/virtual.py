@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from harness.config import Config
-from harness.engines import Engine, Progress
+from harness.engines import REFUSED_AGAIN, Engine, Progress
 from harness.model.event_queue import EventQueue
 from harness.model.protocol import IS_TIMER, KINDS, PARTY, Party, Recipient
 from harness.model.protocol.replica_party import Replicas
@@ -66,12 +66,18 @@ class _World(Recipient):
         if first is not None:
             self.clock.at(first, SAMPLE, 0, None)
         self.clients.start()
-        self.clock.run(progress, PROGRESS_EVERY)
+        tick = None if progress is None else lambda t: progress(t, None, self.refused_again())
+        self.clock.run(tick, PROGRESS_EVERY)
         # Nothing is left to deliver, and virtual time runs on to the end for free: the rule the
         # Ray driver polls must agree that the run is over.
         end = max(self.clock.now(), self.config.run.duration_s)
         if not self.lifecycle.over(end, self.clients.done, None):
             raise RuntimeError("the run ran out of messages before its clients were done")
+
+    def refused_again(self) -> int:
+        """Creates in flight that nodes have refused `REFUSED_AGAIN` times or more."""
+        hosts = [getattr(r, "host", r) for r in self.replicas]  # an external one wraps its host
+        return sum(1 for h in hosts for req in h.creating.values() if req.skips >= REFUSED_AGAIN)
 
     def close(self) -> None:
         """Drop the parties: each holds the clock, which holds them and this world, and the

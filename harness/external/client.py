@@ -42,6 +42,9 @@ class RemoteScheduler:
         self.stop_on_violation = spec.on_violation == "error"
         self.events: list[pb.Event] = []
         self.closed = False
+        self.refused: tuple[int, int] | None = None
+        """(sandbox, node) of the last create a node refused as full: when the next Place is
+        that create's, it opens with a `create_refused` event."""
         self.node_count = 0
         try:
             self.transport = TRANSPORTS[spec.transport](host, port, spec.timeout_s)
@@ -84,6 +87,8 @@ class RemoteScheduler:
     ) -> None:
         answered = pb.RpcAnswered(**wire.answered(sandbox_id, node, outcome, response))
         self.events.append(pb.Event(time=now, create_answered=answered))
+        if outcome is Outcome.RESOURCE_EXHAUSTED:
+            self.refused = (sandbox_id, node)
 
     def kill_answered(
         self, sandbox_id: int, node: int, outcome: Outcome, response: Report | None, now: float
@@ -95,6 +100,11 @@ class RemoteScheduler:
         """The node the scheduler chooses for `req`; None: none (or, with on_timeout = fail,
         no answer in time). The events buffered so far go with the call, and are gone from the
         buffer whatever its outcome."""
+        refused = self.refused
+        if refused is not None and refused[0] == req.sandbox_id:  # asked again after a refusal
+            again = pb.CreateRefused(sandbox_id=req.sandbox_id, node=refused[1], refusals=req.skips)
+            self.events.append(pb.Event(time=now, create_refused=again))
+            self.refused = None
         request = pb.PlaceRequest(events=self.events, now=now, create=wire.create(req))
         self.events = []
         reply = self._call("Place", request)

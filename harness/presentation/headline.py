@@ -12,6 +12,7 @@ REASONS = {
     "no_candidate": "no node passed the filters",
     "attempts_exhausted": "every attempt failed",
     "deadline": "out of time",
+    "asks_exhausted": "asked placement.max_asks times",
 }
 """What each failure reason (`harness.results.statistics.FAILURE_REASONS`) means, in words."""
 

@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.config.key_tables import defaults_table, entry_keys_table, fault_keys_table
-from harness.engines import Snapshot
+from harness.engines import REFUSED_AGAIN, Snapshot
 from harness.presentation.headline import headline, plugins_line
 from harness.results.statistics import (
     by_strategy,
@@ -335,7 +335,12 @@ class LazyProgress:
         self.task: Any = None
 
     def __call__(
-        self, done: int, total: int, fraction: float, snapshot: Snapshot | None = None
+        self,
+        done: int,
+        total: int,
+        fraction: float,
+        snapshot: Snapshot | None = None,
+        refused: int = 0,
     ) -> None:
         if self.bar is None:
             if time.monotonic() - self.start < self.delay:
@@ -351,9 +356,10 @@ class LazyProgress:
                 self.bar, console=Console(file=sys.stderr), transient=True, refresh_per_second=4
             )
             self.live.start()
-        self.bar.update(
-            self.task, completed=done + min(fraction, 1.0), units=f"{done}/{total} seeds"
-        )
+        units = f"{done}/{total} seeds"
+        if refused:  # a storm: nodes refuse and the scheduler answers them again
+            units += f"; {refused} creates refused {REFUSED_AGAIN}+ times, asked again"
+        self.bar.update(self.task, completed=done + min(fraction, 1.0), units=units)
         if snapshot is not None:
             self.live.update(Group(self.bar, live_detail(snapshot)))
 

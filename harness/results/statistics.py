@@ -60,7 +60,7 @@ def accounting_error(timeline: pa.Table) -> dict[str, float]:
     }
 
 
-FAILURE_REASONS = ("no_candidate", "attempts_exhausted", "deadline", "refused")
+FAILURE_REASONS = ("no_candidate", "attempts_exhausted", "deadline", "refused", "asks_exhausted")
 """Why a create failed (`harness.model.scheduling.scheduler`); each has a `failed_<reason>` summary
 column."""
 

@@ -184,6 +184,12 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         "Failed creates: refused by a full node with `placement.retry_refused` false.",
     ),
     _count(
+        "failed_asks_exhausted",
+        LOWER,
+        "Failed creates: asked of the scheduler `placement.max_asks` times (a cap off by "
+        "default, a departure from upstream).",
+    ),
+    _count(
         "violations",
         LOWER,
         "Creates placed (or sent) on a node that breaks one of upstream's eligibility rules: an "

@@ -17,8 +17,9 @@ from harness.results.seed_result import SeedResult
 from harness.results.thresholds import evaluate
 from harness.running.inputs import fingerprint, first_changed
 
-# progress(units_done, units_total, fraction_of_current_unit, live snapshot or None)
-RunProgress = Callable[[int, int, float, Snapshot | None], None]
+# progress(units_done, units_total, fraction_of_current_unit, live snapshot or None, creates
+# stuck in refusals)
+RunProgress = Callable[[int, int, float, Snapshot | None, int], None]
 
 
 def run_checked(
@@ -99,9 +100,11 @@ def run(
                     continue
                 phase_hooks.at("seed")
 
-                def tick(t: float, snapshot: Snapshot | None = None, done: int = done) -> None:
+                def tick(
+                    t: float, snapshot: Snapshot | None = None, refused: int = 0, done: int = done
+                ) -> None:
                     if progress is not None:
-                        progress(done, total, t / config.run.duration_s, snapshot)
+                        progress(done, total, t / config.run.duration_s, snapshot, refused)
 
                 try:
                     result, checks, _ = run_checked(engine, variant, seed, tick)
@@ -113,7 +116,7 @@ def run(
                 writer.add(result, checks)
                 done += 1
                 if progress is not None:
-                    progress(done, total, 0.0, None)
+                    progress(done, total, 0.0, None, 0)
         writer.set_thresholds(evaluate(config.thresholds, writer.summaries()))
         broken = [
             f"{c['strategy']} seed {c['seed']}: {line}"

@@ -60,6 +60,7 @@ class Scheduler(ReplicaState):
         super().__init__(nodes, ledger, rng)
         self.rules = rules
         self.retry_refused = rules.retry_refused
+        self.max_asks = rules.max_asks
         self.pipeline = Pipeline(rules)
         self.remote = remote
         """Who chooses instead of the pipeline: an external scheduler, or None. Apart from the
@@ -129,6 +130,9 @@ class Scheduler(ReplicaState):
             if req.attempts >= self.rules.max_attempts:
                 req.failure = "attempts_exhausted"
                 return Step.FAILED
+        if self.max_asks and req.asks >= self.max_asks:
+            req.failure = "asks_exhausted"
+            return Step.FAILED
         if now >= req.deadline:
             req.failure = "deadline"
             return Step.FAILED

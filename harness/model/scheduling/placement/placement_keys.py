@@ -42,6 +42,14 @@ class PlacementSpec:
     max_attempts: int = key(
         3, "Failed create RPCs (other than ResourceExhausted) per request.", ge=1
     )
+    max_asks: int = key(
+        0,
+        "Times a create may be placed (asked of the scheduler) before it fails (reason "
+        "asks_exhausted); 0: no cap, as upstream, where a node that refuses for lack of room is "
+        "neither excluded nor counted and only the deadline ends the loop. A departure from "
+        "upstream: it ends a storm of refusals early.",
+        ge=0,
+    )
     retry_refused: bool = key(
         True,
         "A create a node refuses as full (ResourceExhausted) is placed again, as upstream's "
