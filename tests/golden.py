@@ -11,9 +11,9 @@ digests of BLOCKS runs of consecutive rows. A table that differs is named with t
 whose digests differ and the first run of rows that does (one row where a table has no more
 than BLOCKS rows).
 
-Columns added to a table after its digests were first recorded (`ADDED`, then `CHECKED`) are
-digested on their own, as `<table>+added` and `<table>+checked`: the table's own digest then
-still proves every older column unchanged."""
+Columns added to a table after its digests were first recorded (`ADDED`, then `CHECKED` and
+`CAPPED`) are digested on their own, as `<table>+added`, `<table>+checked` and `<table>+capped`:
+the table's own digest then still proves every older column unchanged."""
 
 from __future__ import annotations
 
@@ -57,13 +57,14 @@ CHECKED = {
         "violations_memory",
         "asks_mean",
         "asks_max",
-        "failed_asks_exhausted",
     ),
     "requests": ("asks", "violated"),
 }
-"""Columns added later still: eligibility violations, asks per create and the cap on them,
-digested as `<table>+checked` so the `+added` digests stay as recorded."""
-GROUPS = {"added": ADDED, "checked": CHECKED}
+"""Columns added later still: eligibility violations and asks per create, digested as
+`<table>+checked` so the `+added` digests stay as recorded."""
+CAPPED = {"summary": ("failed_asks_exhausted",)}
+"""Creates failed by `placement.max_asks`, added after those: `<table>+capped`."""
+GROUPS = {"added": ADDED, "checked": CHECKED, "capped": CAPPED}
 
 BLOCKS = 64
 
