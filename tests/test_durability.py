@@ -11,8 +11,10 @@ import errno
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -738,3 +740,44 @@ def test_a_trace_edited_between_interruption_and_resume_is_refused_in_one_line(
     trace.write_text(whole)  # as it was: the run resumes
     assert main(["run", "--resume", str(out), *QUIET]) == 0
     assert load_run(out)[0]["completed"]
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether process `pid` has a handler for `signum` (its SigCgt mask in /proc)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(mask, 16) >> (signum - 1) & 1)
+
+
+@pytest.mark.slow  # 18 starts of the harness, each signalled
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux /proc")
+@pytest.mark.parametrize("signame,code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_signal_at_any_moment_of_start_up_is_one_line_and_its_exit_code(signame, code, tmp_path):
+    """Issue 32: a signal while the CLI still imported pandas and pyarrow gave a
+    KeyboardInterrupt traceback and exit -2, or exit -15 and no word. The harness takes both
+    signals from the first instruction of `harness.__main__.main` (a process is caught earlier
+    only by the interpreter's defaults, which no program changes): from then on, at every
+    delay over 2 s, one line and 128 + the signal."""
+    signum = getattr(signal, signame)
+    for i, delay in enumerate(0.25 * n for n in range(9)):
+        out = tmp_path / f"run{i}"
+        args = ["run", str(CONFIGS / "churn.toml"), "--set", "run.duration_s=600", *QUIET]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness", *args, "--out", str(out)],
+            env=ENV,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        while not _catches(proc.pid, signal.SIGTERM):  # the CLI's first instruction is done
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.001)
+        time.sleep(delay)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == code, (delay, err[-2000:])
+        assert err.count("\n") == 1 and "Traceback" not in err, (delay, err)
+        assert ("interrupted" if signum == signal.SIGINT else "terminated") in err, err
