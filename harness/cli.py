@@ -36,7 +36,14 @@ from harness.presentation.terminal import LazyProgress, SweepBar, print_keys, pr
 from harness.results import phase_hooks
 from harness.results.atomic_files import WriteFailed
 from harness.results.comparison import FILE as COMPARISON_FILE
-from harness.results.comparison import Result, check_column, compare, load_side
+from harness.results.comparison import (
+    Result,
+    check_column,
+    check_configs,
+    compare,
+    load_side,
+)
+from harness.results.comparison import run_config as comparable
 from harness.results.comparison import write as write_comparison
 from harness.results.invariants import InvariantError
 from harness.results.run_folder import ResultsError, load_run, new_run_id, resumable, state_of
@@ -404,8 +411,9 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         raise ConfigError("config", "a scenario TOML file is required (or --resume DIR)")
     else:
         config, strategies = run_config(args)
-    if args.baseline is not None:
-        load_side(args.baseline)  # a bad baseline is refused before anything runs
+    if args.baseline is not None:  # a bad baseline, or one of another config, before any run
+        baseline = load_side(args.baseline)
+        check_configs(baseline.config, comparable(config.to_dict()), args.allow_diff)
         _fail_columns(args.fail_on)
     elif args.fail_on or args.columns or args.allow_diff or args.min_effect:
         raise ConfigError(
@@ -433,17 +441,16 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         meta, frames = load_run(out)
         print_run(meta, frames, console)
         console.print(f"results: {out}")
+        compared = 0
+        if args.baseline is not None:  # before the report, which shows the comparison
+            compared = _compare(args.baseline, out, args, out / COMPARISON_FILE, console)
         if not args.no_report:
             _write_report(out, console)
     except KeyboardInterrupt as e:  # the run is whole on disk: say so, and of the report
         unwritten = "" if args.no_report else "; report.html not written"
         _stopped(e, f"{state_of(out)}{unwritten}")
         return exit_code(e)
-    code = _threshold_code(meta["thresholds"])
-    if args.baseline is not None:
-        compared = _compare(args.baseline, out, args, out / COMPARISON_FILE, console)
-        code = code or compared
-    return code
+    return _threshold_code(meta["thresholds"]) or compared
 
 
 def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:

@@ -291,3 +291,39 @@ def test_time_based_columns_are_compared_with_a_warning_across_machines(runs, tm
     _compare(capsys, runs["base"], moved)
     rows = pd.read_parquet(moved / "comparison.parquet").set_index("column")
     assert rows.loc["p99_place_ms", "machine_warning"] and not rows.loc["cv", "machine_warning"]
+
+
+def test_the_report_of_a_compared_run_shows_the_changes(runs, tmp_path, capsys):
+    from harness.presentation.html_report import write_report
+
+    compared = tmp_path / "compared"
+    shutil.copytree(runs["worse"], compared)
+    _compare(capsys, runs["base"], compared, "--allow-diff", "placement.filters")
+    page = write_report(compared).read_text()
+    section = page.split("<h2>Against the baseline</h2>", 1)[1]
+    assert 'alt="changes from the baseline"' in section
+    assert "configs differ, as allowed, in placement.filters" in section
+    assert "<td>worse</td>" in section.split("<h2>", 1)[0]
+
+
+def test_a_baseline_of_another_config_is_refused_before_the_run(runs, tmp_path, capsys):
+    never = tmp_path / "never"
+    args = ["run", HERD, *SEEDS, "--out", str(never), "--quiet", "--set", LOPSIDED]
+    assert main([*args, "--baseline", str(runs["base"])]) == 2
+    _one_error_line(capsys.readouterr().err, "placement.filters")
+    assert not never.exists()
+
+
+def test_a_baseline_from_an_older_harness_is_compared_on_what_both_have(runs, tmp_path, capsys):
+    """A key or summary column added since the baseline ran is noted, not held against it."""
+    older = tmp_path / "older"
+    shutil.copytree(runs["base"], older)
+    meta = json.loads((older / "run.json").read_text())
+    del meta["config"]["placement"]["alpha"]
+    (older / "run.json").write_text(json.dumps(meta))
+    summary = pd.read_parquet(older / "summary.parquet").drop(columns=["util_cv"])
+    summary.to_parquet(older / "summary.parquet")
+    code, out, err = _compare(capsys, older, runs["again"], "--fail-on", "worse")
+    assert code == 0, err
+    assert "keys in one config only" in out and "placement.alpha" in out
+    assert "util_cv" not in set(pd.read_parquet(runs["again"] / "comparison.parquet")["column"])

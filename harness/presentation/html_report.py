@@ -19,6 +19,9 @@ from harness.presentation.headline import headline, plugins_line, same_as
 from harness.presentation.search_report import search_page
 from harness.results import phase_hooks
 from harness.results.atomic_files import write_text
+from harness.results.comparison import FILE as COMPARISON_FILE
+from harness.results.comparison import UNCHANGED
+from harness.results.comparison import read as read_comparison
 from harness.results.run_folder import load_run
 from harness.results.search_folder import is_search
 from harness.results.statistics import (
@@ -346,7 +349,7 @@ def _run(folder: Path) -> tuple[str, str]:
         found,
         bool(plugins.get("uniform")),
     )
-    return title, "\n".join([head, table, scenario])
+    return title, "\n".join([head, table, _baseline(folder), scenario])
 
 
 def _sweep(folder: Path) -> tuple[str, str]:
@@ -418,7 +421,43 @@ def _sweep(folder: Path) -> tuple[str, str]:
         )
     )
     parts += ["<h2>Every cell</h2>", _table(cv_by(summary, ["cell", *meta["keys"]]))]
-    return title, "\n".join(parts)
+    return title, "\n".join([*parts, _baseline(folder)])
+
+
+def _baseline(folder: Path) -> str:
+    """The section of a folder compared with a baseline (`harness compare`, `harness run
+    --baseline`): what was compared and how, a forest plot of the changes, and the changes
+    judged; nothing when the folder was never compared."""
+    path = folder / COMPARISON_FILE
+    if not path.is_file():
+        return ""
+    rows, said = read_comparison(path)
+    if rows.empty:
+        return ""
+    lines = [f"Against {said.get('base', 'a baseline')}.", *said.get("notes", [])]
+    notes = "".join(f'<p class="note">{html.escape(str(line))}</p>' for line in lines)
+    notes += "".join(
+        f'<p class="bad">warning: {html.escape(str(w))}</p>' for w in said.get("warnings", [])
+    )
+    unchanged = int((rows["verdict"] == UNCHANGED).sum())
+    judged = rows[rows["verdict"] != UNCHANGED]
+    shown = ["cell_values", "strategy", "column", "base", "new", "change", "change_lo"]
+    shown += ["change_hi", "p", "verdict"]
+    if not judged["cell_values"].astype(bool).any():
+        shown.remove("cell_values")
+    table = _table(judged[shown]) if len(judged) else "<p>No column changed.</p>"
+    caption = (
+        f"Change of each column from the baseline's mean, with its 95% interval; "
+        f"{unchanged} of {len(rows)} compared figures unchanged (~)."
+    )
+    return "\n".join(
+        [
+            "<h2>Against the baseline</h2>",
+            notes,
+            _figure(plots.forest(rows), "changes from the baseline", caption),
+            table,
+        ]
+    )
 
 
 def _featured(done: list[dict], axes: list[str], base: Config) -> tuple[list[dict], str]:

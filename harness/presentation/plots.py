@@ -345,3 +345,43 @@ def heatmaps(frame: pd.DataFrame, rows: str, cols: str) -> bytes:
     axes[0].set_ylabel(rows)
     fig.colorbar(image, ax=axes, label="CV mean")
     return _png(fig)
+
+
+VERDICT_COLORS = {"worse": "#c0392b", "better": "#1e8449", "changed": "#7d3c98", "~": "0.55"}
+FOREST_ROWS = 40
+"""At most this many changes drawn: the verdicts first, then the unchanged."""
+
+
+def forest(rows: pd.DataFrame) -> bytes:
+    """Each compared (cell, strategy, column) as its change from the baseline, a share of the
+    base's mean, with its 95% interval: a dot and a bar per row, coloured by verdict, the
+    verdicts at the top. Rows without a relative change (a base of 0) are left out."""
+    order = {v: i for i, v in enumerate(VERDICT_COLORS)}
+    shown = rows[rows["base"] != 0].assign(_order=rows["verdict"].map(order))
+    shown = shown.sort_values("_order", kind="stable").head(FOREST_ROWS).iloc[::-1]
+    scale = 100 / shown["base"].abs()
+    change, lo, hi = (shown[c] * scale for c in ("change", "change_lo", "change_hi"))
+    y = np.arange(len(shown))
+    fig = Figure(figsize=(8, 1 + 0.28 * max(len(shown), 1)), layout="constrained")
+    ax = fig.subplots()
+    ax.axvline(0, **THEORY)
+    for verdict, color in VERDICT_COLORS.items():
+        mine = (shown["verdict"] == verdict).to_numpy()
+        if mine.any():
+            ax.errorbar(
+                change[mine],
+                y[mine],
+                xerr=np.clip([(change - lo)[mine], (hi - change)[mine]], 0, None),  # float residue
+                fmt="o",
+                color=color,
+                capsize=3,
+                label=verdict,
+            )
+    where = [f"{v}: " if v else "" for v in shown["cell_values"].fillna("")]
+    labels = [
+        f"{w}{s} {c}" for w, s, c in zip(where, shown["strategy"], shown["column"], strict=True)
+    ]
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xlabel("change from the baseline, % of its mean (95% interval)")
+    ax.legend(loc="best", fontsize=8)
+    return _png(fig)

@@ -15,6 +15,7 @@ same table."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -27,7 +28,14 @@ import pyarrow as pa
 
 from harness.results import machine
 from harness.results.atomic_files import write_parquet
-from harness.results.run_folder import ResultsError, holder, load_run
+from harness.results.run_folder import (
+    PARTS,
+    ResultsError,
+    holder,
+    load_run,
+    read_columns,
+    read_meta,
+)
 from harness.results.summary_columns import (
     BY_NAME,
     SUMMARY_COLUMNS,
@@ -78,12 +86,10 @@ def load_side(path: str | Path) -> Side:
     if kind is None:
         raise CompareError(f"{folder} is not a results folder (no run.json or sweep.json)")
     if kind == "run":
-        meta, frames = load_run(folder, ("summary",))
-        summary = frames["summary"]
+        meta, summary = _run_summary(folder)
         finished = pd.DataFrame(meta["finished"], columns=["strategy", "seed"])
         summary = summary.merge(finished.astype({"seed": "int64"}), on=["strategy", "seed"])
-        config = {k: v for k, v in meta["config"].items() if k not in IGNORED_KEYS}
-        return Side(folder, kind, meta, summary, flatten(config))
+        return Side(folder, kind, meta, summary, run_config(meta["config"]))
     meta, summary = load_sweep_results(folder)
     identity = meta["identity"]
     base = {k: v for k, v in identity.get("base", {}).items() if k not in IGNORED_KEYS}
@@ -92,6 +98,20 @@ def load_side(path: str | Path) -> Side:
         **flatten({k: v for k, v in identity.items() if k != "base"}, "sweep"),
     }
     return Side(folder, kind, meta, summary, config)
+
+
+def _run_summary(folder: Path) -> tuple[dict[str, Any], pd.DataFrame]:
+    """A run's record and summary. A closed run's summary is read with the columns it has: a
+    baseline written by an earlier harness lacks the columns added since, which are then not
+    compared (the parts of an unclosed run are read as `load_run` reads them)."""
+    if (folder / PARTS).is_dir():
+        meta, frames = load_run(folder, ("summary",))
+        return meta, frames["summary"]
+    meta = read_meta(folder)
+    path = folder / "summary.parquet"
+    if not path.is_file():
+        raise CompareError(f"{folder} is missing summary.parquet")
+    return meta, read_columns(path, ["engine", "strategy", "seed"]).to_pandas()
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -104,17 +124,43 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: value}
 
 
-def differing_keys(base: Side, new: Side, allowed: list[str]) -> tuple[list[str], list[str]]:
-    """The config keys whose values differ: (those `allowed` covers, the others). A key is
-    covered by itself or a section above it (`placement` covers `placement.k`)."""
-    keys = sorted(
-        k for k in set(base.config) | set(new.config) if base.config.get(k) != new.config.get(k)
-    )
+def differing_keys(
+    base: dict[str, Any], new: dict[str, Any], allowed: list[str]
+) -> tuple[list[str], list[str], list[str]]:
+    """The config keys (dotted) whose values differ: (those `allowed` covers, the others, and
+    those only one side has: a key added to the harness since the other ran, not held
+    against it). A key is covered by itself or a section above it (`placement` covers
+    `placement.k`)."""
+    both = set(base) & set(new)
+    keys = sorted(k for k in both if base[k] != new[k])
+    one_sided = sorted(set(base) ^ set(new))
 
     def covered(key: str) -> bool:
         return any(key == a or key.startswith(f"{a}.") for a in allowed)
 
-    return [k for k in keys if covered(k)], [k for k in keys if not covered(k)]
+    return [k for k in keys if covered(k)], [k for k in keys if not covered(k)], one_sided
+
+
+def check_configs(base: dict[str, Any], new: dict[str, Any], allowed: list[str]) -> list[str]:
+    """Notes on how two configs (dotted) differ, or CompareError when they differ beyond
+    `allowed`."""
+    allowed_keys, others, one_sided = differing_keys(base, new, allowed)
+    if others:
+        raise CompareError(
+            f"the configs differ in {', '.join(others)} (--allow-diff KEY to compare anyway)"
+        )
+    notes = []
+    if allowed_keys:
+        notes.append(f"configs differ, as allowed, in {', '.join(allowed_keys)}")
+    if one_sided:
+        notes.append(f"keys in one config only (another harness version): {', '.join(one_sided)}")
+    return notes
+
+
+def run_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A run's config (`Config.to_dict()`, as run.json stores it) as `Side.config` has it."""
+    stored = json.loads(json.dumps(config, default=str))
+    return flatten({k: v for k, v in stored.items() if k not in IGNORED_KEYS})
 
 
 def _engines(side: Side, rows: pd.DataFrame) -> set[str]:
@@ -341,14 +387,9 @@ def compare(
         raise CompareError(f"{base.folder} holds a {base.kind}, {new.folder} a {new.kind}")
     chosen = chosen_columns(columns)
     bands = noise_bands(min_effect or [])
-    allowed, others = differing_keys(base, new, allow or [])
-    if others:
-        raise CompareError(
-            f"the configs differ in {', '.join(others)} (--allow-diff KEY to compare anyway)"
-        )
-    result = Result(base, new, pd.DataFrame(columns=SCHEMA.names))
-    if allowed:
-        result.notes.append(f"configs differ, as allowed, in {', '.join(allowed)}")
+    notes = check_configs(base.config, new.config, allow or [])
+    allowed = differing_keys(base.config, new.config, allow or [])[0]
+    result = Result(base, new, pd.DataFrame(columns=SCHEMA.names), notes)
     _versions(result)
     differ = machines_differ(base, new)
     base_cells, new_cells = _cells(base), _cells(new)
@@ -487,9 +528,31 @@ def _compare_column(
     }
 
 
+NOTES = b"harness.comparison"
+"""The key of the Parquet metadata holding what was compared and the notes."""
+
+
 def write(result: Result, path: Path) -> Path:
-    """The comparison's rows as Parquet at `path` (atomically)."""
+    """The comparison's rows as Parquet at `path` (atomically), with the folders compared and
+    the notes in the file's metadata, for the report."""
     rows = result.rows.astype({"cell": "Int32"}) if len(result.rows) else result.rows
-    table = pa.Table.from_pandas(rows, schema=SCHEMA, preserve_index=False)
-    write_parquet(path, SCHEMA, [table])
+    said = {
+        "base": str(result.base.folder),
+        "new": str(result.new.folder),
+        "notes": result.notes,
+        "warnings": result.warnings,
+    }
+    schema = SCHEMA.with_metadata({NOTES: json.dumps(said).encode()})
+    table = pa.Table.from_pandas(rows, schema=SCHEMA, preserve_index=False).cast(schema)
+    write_parquet(path, schema, [table])
     return path
+
+
+def read(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The rows and what was said of a comparison.parquet, or ResultsError saying why not."""
+    table = read_columns(path, SCHEMA.names)
+    try:
+        said = json.loads((table.schema.metadata or {}).get(NOTES, b"{}"))
+    except ValueError:
+        said = {}
+    return table.select(SCHEMA.names).to_pandas(), said if isinstance(said, dict) else {}
