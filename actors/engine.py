@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
+import os
 import tempfile
 import time
 import weakref
@@ -163,6 +165,10 @@ class RaySeedRun:
         self.gen = next(self.actors.gens)
         self.group_reset = (self.gen, config, seed, list(self.actors.layout.bounds))
         """What `NodeGroup.reset` takes for this seed."""
+        self.driver_cpu = math.nan
+        """The driver's CPU over the run, a share of one core (`_play`)."""
+        self.host_load = math.nan
+        """The driver's host's 1-minute load average per core, mean over the run's polls."""
 
     @property
     def ray_nodes(self) -> list[str]:
@@ -295,7 +301,9 @@ class RaySeedRun:
                 requests.write(batch)
 
     def _play(self, requests: Spool, timeline: Spool, progress: Progress | None) -> None:
-        """From t = 0 until every client is done and the scenario's duration has passed."""
+        """From t = 0 until every client is done and the scenario's duration has passed; what
+        the driver and its host went through meanwhile (`driver_cpu`, `host_load`: the time
+        keeping's evidence, `harness.results.time_keeping`)."""
         config = self.config
         duration = config.run.duration_s
         lifecycle = scenario.lifecycle(config)
@@ -303,25 +311,33 @@ class RaySeedRun:
         clock = WallClock(self.epoch, config.run.time_scale)
         sample = lifecycle.first_sample()
         meter = LoadMeter()
-        while True:
-            now = clock.now()
-            # Replicas and pools first: a group that raised may only have talked to a dead one.
-            replicas = [r.check.remote() for r in self.replicas]
-            pools = [p.check.remote() for p in self.pools]
-            _answers(("scheduler replica", replicas), ("client pool", pools))
-            self._on_groups("check")
-            while sample is not None and sample <= min(now, duration):
-                self._sample(sample, timeline)
-                sample = lifecycle.sample_after(sample)
-            finished = self._rows(requests, meter)
-            if progress is not None:
-                counts = self._truth()[1]
-                snapshot = Snapshot(time.time() - self.epoch, counts, meter.load(now))
-                progress(min(now, duration), snapshot)
-            if lifecycle.over(now, finished, sample):
-                return
-            wait = POLL_S if sample is None else (sample - clock.now()) * clock.scale
-            time.sleep(min(POLL_S, max(0.0, wait)))
+        cpu, wall, loads = time.process_time(), time.perf_counter(), []
+        try:
+            while True:
+                loads.append(os.getloadavg()[0])
+                now = clock.now()
+                # Replicas and pools first: a group that raised may only have talked to a dead one.
+                replicas = [r.check.remote() for r in self.replicas]
+                pools = [p.check.remote() for p in self.pools]
+                _answers(("scheduler replica", replicas), ("client pool", pools))
+                self._on_groups("check")
+                while sample is not None and sample <= min(now, duration):
+                    self._sample(sample, timeline)
+                    sample = lifecycle.sample_after(sample)
+                finished = self._rows(requests, meter)
+                if progress is not None:
+                    counts = self._truth()[1]
+                    snapshot = Snapshot(time.time() - self.epoch, counts, meter.load(now))
+                    progress(min(now, duration), snapshot)
+                if lifecycle.over(now, finished, sample):
+                    return
+                wait = POLL_S if sample is None else (sample - clock.now()) * clock.scale
+                time.sleep(min(POLL_S, max(0.0, wait)))
+        finally:
+            elapsed = time.perf_counter() - wall
+            self.driver_cpu = (time.process_time() - cpu) / elapsed if elapsed > 0 else math.nan
+            if loads:
+                self.host_load = sum(loads) / len(loads) / (os.cpu_count() or 1)
 
     def _collect(self) -> tuple[list[dict[str, Any]], list[list[float]], Any]:
         """After the run: every live node reports once more (the drain), then each replica's
@@ -389,7 +405,12 @@ class RaySeedRun:
             timeline,
             engine_wall_s=time.perf_counter() - wall,
             faults=faults,
-            extra={"time_scale": config.run.time_scale, "ray_nodes": len(set(self.ray_nodes))},
+            extra={
+                "time_scale": config.run.time_scale,
+                "ray_nodes": len(set(self.ray_nodes)),
+                "driver_cpu": self.driver_cpu,
+                "host_load": self.host_load,
+            },
             sketches={"create_rpc": rpc, "heartbeat_late": lateness},
             sandbox_ids=self.sandbox_ids,
             lost_ids=[i for part in finals for i in part["lost_ids"]],

@@ -32,7 +32,14 @@ from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.presentation.comparison_view import comparison_lines, summary_line
 from harness.presentation.search_report import SearchLine, print_search
-from harness.presentation.terminal import LazyProgress, SweepBar, print_keys, print_run, print_sweep
+from harness.presentation.terminal import (
+    LazyProgress,
+    SweepBar,
+    overload_warning,
+    print_keys,
+    print_run,
+    print_sweep,
+)
 from harness.results import phase_hooks
 from harness.results.atomic_files import WriteFailed
 from harness.results.comparison import FILE as COMPARISON_FILE
@@ -450,6 +457,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         unwritten = "" if args.no_report else "; report.html not written"
         _stopped(e, f"{state_of(out)}{unwritten}")
         return exit_code(e)
+    overload_warning(frames, console)
     return _threshold_code(meta["thresholds"]) or compared
 
 
@@ -565,6 +573,9 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
         else:
             meta, frames = load_run(args.dir)
             print_run(meta, frames, console)
+            _write_report(args.dir, console)
+            overload_warning(frames, console)
+            return 0
         _write_report(args.dir, console)
     except OSError as e:  # a name too long, a folder that cannot be read
         raise ResultsError(f"{e.filename or args.dir}: {e.strerror or e}") from None

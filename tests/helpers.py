@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import importlib
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -44,6 +45,7 @@ from harness.model.workload.request import CreateRequest, Shape
 from harness.model.workload.variety import INTEGER, QUANTITIES
 from harness.results.invariants import check
 from harness.results.seed_result import SeedResult
+from harness.results.time_keeping import OVERLOADED, line, run_verdict
 from harness.wiring import scenario as sc
 
 # --- shipped configs and small scenarios ----------------------------------------------------
@@ -195,6 +197,34 @@ def ray_cluster(nodes: int = 2) -> Iterator[Any]:
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def skip_unless_kept_time(run: SeedResult | dict[str, Any] | pd.DataFrame) -> None:
+    """A Ray run compared with the virtual engine is judged only on numbers it calls faithful:
+    when its own time-keeping verdict (`harness.results.time_keeping`) is `overloaded`, the
+    test skips with that verdict as the reason, neither failing a band on the machine's pace
+    nor passing on numbers the run disowns. `run`: a seed's result, its summary row, or a
+    run's summary frame."""
+    summary = run.summary if isinstance(run, SeedResult) else run
+    frame = summary if isinstance(summary, pd.DataFrame) else pd.DataFrame([summary])
+    verdict = run_verdict(frame)
+    assert verdict is not None, "not a run in real time: no time-keeping verdict"
+    if verdict["verdict"] == OVERLOADED:
+        pytest.skip(line(verdict))
+
+
+@contextlib.contextmanager
+def cpu_hog(processes: int | None = None) -> Iterator[list[int]]:
+    """Busy loops beside a test, one per core unless told (a shared CI runner, a laptop in
+    use): their process ids while the block runs; each ended by its id afterwards."""
+    count = processes or os.cpu_count() or 1
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield [h.pid for h in hogs]
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
 
 
 # --- a run on two pools with the memory filter (tests/test_pools.py, tests/test_ray_engine.py) -

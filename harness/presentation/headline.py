@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from harness.results import time_keeping
 from harness.results.statistics import Change, Comparison
 
 REASONS = {
@@ -189,9 +190,12 @@ def _sentence(c: Comparison) -> str:
     return line
 
 
-def headline(found: list[Comparison]) -> list[str]:
-    """The run's story, a sentence per strategy: the first's figures, then each comparison."""
-    return [sentence(c) for c in found]
+def headline(found: list[Comparison], kept: dict | None = None) -> list[str]:
+    """The run's story, a sentence per strategy: the first's figures, then each comparison;
+    then, for a run in real time, whether it kept the model's time (`kept`, the run's
+    `harness.results.time_keeping.run_verdict`)."""
+    told = time_keeping.line(kept)
+    return [sentence(c) for c in found] + ([told] if told else [])
 
 
 def _part(entry: dict) -> str:

@@ -41,6 +41,7 @@ from harness.results.statistics import (
     utilisation_varies,
 )
 from harness.results.sweep_folder import is_sweep, load_sweep_results, read_cells
+from harness.results.time_keeping import run_verdict
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
@@ -335,7 +336,9 @@ def _run(folder: Path) -> tuple[str, str]:
         return title, head + '<p class="bad">No seed finished: nothing to show.</p>'
     found = comparisons(summary, frames["nodes"], frames["requests"])
     pipeline = plugins_line(plugins)
-    story = "".join(f"<li>{html.escape(line)}</li>" for line in headline(found))
+    story = "".join(
+        f"<li>{html.escape(line)}</li>" for line in headline(found, run_verdict(summary))
+    )
     head += (f'<p class="note">{html.escape(pipeline)}</p>' if pipeline else "") + (
         f'<ul class="story">{story}</ul>'
     )

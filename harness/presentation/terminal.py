@@ -39,6 +39,7 @@ from harness.results.thresholds import (
     METRICS,
     number_text,
 )
+from harness.results.time_keeping import OVERLOADED, line, run_verdict
 
 
 def bars(labels: list[str], values: list[int], width: int = 40) -> str:
@@ -249,8 +250,8 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
     if pipeline:
         console.print(Text(pipeline, style="dim"))
     found = comparisons(summary, nodes, frames["requests"])
-    for line in headline(found):
-        console.print(Text(line))
+    for told in headline(found, run_verdict(summary)):
+        console.print(Text(told))
     panels = []
     for c in found:
         seed = median_seed(summary, c.strategy)
@@ -279,6 +280,15 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
         tables += threshold_table(meta["thresholds"], console.width)
     for table in tables:
         console.print(table)
+
+
+def overload_warning(frames: dict[str, pd.DataFrame], console: Console) -> None:
+    """A run in real time that could not keep the model's time says so once more, as the
+    command's last line (as Locust warns of its own CPU): its figures may describe the
+    machine (`harness.results.time_keeping`)."""
+    kept = run_verdict(frames["summary"])
+    if kept is not None and kept["verdict"] == OVERLOADED:
+        console.print(Text(line(kept), style="bold red"))
 
 
 def live_detail(snapshot: Snapshot) -> Panel:

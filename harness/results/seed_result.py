@@ -15,6 +15,7 @@ from harness.results import percentiles
 from harness.results.arrow_schemas import NODES, REQUESTS, TIMELINE, table
 from harness.results.statistics import seed_summary
 from harness.results.summary_columns import SKETCHED
+from harness.results.time_keeping import seed_verdict
 
 if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
     from ddsketch import DDSketch
@@ -86,6 +87,8 @@ def seed_result(
         **(extra or {}),
         **_sketched(sketches or {}),
     }
+    if extra:  # an engine in real time: did it keep the model's time?
+        summary |= seed_verdict(config, summary, requests_t)
     return SeedResult(summary, nodes_t, requests_t, timeline_t, **end_state)
 
 

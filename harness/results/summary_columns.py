@@ -91,6 +91,10 @@ class Source(Enum):
     """What only an engine in real time measures (its `extra`); null on the virtual engine."""
     SKETCH = "sketch"
     """An engine's sketched figures (`seed_result`'s `sketches`); null on the virtual engine."""
+    TIME_KEEPING = "time keeping"
+    """`harness.results.time_keeping.seed_verdict`, from what an engine in real time measured
+    and the scenario's time scales; null on the virtual engine, which keeps time by
+    construction."""
 
 
 @dataclass(frozen=True)
@@ -483,6 +487,84 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         LABEL,
         Source.REAL_TIME,
         "Ray nodes that ran actors. Ray engine only.",
+    ),
+    Column(
+        "driver_cpu",
+        "f64",
+        "share of a core",
+        LOWER,
+        WALL,
+        Source.REAL_TIME,
+        "The driver process's CPU over the run (CPU seconds per wall second). Ray engine only.",
+    ),
+    Column(
+        "host_load",
+        "f64",
+        "per core",
+        LOWER,
+        WALL,
+        Source.REAL_TIME,
+        "The driver's host's 1-minute load average per core, mean over the run's polls: "
+        "context for `time_keeping`, which the figures the load delays decide. Ray engine only.",
+    ),
+    Column(
+        "send_delay_p99_ms",
+        "f64",
+        "ms (model time)",
+        LOWER,
+        LATENCY,
+        Source.TIME_KEEPING,
+        "99th percentile of a create's delay from issue to its first RPC (`sent_at - "
+        "issued_at`): 0 in the model, the engine's own delivery and queueing. Ray engine only.",
+    ),
+    Column(
+        "time_keeping",
+        "str",
+        "name",
+        IDENTITY,
+        LABEL,
+        Source.TIME_KEEPING,
+        "`faithful`, or `overloaded` when a figure the engine measured left its limit against "
+        "the scenario's time scales (`harness.results.time_keeping`): the results may then "
+        "describe the machine. Ray engine only.",
+    ),
+    Column(
+        "overload_figure",
+        "str",
+        "name",
+        IDENTITY,
+        LABEL,
+        Source.TIME_KEEPING,
+        "The figure that broke furthest (`heartbeat_late_p99_ms`, `rpc_excess_p99_ms`, "
+        "`send_delay_p99_ms`, `driver_cpu`); null when faithful. Ray engine only.",
+    ),
+    Column(
+        "overload_value",
+        "f64",
+        "model ms, or share of a core",
+        IDENTITY,
+        LABEL,
+        Source.TIME_KEEPING,
+        "That figure's value; null when faithful. Ray engine only.",
+    ),
+    Column(
+        "overload_limit",
+        "f64",
+        "model ms, or share of a core",
+        IDENTITY,
+        LABEL,
+        Source.TIME_KEEPING,
+        "Its limit from the scenario's time scales; null when faithful. Ray engine only.",
+    ),
+    Column(
+        "fitting_time_scale",
+        "f64",
+        "wall s per model s",
+        IDENTITY,
+        LABEL,
+        Source.TIME_KEEPING,
+        "The `run.time_scale` that would bring every broken figure under its limit, were the "
+        "engine's delays the same in wall time; null when faithful. Ray engine only.",
     ),
 )
 """The summary's columns, in the table's order."""

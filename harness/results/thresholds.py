@@ -30,10 +30,16 @@ import pyarrow as pa
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.results.arrow_schemas import SUMMARY
+from harness.results.time_keeping import OVERLOADED
 
 DERIVED: dict[str, tuple[Callable[[pd.DataFrame], pd.Series], str]] = {
     "failed_frac": (lambda s: s["failed"] / s["requests"], "failed creates / creates"),
     "kills_failed_frac": (lambda s: s["kills_failed"] / s["kills"], "failed kills / kills"),
+    "overloaded": (
+        lambda s: (s["time_keeping"] == OVERLOADED).astype(float),
+        "1 where an engine in real time could not keep the model's time (`time_keeping`), "
+        "else 0 (the virtual engine always keeps it): `overloaded == 0` fails an overloaded run",
+    ),
 }
 """Metrics computed from summary columns, per seed (NaN where the divisor is 0)."""
 

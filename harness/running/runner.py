@@ -15,6 +15,7 @@ from harness.results.invariants import InvariantError, check
 from harness.results.run_folder import ResultsError, RunWriter, check_out_dir, resumable
 from harness.results.seed_result import SeedResult
 from harness.results.thresholds import evaluate
+from harness.results.time_keeping import run_verdict
 from harness.running.inputs import fingerprint, first_changed
 
 # progress(units_done, units_total, fraction_of_current_unit, live snapshot or None, creates
@@ -117,7 +118,9 @@ def run(
                 done += 1
                 if progress is not None:
                     progress(done, total, 0.0, None, 0)
-        writer.set_thresholds(evaluate(config.thresholds, writer.summaries()))
+        summaries = writer.summaries()
+        writer.meta["time_keeping"] = run_verdict(summaries)
+        writer.set_thresholds(evaluate(config.thresholds, summaries))
         broken = [
             f"{c['strategy']} seed {c['seed']}: {line}"
             for c in writer.meta["invariants"]
