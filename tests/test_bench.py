@@ -20,12 +20,13 @@ ENDS = {
     "external_throughput.py": ([], '"path": "python server, framed"'),
     "make_trace.py": (["--out", "{tmp}/trace.csv"], "trace.csv: 100 rows"),
     "ray_throughput.py": ([], "load average at the end"),
+    "search_speed.py": ([], "the search's own cost"),
     "sweep_scaling.py": ([], "1 worker(s):"),
     "trace_replay.py": ([], "poisson"),
     "virtual_engine.py": ([], "goal: >= 10x real time"),
 }
 """Per script: its arguments beside --tiny, and what the last part it runs prints."""
-RAY = {"ray_throughput.py", "sweep_scaling.py"}
+RAY = {"ray_throughput.py", "search_speed.py", "sweep_scaling.py"}
 """The scripts that start Ray."""
 
 pytestmark = pytest.mark.slow  # a fresh process per script, some of them several

@@ -11,8 +11,10 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -193,3 +195,60 @@ def test_a_second_ctrl_c_while_the_files_are_flushed_is_ignored(tmp_path, monkey
     meta, frames = load_run(out)  # every file readable
     assert meta["completed"] is False and meta["error"] == "interrupted"
     assert len(meta["finished"]) == 2 and len(frames["summary"]) == 2
+
+
+RAY_INIT_FAULT = """
+import sys
+
+import ray
+
+real = ray.init
+
+
+def init(*args, **kwargs):
+    if {started}:
+        real(*args, **kwargs)  # GCS and raylet up, then the driver fails
+    raise {error}
+
+
+ray.init = init
+from harness.__main__ import main
+
+sys.exit(main())
+"""
+FAULTS = {
+    "gcs-timeout": (False, 'TimeoutError("The current node timed out during startup.\\nMore")'),
+    "raylet-gone": (True, 'RuntimeError("Failed to get the system config from raylet")'),
+}
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_ray_failing_to_start_is_one_line_and_leaves_nothing(fault, tmp_path):
+    """Issue 32: Ray failing to start (its GCS timed out under load, or the raylet killed
+    during ray.init) gave a 37-line traceback or Ray's own log line. A fault injected at
+    ray.init, before or after Ray's processes started: one line saying Ray could not start
+    and why, exit 1, no process and no folder of Ray's left, nothing written."""
+    started, error = FAULTS[fault]
+    out = tmp_path / "run"
+    args = ["run", str(CONFIGS / "seed-herd.toml"), *RAY, "--out", str(out)]
+    code = RAY_INIT_FAULT.format(started=started, error=error)
+    temp = Path(tempfile.mkdtemp(prefix="rf-", dir="/tmp"))  # short: Ray's sockets fit under it
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        env={**ENV, "TMPDIR": str(temp)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    tree = Tree(proc)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 1, err[-2000:]
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("harness: error: Ray could not start on this machine: ")
+    assert error.split("(")[0] in err and "nothing was written" in err, err
+    ray_ran = any(name.startswith(("raylet", "gcs_server")) for name in tree.seen.values())
+    assert ray_ran is started  # Ray's processes came, and went
+    assert tree.left() == []
+    assert list(temp.iterdir()) == [] and not out.exists()  # its private folder too
+    temp.rmdir()

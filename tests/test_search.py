@@ -64,6 +64,7 @@ GRID_SPACE = (
 )
 
 
+@pytest.mark.slow  # 96 trials
 def test_the_default_searcher_reaches_95_percent_of_the_grid_maximum_in_a_third_of_its_trials(
     tmp_path,
 ):
@@ -159,6 +160,7 @@ def test_a_search_on_a_two_node_ray_cluster_gives_the_trials_of_the_plain_loop(t
     pd.testing.assert_frame_equal(deterministic(ray_trials), deterministic(plain_trials))
 
 
+@pytest.mark.slow  # the confirmation's 20 fresh seeds of two scenarios each
 @pytest.mark.parametrize("path", SEARCHES, ids=[p.stem for p in SEARCHES])
 def test_every_shipped_search_runs(path, tmp_path):
     """On a budget of two trials, two seeds each, in this process: the file, its base and its

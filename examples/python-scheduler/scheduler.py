@@ -81,6 +81,11 @@ class Session:
         elif kind == "place_dropped":  # the harness gave up on our answer: as never sent
             req = self.creates.pop(event.place_dropped.sandbox_id)
             s.finish_create(req, Outcome.FAILED, now)
+        elif kind == "create_refused":
+            # The node refused it for lack of room (heard in create_answered) and this Place
+            # asks again. Best-of-K, as upstream, may choose that node again; a scheduler that
+            # wants to break a storm of refusals would avoid `event.create_refused.node` here.
+            pass
         elif kind == "kill_answered":
             a = event.kill_answered
             req = self.creates.pop(a.sandbox_id)
@@ -129,6 +134,12 @@ class BestOfKService(pb_grpc.SchedulerServicer):
         if self.session is None:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, "Place before Hello")
         return self.session.place(request)
+
+    def Reset(self, request: pb.ResetRequest, context: grpc.ServicerContext) -> pb.ResetReply:
+        """The seed is over: its state goes; the next Hello starts the next session (a server
+        at `external.address` serves every seed and replica this way, one after another)."""
+        self.session = None
+        return pb.ResetReply()
 
 
 def serve_framed(listener: socket.socket, methods: dict[str, Callable[[Any, Any], Any]]) -> None:

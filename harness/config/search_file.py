@@ -179,8 +179,10 @@ class Search:
         return self.base.run.seed_numbers
 
     def config(self, values: dict[str, Any]) -> Config:
-        """The base with a trial's `values`; ConfigError when they do not make a valid scenario."""
-        return self.base.with_values(values)
+        """The base with a trial's `values`, running the objective's first strategy; ConfigError
+        when they do not make a valid scenario."""
+        first = self.objective.strategies[0]
+        return self.base.with_values({**values, "placement.strategy": first})
 
     def base_values(self) -> dict[str, Any]:
         """Each key of the space as the base has it (what shrinking moves back towards)."""

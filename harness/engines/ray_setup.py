@@ -22,6 +22,7 @@ from typing import Any
 
 import harness
 from harness.config import Config, ConfigError
+from harness.engines import EngineError
 from harness.engines.ray_reaper import ENV
 from harness.model.registry import Registry
 from harness.model.scheduling.ledgers import LEDGERS
@@ -144,12 +145,22 @@ def _start_local(num_cpus: int | None, quiet: dict[str, Any]) -> None:
     try:
         with _keeping_signal_handlers():
             ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, **temp, **quiet)
+    except Exception as e:  # GCS timed out, the raylet died while starting: said in one line
+        stop_ray()  # what did start is shut down, the reaper ends the rest and the folder
+        raise EngineError(f"Ray could not start on this machine: {_first_line(e)}") from None
     finally:
         del os.environ[ENV]
     # Where every process of this Ray keeps its logs: how the reaper finds them all.
     session = ray._private.worker._global_node.get_session_dir_path()
     _ours.reaper.stdin.write(f"{session}\n".encode())
     _ours.reaper.stdin.flush()
+
+
+def _first_line(error: BaseException) -> str:
+    """An exception as one line: its type, and the first line of its message (Ray's can run
+    to a page of advice)."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
 def _sources(module: str) -> list[str]:

@@ -97,15 +97,14 @@ class SearchStore:
         self._write_meta()
 
     def add_trial(self, row: dict[str, Any]) -> None:
-        """Write a finished trial (complete or failed). A signal meanwhile waits for it."""
+        """Write a finished trial (complete or failed): trials.parquet, whole, replaced; search.json
+        follows with the batch (`update`). A signal meanwhile waits for the trial to be written."""
         with phase_hooks.uncut():
             phase_hooks.at("trial")
             self.trials[row["trial"]] = row
             rows = [self.trials[n] for n in sorted(self.trials)]
             table = pa.Table.from_pylist(rows)
             write_parquet(self.out_dir / "trials.parquet", table.schema, [table])
-            self.meta["trials_done"] = len(rows)
-            self._write_meta()
 
     def update(self, **fields: Any) -> None:
         """Record `fields` (the best trial, the shrink, the confirmation) in search.json."""
@@ -193,10 +192,9 @@ def search_state(folder: Path) -> str:
     if not is_search(folder):
         return nothing_written(folder)
     try:
-        meta = read_search_meta(folder)
+        done = len(load_search_results(folder)[1])
     except ResultsError:
         return nothing_written(folder)
-    done = meta.get("trials_done", 0)
     return f"{done} finished trials are in {folder}; harness search --resume {folder} goes on"
 
 

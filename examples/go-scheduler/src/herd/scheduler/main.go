@@ -36,27 +36,33 @@ import (
 // node is what the scheduler knows of one node.
 type node struct {
 	cpuCount  float64
+	labels    map[string]bool // static: from its registration
+	family    string
 	allocated float64 // the last report's, plus the strategy's own adds and removes
 	percent   float64
+	memTotal  float64 // 0 until a report says: the memory filter then passes the node
+	memory    float64 // allocated MiB: the last report's, plus the strategy's adds and removes
 	starting  int     // creates in flight
 	pending   float64 // and their vCPUs
 }
 
 // sandbox is a create this scheduler placed: in flight, or running until killed.
 type sandbox struct {
-	node int
-	vcpu float64
+	node   int
+	vcpu   float64
+	memory float64
 }
 
 type session struct {
-	strategy  string
-	k         int
-	r, alpha  float64
-	rng       *rand.Rand
-	nodes     []node
-	sandboxes map[uint64]sandbox
-	moved     map[int]int // the partial Fisher-Yates shuffle's moved positions, reused
-	excluded  map[int]bool
+	strategy   string
+	k          int
+	r, alpha   float64
+	overcommit float64 // placement.memory_overcommit M: 0 is off
+	rng        *rand.Rand
+	nodes      []node
+	sandboxes  map[uint64]sandbox
+	moved      map[int]int // the partial Fisher-Yates shuffle's moved positions, reused
+	excluded   map[int]bool
 }
 
 // option decodes one [placement] key of the Hello (JSON text) into v, if present.
@@ -73,7 +79,10 @@ func option(options map[string]string, key string, v interface{}) error {
 
 func newSession(req *pb.HelloRequest) (*session, error) {
 	s := &session{strategy: "stale", k: 3, r: 4.0, alpha: 0.5}
-	for key, v := range map[string]interface{}{"strategy": &s.strategy, "k": &s.k, "r": &s.r, "alpha": &s.alpha} {
+	for key, v := range map[string]interface{}{
+		"strategy": &s.strategy, "k": &s.k, "r": &s.r, "alpha": &s.alpha,
+		"memory_overcommit": &s.overcommit,
+	} {
 		if err := option(req.Options, key, v); err != nil {
 			return nil, err
 		}
@@ -107,10 +116,17 @@ func (s *session) leave(sb sandbox) {
 func (s *session) hear(e *pb.Event) {
 	switch k := e.Kind.(type) {
 	case *pb.Event_NodeRegistered:
-		s.nodes[k.NodeRegistered.Node].cpuCount = float64(k.NodeRegistered.CpuCount)
+		r := k.NodeRegistered
+		n := &s.nodes[r.Node]
+		n.cpuCount, n.family = float64(r.CpuCount), r.CpuFamily
+		n.labels = make(map[string]bool, len(r.Labels))
+		for _, l := range r.Labels {
+			n.labels[l] = true
+		}
 	case *pb.Event_Report:
 		n := &s.nodes[k.Report.Node]
 		n.allocated, n.percent = k.Report.CpuAllocated, k.Report.CpuPercent
+		n.memTotal, n.memory = k.Report.MemoryTotalMib, k.Report.MemoryAllocatedMib
 	case *pb.Event_CreateAnswered:
 		a := k.CreateAnswered
 		sb := s.sandboxes[a.SandboxId]
@@ -121,6 +137,7 @@ func (s *session) hear(e *pb.Event) {
 		}
 		if s.strategy == "optimistic" {
 			s.nodes[sb.node].allocated += sb.vcpu
+			s.nodes[sb.node].memory += sb.memory
 		}
 	case *pb.Event_PlaceDropped:
 		// The harness gave up waiting for our answer: the create was never sent.
@@ -134,10 +151,30 @@ func (s *session) hear(e *pb.Event) {
 		sb := s.sandboxes[a.SandboxId]
 		delete(s.sandboxes, a.SandboxId)
 		n := &s.nodes[sb.node]
-		if s.strategy == "optimistic" && a.Outcome == pb.Outcome_OK && n.allocated >= sb.vcpu {
-			n.allocated -= sb.vcpu
+		if s.strategy == "optimistic" && a.Outcome == pb.Outcome_OK {
+			if n.allocated >= sb.vcpu { // upstream's underflow guard
+				n.allocated -= sb.vcpu
+			}
+			if n.memory >= sb.memory {
+				n.memory -= sb.memory
+			}
 		}
 	}
+}
+
+// eligible is upstream's eligibility, as the harness checks every answer against it: every
+// label the create requires, its CPU family if it names one, and with M > 0 room for its memory
+// under M x the node's reported total (allocated as this strategy's view has it).
+func (s *session) eligible(nd *node, c *pb.Create) bool {
+	for _, l := range c.Labels {
+		if !nd.labels[l] {
+			return false
+		}
+	}
+	if c.CpuFamily != "" && nd.family != c.CpuFamily {
+		return false
+	}
+	return s.overcommit <= 0 || nd.memTotal == 0 || nd.memory+c.MemoryMib <= s.overcommit*nd.memTotal
 }
 
 // at is position p of the virtual array 0..n-1 being shuffled.
@@ -169,7 +206,7 @@ func (s *session) place(c *pb.Create) int {
 			s.moved[j] = s.at(i)
 		}
 		nd := &s.nodes[candidate]
-		if s.excluded[candidate] || nd.cpuCount < c.Vcpu {
+		if s.excluded[candidate] || nd.cpuCount < c.Vcpu || !s.eligible(nd, c) {
 			continue
 		}
 		found++
@@ -189,7 +226,7 @@ func (s *session) place(c *pb.Create) int {
 		nd := &s.nodes[best]
 		nd.starting++
 		nd.pending += c.Vcpu
-		s.sandboxes[c.SandboxId] = sandbox{node: best, vcpu: c.Vcpu}
+		s.sandboxes[c.SandboxId] = sandbox{node: best, vcpu: c.Vcpu, memory: c.MemoryMib}
 	}
 	return best
 }
