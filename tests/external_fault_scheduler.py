@@ -5,7 +5,7 @@
 places as the Python example does (examples/python-scheduler) through seed 0, then from the
 third Place of any later seed does what MODE says: `die` (exits with code 7), `hang` (never
 answers), `no-node` (answers a node that does not exist), `garbage` (answers bytes that are
-not a PlaceReply), `hangup` (stops serving, the process lives on), `slow-once` (one answer
+not a PlaceReply), `raise` (raises KeyError inside Place), `hangup` (stops serving, the process lives on), `slow-once` (one answer
 late, then placing again, having heard first thing that the harness dropped it: else it exits
 with code 9), or from its first Hello `old` (speaks protocol version 0) or `node-0` (answers
 node 0 to every Place, whatever the create asks; a create asked about again must come with a
@@ -16,6 +16,7 @@ serves the framed transport, one call at a time, not gRPC.
 from __future__ import annotations
 
 import os
+import logging
 import socket
 import sys
 import threading
@@ -72,6 +73,8 @@ class Faulty:
             os._exit(7)
         if MODE == "hang":
             time.sleep(3600)
+        if MODE == "raise":
+            raise KeyError("missing-key")
         if MODE == "no-node":
             return pb.PlaceReply(placed=True, node=len(self.session.nodes) + 5)
         if MODE == "garbage":
@@ -102,6 +105,9 @@ def raw(reply: object) -> bytes:
 
 
 def main() -> None:
+    # gRPC logs an exception raised in a call (with its traceback) and, unless logging is set
+    # up, drops it: set up, it reaches standard error, which the harness keeps in the run folder.
+    logging.basicConfig(format="%(asctime)s %(name)s %(levelname)s %(message)s")
     faulty = Faulty()
     if sys.argv[2:] == ["framed"]:  # one call at a time: a late answer comes before the next
         listener = socket.create_server(("127.0.0.1", 0))

@@ -201,3 +201,16 @@ def test_the_framed_transport_names_what_the_scheduler_did(tmp_path, capsys, mod
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     assert said in err, err
+
+
+def test_an_exception_in_place_leaves_its_traceback_in_the_run_folder(tmp_path, capsys) -> None:
+    """The scheduler's standard error, a file per seed and replica in the run folder, named in
+    the error line."""
+    assert _run(tmp_path, "run", command([*FAULTY, "raise"])) == EXIT_CODE
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    log = tmp_path / "run" / "scheduler" / "stale-seed1-replica0.log"
+    assert f"its stderr: {log}" in err, err
+    text = log.read_text()
+    assert "Traceback" in text and "KeyError: 'missing-key'" in text, text
+    assert (tmp_path / "run" / "scheduler" / "stale-seed0-replica0.log").exists()

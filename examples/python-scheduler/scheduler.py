@@ -18,6 +18,7 @@ run through it is the in-process run, table for table (tests/test_external.py). 
 from __future__ import annotations
 
 import argparse
+import logging
 import socket
 import sys
 from collections.abc import Callable
@@ -165,6 +166,9 @@ def serve_framed(listener: socket.socket, methods: dict[str, Callable[[Any, Any]
 
 
 def main() -> None:
+    # gRPC logs an exception raised in a call (with its traceback) and, unless logging is set
+    # up, drops it: set up, it reaches standard error, which the harness keeps in the run folder.
+    logging.basicConfig(format="%(asctime)s %(name)s %(levelname)s %(message)s")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
     parser.add_argument("--framed", action="store_true", help="a plain TCP stream, not gRPC")

@@ -10,6 +10,7 @@ naming the scheduler and what it did."""
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,7 +50,7 @@ class RemoteScheduler:
         try:
             self.transport = TRANSPORTS[spec.transport](host, port, spec.timeout_s)
         except CallFailed as e:
-            raise SchedulerError(f"{self.name}: {self._what('connect', e)}") from None
+            raise self.error(self._what("connect", e)) from None
 
     def hello(
         self,
@@ -72,8 +73,8 @@ class RemoteScheduler:
         if reply.name:
             self.name = f"external scheduler {reply.name!r}"
         if reply.protocol_version != wire.PROTOCOL_VERSION:
-            raise SchedulerError(
-                f"{self.name}: speaks protocol version {reply.protocol_version}, the harness "
+            raise self.error(
+                f"speaks protocol version {reply.protocol_version}, the harness "
                 f"{wire.PROTOCOL_VERSION}"
             )
         self.node_count = len(nodes)
@@ -115,8 +116,8 @@ class RemoteScheduler:
         if not reply.placed:
             return None
         if reply.node >= self.node_count:
-            raise SchedulerError(
-                f"{self.name}: answered node {reply.node} for sandbox {req.sandbox_id}, which "
+            raise self.error(
+                f"answered node {reply.node} for sandbox {req.sandbox_id}, which "
                 f"does not exist (nodes 0-{self.node_count - 1})"
             )
         return reply.node
@@ -127,8 +128,8 @@ class RemoteScheduler:
         if not self.stop_on_violation:
             return
         why = "; ".join(_rule_broken(rule, scheduler, req, node) for rule in rules.split("+"))
-        raise SchedulerError(
-            f"{self.name}: placed sandbox {req.sandbox_id} on node {node}, which breaks its "
+        raise self.error(
+            f"placed sandbox {req.sandbox_id} on node {node}, which breaks its "
             f'{rules.replace("+", " and ")} rule ({why}); external.on_violation = "count" '
             "counts such answers instead"
         )
@@ -139,7 +140,12 @@ class RemoteScheduler:
         except CallFailed as e:
             if e.kind == "timeout" and method == "Place" and self.fail_on_timeout:
                 return None  # a failed placement; the scheduler may have placed it all the same
-            raise SchedulerError(f"{self.name}: {self._what(method, e)}") from None
+            raise self.error(self._what(method, e)) from None
+
+    def error(self, what: str) -> SchedulerError:
+        """The one line: the scheduler, what it did, and where its standard error is."""
+        where = self.process.where() if self.process is not None else ""
+        return SchedulerError(f"{self.name}: {what}{where}")
 
     def _what(self, method: str, failed: CallFailed) -> str:
         """What the scheduler did, from how a call failed."""
@@ -197,7 +203,12 @@ def open_session(
     rules: PlacementSpec,
 ) -> RemoteScheduler:
     """A session with the scheduler `spec` names: a fresh process when it gives a command."""
-    process = SchedulerProcess(spec.command, spec.start_timeout_s) if spec.command else None
+    process = None
+    if spec.command:
+        log = None
+        if spec.log_dir:
+            log = Path(spec.log_dir) / f"{rules.strategy}-seed{seed}-replica{replica}.log"
+        process = SchedulerProcess(spec.command, spec.start_timeout_s, log)
     try:
         session = RemoteScheduler(spec, process)
     except BaseException:

@@ -2,8 +2,10 @@
 
 The command runs as given, never through a shell, in a session of its own (so stopping it
 stops what it started). It prints the port it listens on, on loopback, as its first line; what
-it writes afterwards is read and dropped (its pipe never fills), except the last lines of its
-standard error, which an error message quotes when it dies."""
+it writes afterwards on its standard output is read and dropped (its pipe never fills). Its
+standard error goes to a log file when given one (bounded: `LOG_MAX_BYTES`, then the file is
+moved to `<name>.1` and begun again), and its last lines are kept for an error message to quote
+when it dies."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import subprocess
 import threading
 import time
 from collections import deque
+from pathlib import Path
 from typing import IO
 
 from harness.external import SchedulerError
@@ -23,20 +26,41 @@ DEATH_WAIT_S = 1.0
 """How long a failed call waits for the process to exit, to tell a death from a hang-up."""
 
 
-def _drain(pipe: IO[bytes], keep: deque[str]) -> None:
-    """Reads `pipe` to its end, keeping its last lines in `keep`."""
-    for line in pipe:
-        text = line.decode(errors="replace").strip()
-        if text:
-            keep.append(text)
+LOG_MAX_BYTES = 1 << 20
+"""A log file's size before it is moved aside (one older file kept): at most twice this."""
+
+
+def _drain(pipe: IO[bytes], keep: deque[str], log: Path | None = None) -> None:
+    """Reads `pipe` to its end, keeping its last lines in `keep` and, with `log`, every line
+    in that file (bounded as `LOG_MAX_BYTES` says)."""
+    out = None if log is None else open(log, "ab")  # noqa: SIM115 - open as long as the pipe
+    try:
+        for line in pipe:
+            if out is not None:
+                if out.tell() + len(line) > LOG_MAX_BYTES:
+                    out.close()
+                    log.replace(log.with_name(log.name + ".1"))  # type: ignore[union-attr]
+                    out = open(log, "ab")  # noqa: SIM115
+                out.write(line)
+                out.flush()
+            text = line.decode(errors="replace").strip()
+            if text:
+                keep.append(text)
+    finally:
+        if out is not None:
+            out.close()
 
 
 class SchedulerProcess:
     """One running scheduler process and the port it said it listens on."""
 
-    def __init__(self, command: list[str], start_timeout_s: float) -> None:
+    def __init__(
+        self, command: list[str], start_timeout_s: float, log: Path | None = None
+    ) -> None:
         self.command = command
         self.name = " ".join(command)
+        self.log = log
+        """Where its standard error goes, if anywhere."""
         self.stderr: deque[str] = deque(maxlen=5)
         self.proc = subprocess.Popen(
             command,
@@ -46,7 +70,14 @@ class SchedulerProcess:
             start_new_session=True,
         )
         assert self.proc.stdout is not None and self.proc.stderr is not None
-        threading.Thread(target=_drain, args=(self.proc.stderr, self.stderr), daemon=True).start()
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.unlink(missing_ok=True)
+            log.with_name(log.name + ".1").unlink(missing_ok=True)
+        self.drain = threading.Thread(
+            target=_drain, args=(self.proc.stderr, self.stderr, log), daemon=True
+        )
+        self.drain.start()
         try:
             first = self._first_line(start_timeout_s)
             self.port = self._port(first)
@@ -71,11 +102,12 @@ class SchedulerProcess:
                 if left <= 0 or not sel.select(left):
                     raise SchedulerError(
                         f"{self.name}: printed no port within {timeout_s:g} s "
-                        "(external.start_timeout_s)"
+                        f"(external.start_timeout_s){self.where()}"
                     )
                 chunk = os.read(fd, 1)  # byte by byte: what follows the line is not ours
                 if not chunk:
-                    raise SchedulerError(f"{self.name}: {self.death('before printing its port')}")
+                    died = self.death("before printing its port")
+                    raise SchedulerError(f"{self.name}: {died}{self.where()}")
                 got += chunk
         return got.decode(errors="replace").strip()
 
@@ -83,8 +115,13 @@ class SchedulerProcess:
         if not line.isdigit() or not 0 < int(line) < 65536:
             raise SchedulerError(
                 f"{self.name}: printed {line[:80]!r} where its port (1-65535) was expected"
+                + self.where()
             )
         return int(line)
+
+    def where(self) -> str:
+        """Where an error line says the process's standard error is ("" if nowhere)."""
+        return f"; its stderr: {self.log}" if self.log is not None else ""
 
     def exit_code(self, wait_s: float = 0.0) -> int | None:
         """The process's exit code, waiting up to `wait_s` for it; None while it runs."""
@@ -113,6 +150,7 @@ class SchedulerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.drain.join(STOP_WAIT_S)  # its last words in the log before anyone reads it
         for pipe in (self.proc.stdout, self.proc.stderr):
             if pipe is not None:
                 pipe.close()

@@ -37,6 +37,12 @@ class ExternalSpec:
         "Command (a list of arguments, run without a shell) that starts a scheduler and prints "
         "its port as its first line; one fresh process per seed and replica, stopped with it.",
     )
+    log_dir: str = key(
+        "",
+        "Folder for the standard error of the processes external.command starts, a file per "
+        "seed and replica (<strategy>-seed<N>-replica<R>.log, its last 1-2 MiB); empty: the "
+        "run folder's scheduler/.",
+    )
     transport: str = key(
         "grpc",
         "grpc, or framed: the same messages, length-prefixed on a plain TCP stream (faster; "

@@ -74,6 +74,10 @@ def run(
     engine = get_engine(config.run.engine)
     engine.prepare(config, strategies)
     seeds = config.run.seed_numbers
+    # The scheduler processes' standard error, per seed and replica, kept with the results.
+    logs = {}
+    if config.external.command and not config.external.log_dir:
+        logs = {"external.log_dir": str(out_dir / "scheduler")}
     total = len(strategies) * len(seeds)
     with (
         closing(engine),
@@ -95,7 +99,7 @@ def run(
     ):
         done = len(writer.done)
         for strategy in strategies:
-            variant = config.with_value("placement.strategy", strategy)
+            variant = config.with_values({"placement.strategy": strategy, **logs})
             for seed in seeds:
                 if (strategy, seed) in writer.done:
                     continue
