@@ -4,19 +4,19 @@
 
 places as the Python example does (examples/python-scheduler) through seed 0, then from the
 third Place of any later seed does what MODE says: `die` (exits with code 7), `hang` (never
-answers), `no-node` (answers a node that does not exist), `garbage` (answers bytes that are
-not a PlaceReply), `raise` (raises KeyError inside Place), `hangup` (stops serving, the process lives on), `slow-once` (one answer
-late, then placing again, having heard first thing that the harness dropped it: else it exits
-with code 9), or from its first Hello `old` (speaks protocol version 0) or `node-0` (answers
-node 0 to every Place, whatever the create asks; a create asked about again must come with a
-`create_refused` event counting its refusals, else it exits with code 9). With `framed` it
-serves the framed transport, one call at a time, not gRPC.
+answers), `no-node` (answers a node that does not exist), `garbage` (answers bytes that are not
+a PlaceReply), `raise` (raises KeyError inside Place), `hangup` (stops serving, the process
+lives on), `slow-once` (one answer late, then placing again, having heard first thing that the
+harness dropped it: else it exits with code 9), or from its first Hello `old` (speaks protocol
+version 0) or `node-0` (answers node 0 to every Place, whatever the create asks; a create asked
+about again must come with a `create_refused` event counting its refusals, else it exits with
+code 9). With `framed` it serves the framed transport, one call at a time, not gRPC.
 """
 
 from __future__ import annotations
 
-import os
 import logging
+import os
 import socket
 import sys
 import threading

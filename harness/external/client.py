@@ -10,8 +10,8 @@ naming the scheduler and what it did."""
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from harness.external import SchedulerError, wire

@@ -54,9 +54,7 @@ def _drain(pipe: IO[bytes], keep: deque[str], log: Path | None = None) -> None:
 class SchedulerProcess:
     """One running scheduler process and the port it said it listens on."""
 
-    def __init__(
-        self, command: list[str], start_timeout_s: float, log: Path | None = None
-    ) -> None:
+    def __init__(self, command: list[str], start_timeout_s: float, log: Path | None = None) -> None:
         self.command = command
         self.name = " ".join(command)
         self.log = log
