@@ -21,11 +21,20 @@ def named_files(config: Config, strategies: Iterable[str] = ()) -> list[Path]:
     files = []
     if config.workload.trace:
         files.append(Path(config.workload.trace))
-    files += [Path(arg) for arg in config.external.command if Path(arg).is_file()]
+    files += [Path(arg) for arg in config.external.command if _is_file(arg)]
     for source in plugin_sources([config], strategies):
         path = Path(source)
         files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
     return files
+
+
+def _is_file(arg: str) -> bool:
+    """Whether a command's argument names a file; not one too long to be a path (the script of
+    `python -c SCRIPT`), whose lookup fails."""
+    try:
+        return Path(arg).is_file()
+    except OSError:
+        return False
 
 
 def fingerprint(config: Config, strategies: Iterable[str] = ()) -> dict[str, str]:
