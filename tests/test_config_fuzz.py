@@ -271,6 +271,7 @@ def search_files(draw: st.DrawFn) -> dict[str, Any]:
         "batch": (st.integers(1, 8), near("4")),
         "shrink_tolerance": (st.floats(0.0, 0.9), near("0.1")),
         "confirm_seeds": (st.integers(1, 30), near("3")),
+        "max_creates": (st.floats(100.0, 1e6), near("100.0")),
         "name": (st.just("ok"), st.sampled_from(["a/b", ""])),
     }
     head: dict[str, Any] = {"base": str(CONFIGS / "seed-herd.toml")}

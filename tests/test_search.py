@@ -195,6 +195,7 @@ BAD = [
     ("search.shrink_tolerance", "shrink_tolerance = 1.5", "[0, 1)"),
     ("search.confirm_seeds", "confirm_seeds = 0", "at least 1"),
     ("search.name", 'name = "a/b"', ""),
+    ("search.max_creates", "max_creates = 0", "above 0"),
     ("search.colour", 'colour = "red"', "unknown key"),
 ]
 
@@ -282,3 +283,18 @@ def test_resume_refuses_a_folder_of_another_search_and_a_plain_out_refuses_a_sea
     assert code == 2 and "holds a search" in err
     code, err = quiet(["search", "--resume", str(tmp_path), "--in-process"])
     assert code == 2 and "holds no search" in err
+
+
+def test_points_over_max_creates_fail_without_running(tmp_path):
+    """seed-herd for 8 s: 8 x rate creates a seed; a cap of 400 lets rates to 50/s run."""
+    space = '"workload.rate_per_s" = { low = 10.0, high = 100.0 }\n'
+    search = load_search(search_file(tmp_path, space, "trials = 8\nmax_creates = 400"))
+    out = tmp_path / "out"
+    run_search(search, out, on_ray=False)
+    _, trials = load_search_results(out)
+    over = trials["workload.rate_per_s"] * 8.0 > 400
+    assert over.any() and (~over).any()
+    assert (trials.loc[over, "state"] == "failed").all()
+    assert trials.loc[over, "error"].str.startswith("over max_creates").all()
+    assert (trials.loc[~over, "state"] == "complete").all()
+    assert trials.loc[over, "wall_s"].eq(0).all()

@@ -74,6 +74,7 @@ _HEAD = {
     "batch": "trials asked for at once (and run in parallel)",
     "shrink_tolerance": "how far below the best (a fraction of it) the minimal scenario may be",
     "confirm_seeds": "fresh seeds the best and minimal scenarios are confirmed on",
+    "max_creates": "a constraint: points of the space sending more creates a seed are not run",
 }
 _OBJECTIVE = re.compile(r"\s*(maximize|minimize)\s+(\S+)\s*(?:([-/])\s*(\S+))?\s*")
 _SPACE_FORMS = (
@@ -170,6 +171,8 @@ class Search:
     batch: int
     shrink_tolerance: float
     confirm_seeds: int
+    max_creates: float | None
+    """Points whose estimated creates per seed exceed this fail without running."""
     head: dict[str, Any]
     """The [search] table as written (budget included), for search.json and --resume."""
     raw_space: dict[str, Any]
@@ -383,6 +386,7 @@ def build_search(
     if not 0 <= tolerance < 1:
         raise ConfigError("search.shrink_tolerance", f"must be in [0, 1), got {tolerance!r}")
     trials, wall_s = _budget(head, "trials"), _budget(head, "wall_s")
+    max_creates = _budget(head, "max_creates")
     if not raw_space:
         raise ConfigError("space", "names no key to search")
     space = {key: parse_dimension(base, key, spec) for key, spec in raw_space.items()}
@@ -398,6 +402,7 @@ def build_search(
         batch,
         tolerance,
         confirm,
+        max_creates,
         dict(head),
         dict(raw_space),
     )

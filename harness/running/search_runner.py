@@ -41,6 +41,7 @@ from harness.results.run_folder import ResultsError
 from harness.results.search_folder import COMPLETE, FAILED, SearchStore
 from harness.results.thresholds import COLUMNS
 from harness.running.runner import run_checked
+from harness.wiring.demand_estimate import demand
 
 # progress(trials done, trial budget or None, best objective so far or None, trials/s)
 SearchProgress = Callable[[int, int | None, float | None, float], None]
@@ -178,13 +179,21 @@ def trial_row(
 
 
 def _jobs(search: Search, todo: list[tuple[int, dict[str, Any]]]) -> tuple[list[Job], list]:
-    """The trials whose values make a valid scenario, as jobs; the others as failed outcomes."""
+    """The trials whose values make a valid scenario within the constraint (`max_creates`), as
+    jobs; the others as failed outcomes."""
     jobs, invalid = [], []
     for number, values in todo:
         try:
-            jobs.append((number, search.config(values)))
+            config = search.config(values)
         except ConfigError as e:
             invalid.append((number, None, 0.0, f"ConfigError: {e}"))
+            continue
+        creates = demand(config).creates
+        if search.max_creates is not None and creates > search.max_creates:
+            why = f"over max_creates: about {creates:.0f} creates a seed"
+            invalid.append((number, None, 0.0, why))
+            continue
+        jobs.append((number, config))
     return jobs, invalid
 
 
