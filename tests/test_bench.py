@@ -16,6 +16,7 @@ from tests.helpers import CONFIGS
 ROOT = CONFIGS.parent
 BENCH = ROOT / "bench"
 ENDS = {
+    "baseline_compare.py": ([], "CV change  paired  unpaired"),
     "budget.py": ([], "closed-loop client, with a create row"),
     "external_throughput.py": ([], '"path": "python server, framed"'),
     "make_trace.py": (["--out", "{tmp}/trace.csv"], "trace.csv: 100 rows"),

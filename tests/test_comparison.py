@@ -327,3 +327,42 @@ def test_a_baseline_from_an_older_harness_is_compared_on_what_both_have(runs, tm
     assert code == 0, err
     assert "keys in one config only" in out and "placement.alpha" in out
     assert "util_cv" not in set(pd.read_parquet(runs["again"] / "comparison.parquet")["column"])
+
+
+def test_the_rank_test_approximation_agrees_with_permutations():
+    """From NORMAL_FROM values a group, the normal approximation's p-value is within a few
+    hundredths of the permutation test's (what a smaller group uses)."""
+    from harness.results import comparison
+
+    rng = np.random.default_rng(3)
+    for shift in (0.0, 0.3, 0.8):
+        base, new = rng.normal(0, 1, 12), rng.normal(shift, 1, 12)
+        normal = unpaired_test(base, new)[2]
+        comparison.NORMAL_FROM, saved = 100, comparison.NORMAL_FROM
+        try:
+            permuted = unpaired_test(base, new)[2]
+        finally:
+            comparison.NORMAL_FROM = saved
+        assert abs(normal - permuted) < 0.03, (shift, normal, permuted)
+
+
+@pytest.mark.slow  # 60 seeds and 100 comparisons; bench/baseline_compare.py runs the full one
+def test_unpaired_comparisons_of_the_same_code_rarely_call_anything_worse(tmp_path):
+    """A/A on disjoint seeds: the share of `worse` verdicts stays under the nominal 2.5%
+    (p < 0.05, two-sided), even with no noise band."""
+    from harness.results.comparison import Side
+
+    pool = _run(tmp_path / "pool", "--seeds", "60")
+    summary = pd.read_parquet(pool / "summary.parquet")
+    meta = {"engine": "virtual", "machine": {}, "plugins": []}
+    rng = np.random.default_rng(0)
+    verdicts = []
+    for _ in range(100):
+        drawn = rng.permutation(summary["seed"].to_numpy())
+        a, b = (summary[summary["seed"].isin(drawn[i * 15 : (i + 1) * 15])] for i in (0, 1))
+        sides = [Side(Path(n), "run", meta, s, {}) for n, s in (("a", a), ("b", b))]
+        rows = compare(*sides, min_effect=["0"]).rows
+        varying = [c for c in rows["column"] if summary[c].nunique() > 1]
+        verdicts += list(rows[rows["column"].isin(varying)]["verdict"])
+    assert len(verdicts) >= 500
+    assert sum(v == "worse" for v in verdicts) / len(verdicts) <= 0.025

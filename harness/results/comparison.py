@@ -1,16 +1,16 @@
-"""Is a run better or worse than a baseline run? Per summary column and strategy (and sweep
-cell): both means, the change with its 95% interval, a p-value and a verdict from the column's
+"""Is a run better or worse than a baseline run? Per summary column and strategy (and sweep cell):
+both means, the change with its 95% interval, a p-value and a verdict from the column's
 direction (`harness.results.summary_columns`) and a noise band.
 
-Two runs of the same config and seeds on the virtual engine see exactly the same creates, so
-the comparison is paired seed by seed: a sign-flip test on the per-seed differences, far more
+Two runs of the same config and seeds on the virtual engine see exactly the same creates, so the
+comparison is paired seed by seed: a sign-flip test on the per-seed differences, far more
 sensitive than comparing two groups. Otherwise (other seeds, or the Ray engine, where timing
-makes every run different) it is unpaired: a Mann-Whitney rank test by permutation. Intervals
-are bootstrap percentiles of the mean change (of the mean differences when paired). A change is
-`better` or `worse` only when p < `ALPHA` (two-sided, so each side errs at most half of it) and
-it is larger than the noise band (`min_effect`): a share of the base's mean for most kinds, an
-absolute amount for fractions (`Kind`). Everything is seeded: the same two folders give the
-same table."""
+makes every run different) it is unpaired: a Mann-Whitney rank test. Intervals are bootstrap
+percentiles of the mean change (of the mean differences when paired). A change is `better` or
+`worse` only when p < `ALPHA` (two-sided, so each side errs at most half of it), its interval
+excludes 0, and it is larger than the noise band (`min_effect`): a share of the base's mean for
+most kinds, an absolute amount for fractions (`Kind`). Everything is seeded: the same two
+folders give the same table."""
 
 from __future__ import annotations
 
@@ -51,6 +51,9 @@ LEVEL = 0.95
 """Of the intervals."""
 RESAMPLES = 10_000
 """Permutations, sign flips and bootstrap resamples per figure."""
+NORMAL_FROM = 10
+"""From this many values in each group the rank test's p-value is the normal approximation's;
+below, it is found by RESAMPLES permutations."""
 EXACT_FLIPS = 12
 """Up to this many pairs every sign flip is tried (2**12); beyond, RESAMPLES random ones."""
 UNCHANGED, BETTER, WORSE, CHANGED = "~", "better", "worse", "changed"
@@ -229,21 +232,30 @@ def paired_test(base: np.ndarray, new: np.ndarray, seed: int = 0) -> tuple[float
 
 def unpaired_test(base: np.ndarray, new: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
     """(lo, hi, p) of the change of the mean from `base` to `new`, two groups: bootstrap
-    interval (each group resampled on its own), Mann-Whitney p-value by permutation."""
+    interval (each group resampled on its own) and Mann-Whitney p-value; by permutation while
+    a group is smaller than NORMAL_FROM, else from the normal approximation with the tie and
+    continuity corrections (as scipy's `mannwhitneyu` does)."""
     both = np.concatenate([base, new])
     if np.all(both == both[0]):
         return 0.0, 0.0, 1.0
     rng = np.random.default_rng(seed)
     r = ranks(both)
-    centre = new.size * (both.size + 1) / 2
-    observed = abs(r[base.size :].sum() - centre)
-    shuffled = rng.permuted(np.tile(r, (RESAMPLES, 1)), axis=1)[:, : new.size].sum(axis=1)
-    extreme = int((np.abs(shuffled - centre) >= observed - 1e-9).sum())
-    p = (extreme + 1) / (RESAMPLES + 1)
-    means_new = rng.choice(new, size=(RESAMPLES, new.size)).mean(axis=1)
-    means_base = rng.choice(base, size=(RESAMPLES, base.size)).mean(axis=1)
+    n1, n2, n = base.size, new.size, both.size
+    centre = n2 * (n + 1) / 2
+    observed = abs(r[n1:].sum() - centre)
+    if min(n1, n2) >= NORMAL_FROM:
+        _, ties = np.unique(both, return_counts=True)
+        variance = n1 * n2 / 12 * ((n + 1) - float((ties**3 - ties).sum()) / (n * (n - 1)))
+        z = max(0.0, observed - 0.5) / math.sqrt(variance)
+        p = math.erfc(z / math.sqrt(2))
+    else:
+        shuffled = rng.permuted(np.tile(r, (RESAMPLES, 1)), axis=1)[:, :n2].sum(axis=1)
+        extreme = int((np.abs(shuffled - centre) >= observed - 1e-9).sum())
+        p = (extreme + 1) / (RESAMPLES + 1)
+    means_new = rng.choice(new, size=(RESAMPLES, n2)).mean(axis=1)
+    means_base = rng.choice(base, size=(RESAMPLES, n1)).mean(axis=1)
     lo, hi = _interval(means_new - means_base)
-    return lo, hi, p
+    return lo, hi, min(1.0, p)
 
 
 MIN_EFFECT = re.compile(r"\s*(?:(?P<column>\w+)\s*=)?\s*(?P<value>[0-9.eE+-]+)\s*(?P<pct>%?)\s*")
@@ -306,8 +318,15 @@ def chosen_columns(names: list[str] | None) -> list[Column]:
     return [c for c in SUMMARY_COLUMNS if c.kind.compared and c.direction is not Direction.IDENTITY]
 
 
-def verdict(column: Column, change: float, p: float, band: float) -> str:
-    if not p < ALPHA or abs(change) <= band:
+def verdict(
+    column: Column, change: float, interval: tuple[float, float], p: float, band: float
+) -> str:
+    """`~` unless the test is significant, the interval lies on one side of 0 (both must
+    agree: either alone lets through more than its level of false alarms on some columns) and
+    the change is beyond the noise band; then better or worse by the column's direction, or
+    `changed` for a neutral column."""
+    lo, hi = interval
+    if not p < ALPHA or not (lo > 0 or hi < 0) or abs(change) <= band:
         return UNCHANGED
     if column.direction is Direction.NEUTRAL:
         return CHANGED
@@ -524,7 +543,7 @@ def _compare_column(
         "relative": change / base_mean if base_mean else math.nan,
         "p": p,
         "min_effect": needed,
-        "verdict": verdict(column, change, p, needed),
+        "verdict": verdict(column, change, (lo, hi), p, needed),
     }
 
 
