@@ -30,6 +30,7 @@ from harness.external import SchedulerError
 from harness.model.catalogue import catalogue
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
+from harness.presentation import REPORTED
 from harness.presentation.comparison_view import comparison_lines, summary_line
 from harness.presentation.search_report import SearchLine, print_search
 from harness.presentation.terminal import (
@@ -445,8 +446,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     if stopped is not None:
         return stopped
     try:
-        meta, frames = load_run(out)
-        print_run(meta, frames, console)
+        meta, frames = _print_run(out, console)
         console.print(f"results: {out}")
         compared = 0
         if args.baseline is not None:  # before the report, which shows the comparison
@@ -564,6 +564,15 @@ def _write_report(folder: Path, console: Console) -> None:
     console.print(f"report: {write_report(folder)}")
 
 
+def _print_run(folder: Path, console: Console) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Print a run's tables; its run.json and its summary (all a caller needs after). Only
+    the columns shown are read, and the large tables are let go before the report reads them
+    again: a large run's requests are in memory once, not twice."""
+    meta, frames = load_run(folder, columns=REPORTED)
+    print_run(meta, frames, console)
+    return meta, {"summary": frames["summary"]}
+
+
 def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     try:
         if is_sweep(args.dir):
@@ -571,8 +580,7 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
             stored_config(meta["identity"].get("base"), Path(args.dir) / "sweep.json")
             print_sweep(meta, summary, console)
         else:
-            meta, frames = load_run(args.dir)
-            print_run(meta, frames, console)
+            frames = _print_run(args.dir, console)[1]
             _write_report(args.dir, console)
             overload_warning(frames, console)
             return 0

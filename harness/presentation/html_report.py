@@ -14,7 +14,7 @@ from harness.config.sweep_file import get_value
 from harness.model.cluster.heartbeat import HeartbeatPlan
 from harness.model.cluster.phases import PHASES
 from harness.model.scheduling.placement.record import drawn
-from harness.presentation import plots
+from harness.presentation import REPORTED, plots
 from harness.presentation.headline import headline, plugins_line, same_as
 from harness.presentation.search_report import search_page
 from harness.results import phase_hooks
@@ -205,7 +205,10 @@ def _scenario(
     seeds = int(summary.groupby("strategy")["seed"].nunique().min())
     seeds_text = "the one seed" if seeds == 1 else f"the {seeds} seeds"
     per_seed = "in the one seed" if seeds == 1 else f"mean over the {seeds} seeds"
-    requests = requests.merge(summary[["strategy", "seed"]], on=["strategy", "seed"])
+    finished = pd.MultiIndex.from_frame(summary[["strategy", "seed"]])
+    kept = pd.MultiIndex.from_frame(requests[["strategy", "seed"]]).isin(finished)
+    if not kept.all():  # a partial seed's requests (it has no summary) are left out; a copy
+        requests = requests[kept].reset_index(drop=True)  # of a large table only then
     palette = plots.colors(strategies)
     panels = []
     for strategy in strategies:
@@ -324,7 +327,7 @@ def _scenario(
 
 
 def _run(folder: Path) -> tuple[str, str]:
-    meta, frames = load_run(folder)
+    meta, frames = load_run(folder, columns=REPORTED)
     config = stored_config(meta["config"], folder / "run.json")
     summary = frames["summary"]
     title = f"{config.run.name}: {meta.get('engine')} engine, {config.cluster.node_count} nodes"
@@ -411,7 +414,8 @@ def _sweep(folder: Path) -> tuple[str, str]:
     config = base.with_values(featured[0]["values"])
     parts.append(f"<h2>One point of the grid</h2><p>{html.escape(why)}</p>")
     featured_summary = summary[summary["cell"].isin(chosen)]
-    nodes, requests = read_cells(folder, "nodes", chosen), read_cells(folder, "requests", chosen)
+    nodes = read_cells(folder, "nodes", chosen)
+    requests = read_cells(folder, "requests", chosen, REPORTED["requests"])
     parts.append(
         _scenario(
             featured_summary,

@@ -35,7 +35,7 @@ import shutil
 import signal
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -652,10 +652,13 @@ def state_of(folder: Path) -> str:
 
 
 def load_run(
-    path: str | Path, tables: Iterable[str] = tuple(TABLES)
+    path: str | Path,
+    tables: Iterable[str] = tuple(TABLES),
+    columns: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(run.json, {table name: DataFrame}) of a run folder, of every table or those named, or
-    ResultsError naming the file and what is wrong with it. While the folder holds parts (a run
+    ResultsError naming the file and what is wrong with it; a table `columns` names holds only
+    those columns. While the folder holds parts (a run
     that has not closed), they are read, and run.json's lists are brought in line with them."""
     folder = Path(path)
     meta = read_meta(folder)
@@ -673,19 +676,25 @@ def load_run(
             files = [file]
         else:
             raise ResultsError(f"{folder} is missing {file.name}")
-        tables = [schema.empty_table()]
-        for f in files:
-            tables.append(_read_table(f, schema))
-        frames[name] = pa.concat_tables(tables).to_pandas()
+        only = (columns or {}).get(name)
+        parts = [_read_table(f, schema, only) for f in files]
+        empty = schema.empty_table() if only is None else schema.empty_table().select(only)
+        frames[name] = pa.concat_tables([empty, *parts]).to_pandas()
     return meta, frames
 
 
-def read_columns(path: Path, names: list[str]) -> pa.Table:
-    """A results table holding (at least) the columns `names`, or ResultsError naming the file
-    and what is wrong with it."""
+def read_columns(path: Path, names: list[str], only: bool = False) -> pa.Table:
+    """A results table holding (at least) the columns `names`, or `only` them (the others are
+    not read: a report needs a few of a large table's columns), or ResultsError naming the
+    file and what is wrong with it."""
     try:
-        table = pq.read_table(path)
-    except (pa.ArrowException, OSError, ValueError) as e:
+        table = pq.read_table(path, columns=names if only else None)
+    except (pa.ArrowException, OSError, ValueError, KeyError) as e:
+        missing = [n for n in names if only and n not in _names(path)]
+        if missing:
+            raise ResultsError(
+                f"{path} lacks the column {missing[0]!r}: not a {path.stem} table"
+            ) from None
         raise ResultsError(f"{path} is not a readable Parquet file: {_first_line(e)}") from None
     missing = [name for name in names if name not in table.schema.names]
     if missing:
@@ -693,9 +702,20 @@ def read_columns(path: Path, names: list[str]) -> pa.Table:
     return table
 
 
-def _read_table(path: Path, schema: pa.Schema) -> pa.Table:
-    """A results table of `schema`, or ResultsError naming the file and what is wrong."""
-    table = read_columns(path, schema.names)
+def _names(path: Path) -> list[str]:
+    """The columns of a Parquet file; none when its footer cannot be read."""
+    try:
+        return pq.read_schema(path).names
+    except (pa.ArrowException, OSError, ValueError):
+        return []
+
+
+def _read_table(path: Path, schema: pa.Schema, columns: Sequence[str] | None = None) -> pa.Table:
+    """A results table of `schema` (only its `columns`, if given), or ResultsError naming the
+    file and what is wrong."""
+    if columns is not None:
+        schema = pa.schema([schema.field(name) for name in columns])
+    table = read_columns(path, schema.names, only=columns is not None)
     try:
         return table.select(schema.names).cast(schema)
     except (pa.ArrowException, ValueError) as e:

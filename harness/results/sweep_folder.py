@@ -18,6 +18,7 @@ run again, never half counted."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -236,11 +237,21 @@ def load_sweep_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
     return meta, summary[summary["cell"].isin(complete)].reset_index(drop=True)
 
 
-def read_cells(path: str | Path, table: str, cells: list[int]) -> pd.DataFrame:
-    """One table's rows for some cells, read from its partitions only."""
+def read_cells(
+    path: str | Path, table: str, cells: list[int], columns: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """One table's rows for some cells, read from its partitions only (and of its columns,
+    only `columns` and the cell, if given)."""
     folder = Path(path) / table
     if not folder.is_dir():
-        return TABLES[table].empty_table().to_pandas()
+        empty = TABLES[table].empty_table()
+        return (empty if columns is None else empty.select(list(columns))).to_pandas()
     dataset = ds.dataset(folder, format="parquet", partitioning=PARTITIONING)
-    table = dataset.to_table(filter=ds.field("cell").isin(cells))
-    return table.to_pandas().sort_values("cell", kind="stable", ignore_index=True)
+    read = None if columns is None else [*columns, "cell"]
+    # Cell by cell, in order (the partitions list as text: cell=10 before cell=2), so no sort
+    # copies the rows; each Arrow buffer is let go as soon as pandas holds its column.
+    parts = [dataset.to_table(columns=read, filter=ds.field("cell") == c) for c in sorted(cells)]
+    empty = dataset.schema.empty_table()
+    table = pa.concat_tables(parts) if parts else empty if read is None else empty.select(read)
+    del parts
+    return table.to_pandas(self_destruct=True, split_blocks=True)
