@@ -21,6 +21,7 @@ ENDS = {
     "external_throughput.py": ([], '"path": "python server, framed"'),
     "make_trace.py": (["--out", "{tmp}/trace.csv"], "trace.csv: 100 rows"),
     "ray_throughput.py": ([], "load average at the end"),
+    "report_memory.py": ([], "harness report: peak"),
     "search_speed.py": ([], "the search's own cost"),
     "sweep_scaling.py": ([], "1 worker(s):"),
     "trace_replay.py": ([], "poisson"),
