@@ -366,3 +366,42 @@ def test_unpaired_comparisons_of_the_same_code_rarely_call_anything_worse(tmp_pa
         verdicts += list(rows[rows["column"].isin(varying)]["verdict"])
     assert len(verdicts) >= 500
     assert sum(v == "worse" for v in verdicts) / len(verdicts) <= 0.025
+
+
+def _sweep(out: Path, *overrides: str) -> Path:
+    """A two-cell sweep of seed-herd (K of 2 and 3) written as `harness sweep` writes one,
+    each seed run here rather than as a Ray task."""
+    from harness.config.sweep_file import load_sweep
+    from harness.results.sweep_folder import SweepStore
+    from harness.running.sweep_runner import run_seed
+
+    file = out.parent / f"{out.name}.toml"
+    file.write_text(
+        f'[sweep]\nbase = "{CONFIGS / "seed-herd.toml"}"\n\n[grid]\n"placement.k" = [2, 3]\n'
+    )
+    sweep = load_sweep(file, list(overrides), seeds=8)
+    store = SweepStore(out, sweep)
+    for cell in sweep.cells:
+        store.add_cell(cell, [run_seed(cell.config, s) for s in sweep.seeds], 0.0)
+    store.close()
+    return out
+
+
+def test_sweeps_are_compared_cell_by_cell(tmp_path, capsys):
+    base, again = _sweep(tmp_path / "base"), _sweep(tmp_path / "again")
+    worse = _sweep(tmp_path / "worse", LOPSIDED)
+    code, out, err = _compare(capsys, base, again, "--fail-on", "worse")
+    assert code == 0, err
+    rows = pd.read_parquet(again / "comparison.parquet")
+    assert set(rows["cell_values"]) == {"placement.k=2", "placement.k=3"}
+    assert set(rows["verdict"]) == {"~"} and set(rows["test"]) == {"paired"}
+    code, out, err = _compare(capsys, base, worse, "--fail-on", "cv")
+    assert code == 2
+    _one_error_line(err, "placement.filters")
+    code, out, err = _compare(
+        capsys, base, worse, "--allow-diff", "placement.filters", "--fail-on", "cv"
+    )
+    assert code == THRESHOLD_FAILED
+    assert "cell placement.k=2: stale" in out and "cell placement.k=3: stale" in out
+    cv = pd.read_parquet(worse / "comparison.parquet").query("column == 'cv'")
+    assert list(cv["verdict"]) == ["worse", "worse"]
