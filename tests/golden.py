@@ -64,7 +64,9 @@ CHECKED = {
 `<table>+checked` so the `+added` digests stay as recorded."""
 CAPPED = {"summary": ("failed_asks_exhausted",)}
 """Creates failed by `placement.max_asks`, added after those: `<table>+capped`."""
-GROUPS = {"added": ADDED, "checked": CHECKED, "capped": CAPPED}
+PLACER = {"summary": ("scheduler",)}
+"""Who placed (`in-process`, or an external scheduler's name): `<table>+placer`."""
+GROUPS = {"added": ADDED, "checked": CHECKED, "capped": CAPPED, "placer": PLACER}
 
 BLOCKS = 64
 

@@ -70,6 +70,8 @@ class RemoteScheduler:
             options=wire.options(rules),
         )
         reply = self._call("Hello", request)
+        self.hello_name = reply.name or "external"
+        """The name the scheduler gave itself: the summary's `scheduler` column."""
         if reply.name:
             self.name = f"external scheduler {reply.name!r}"
         if reply.protocol_version != wire.PROTOCOL_VERSION:

@@ -52,12 +52,14 @@ def seed_result(
     faults: Mapping[str, int],
     extra: Mapping[str, Any] | None = None,
     sketches: Mapping[str, DDSketch] | None = None,
+    scheduler: str | None = None,
     **end_state: Any,
 ) -> SeedResult:
     """Tables and summary row of one finished seed. `nodes` are the end state's columns,
     `requests` and `timeline` tables or columns, `faults` the injected-fault counters,
     `extra` what only some engines measure, and `sketches` the figures they measured in many
-    places (`SKETCHED`: each becomes its p50, p99 and the sketch itself); `end_state` goes
+    places (`SKETCHED`: each becomes its p50, p99 and the sketch itself); `scheduler` the
+    name an external scheduler gave itself, where the engine heard it; `end_state` goes
     to the SeedResult as is."""
     uncounted = sorted(set(faults) - set(COUNTS))
     if uncounted:  # a kind counting what it does not declare (`FaultKind.counters`)
@@ -81,6 +83,7 @@ def seed_result(
         "nodes": config.cluster.node_count,
         "k": drawn(config.placement, config.cluster.node_count, config.external.active)[0],
         "replicas": config.placement.replicas,
+        "scheduler": scheduler if config.external.active else "in-process",
         **seed_summary(nodes_t, requests_t, timeline_t, config.run.duration_s),
         "engine_wall_s": engine_wall_s,
         **{name: int(faults.get(name, 0)) for name in COUNTS},

@@ -171,6 +171,19 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         Source.RUN,
         "`placement.replicas`: scheduler replicas.",
     ),
+    Column(
+        "scheduler",
+        "str",
+        "name",
+        IDENTITY,
+        LABEL,
+        Source.RUN,
+        "Who placed: `in-process`, or the name an external scheduler gave itself in its "
+        "`Hello` (null where the engine did not hear it: an external scheduler on the Ray "
+        "engine). With an external scheduler the `strategy` is only the harness's own ledger "
+        "of the replica's view, and the `err_*` columns measure that ledger, not the "
+        "scheduler's own view, which the harness cannot see.",
+    ),
     _count("requests", NEUTRAL, "Creates issued."),
     _count("placed", HIGHER, "Creates placed."),
     _count("failed", LOWER, "Creates that failed, for any reason (`failed_*` split them)."),
@@ -324,7 +337,9 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         LOWER,
         VCPU,
         Source.SEED,
-        "Time-weighted mean of the timeline's |`cpu_error`|; NaN without a timeline.",
+        "Time-weighted mean of the timeline's |`cpu_error`|; NaN without a timeline. With an "
+        "external scheduler, the error of the harness's own ledger (`strategy`), not of the "
+        "scheduler's view (see `scheduler`).",
     ),
     Column(
         "err_over_max",
