@@ -90,8 +90,8 @@ def main() -> None:
         "--tiny",
         action="store_true",
         help=(
-            "the smallest run of every part, to check the script works (tests/test_bench.py): "
-            "its figures mean nothing"
+            "the smallest run of every part, to check the script works "
+            "(tests/test_bench.py): its figures mean nothing"
         ),
     )
     args = parser.parse_args()
