@@ -55,7 +55,12 @@ from harness.results.comparison import run_config as comparable
 from harness.results.comparison import write as write_comparison
 from harness.results.invariants import InvariantError
 from harness.results.run_folder import ResultsError, load_run, new_run_id, resumable, state_of
-from harness.results.search_folder import load_search_results, read_search_meta, search_state
+from harness.results.search_folder import (
+    is_search,
+    load_search_results,
+    read_search_meta,
+    search_state,
+)
 from harness.results.sweep_folder import is_sweep, load_sweep_results, sweep_state
 from harness.results.thresholds import FORM, not_run
 from harness.running import interrupts
@@ -575,7 +580,10 @@ def _print_run(folder: Path, console: Console) -> tuple[dict[str, Any], dict[str
 
 def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     try:
-        if is_sweep(args.dir):
+        if is_search(args.dir):
+            meta, trials = load_search_results(args.dir)
+            print_search(meta, trials, console)
+        elif is_sweep(args.dir):
             meta, summary = load_sweep_results(args.dir)
             stored_config(meta["identity"].get("base"), Path(args.dir) / "sweep.json")
             print_sweep(meta, summary, console)

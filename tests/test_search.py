@@ -283,6 +283,8 @@ def test_resume_refuses_a_folder_of_another_search_and_a_plain_out_refuses_a_sea
     assert code == 2 and "holds a search" in err
     code, err = quiet(["search", "--resume", str(tmp_path), "--in-process"])
     assert code == 2 and "holds no search" in err
+    assert quiet(["report", str(out)]) == (0, "")
+    assert (out / "report.html").is_file()
 
 
 def test_points_over_max_creates_fail_without_running(tmp_path):
