@@ -169,12 +169,13 @@ def trial_row(
         **values,
     }
     numbers = list(COLUMNS)
-    if frame is not None:
-        means = frame[numbers].astype(float).groupby(frame["strategy"], sort=False).mean()
+    table = None if frame is None else frame[numbers].to_numpy(dtype=float, na_value=math.nan)
     for strategy in search.objective.strategies:
-        for column in numbers:
-            mean = math.nan if frame is None else float(means.at[strategy, column])
-            row[f"{strategy}.{column}_mean"] = mean
+        if table is None:
+            means = [math.nan] * len(numbers)
+        else:
+            means = table[(frame["strategy"] == strategy).to_numpy()].mean(axis=0).tolist()
+        row.update({f"{strategy}.{c}_mean": m for c, m in zip(numbers, means, strict=True)})
     return row
 
 
