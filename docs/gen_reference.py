@@ -17,7 +17,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from harness.cli import EXIT_CODES, _parser
-from harness.config.key_tables import defaults_table, entry_keys_table, fault_keys_table
+from harness.config.key_tables import (
+    defaults_table,
+    entry_keys_table,
+    fault_keys_table,
+    plugin_keys_table,
+)
 from harness.model.registry import Registry
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
@@ -63,6 +68,16 @@ def config_page() -> str:
     for section in sections:
         out.append(f"\n## `[{section}]`\n\n| key | default | meaning |\n|---|---|---|\n")
         out.append(_key_rows([row for row in keys if row[0].split(".")[0] == section]))
+    out.append(
+        "\n## Plugins' own settings\n\nEach plugin with settings of its own takes them under "
+        "its table, `[placement.<table>]` (its name; `starting_cap` for `too_many_starting`, "
+        "whose name is a `[placement]` key), or `--set placement.<table>.<key>=value`; an "
+        "installed plugin's are listed by `harness keys` (see "
+        "[Plugins](../guides/plugins.md#settings-of-a-plugins-own)). The `[placement]` key a "
+        "setting replaced still works for one release, with a one-line notice.\n\n"
+        "| key | default | meaning |\n|---|---|---|\n"
+    )
+    out.append(_key_rows(plugin_keys_table(installed=False)))
     out.append(
         "\n## Lists of tables\n\n`[[cluster.pools]]` and `[[workload.templates]]` entries, "
         "each a table of these keys (see [Traces and templates](../guides/workloads.md)).\n\n"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import NodeInfo, Outcome
 from harness.model.registry import Registry, RegistryError
-from harness.model.scheduling.ledger import Ledger, LedgerOptions, NodeView
+from harness.model.scheduling.ledger import Ledger, NodeView
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.ledgers.optimistic import OptimisticLedger
 from harness.model.scheduling.placement.placement_keys import PlacementSpec
@@ -27,6 +27,7 @@ from harness.model.scheduling.placement.plugin import (
 )
 from harness.model.scheduling.placement.registries import FILTERS, SAMPLERS, SCORERS, SELECTORS
 from harness.model.scheduling.replica_state import ReplicaState
+from harness.model.tunables import PluginSettings, key
 from harness.model.workload.request import CreateRequest, Shape
 
 API_VERSION = 1
@@ -49,13 +50,13 @@ __all__ = [
     "Eligible",
     "Filter",
     "Ledger",
-    "LedgerOptions",
     "NodeInfo",
     "NodeView",
     "OptimisticLedger",
     "Outcome",
     "PlacementSpec",
     "Plugin",
+    "PluginSettings",
     "Registry",
     "RegistryError",
     "ReplicaState",
@@ -64,4 +65,5 @@ __all__ = [
     "Scorer",
     "Selector",
     "Shape",
+    "key",
 ]

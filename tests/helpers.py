@@ -244,7 +244,7 @@ def memory_run(strategy: str, engine: str = "virtual") -> Config:
             ]
         },
         heartbeat={"interval_s": 2.0},
-        placement={"strategy": strategy, "memory_overcommit": 1.0, "k": 2},
+        placement={"strategy": strategy, "memory_overcommit": {"ratio": 1.0}, "k": 2},
         workload={"memory_mib": 4 * GIB, "lifetime_s": None},
     )
 

@@ -108,13 +108,18 @@ def test_a_warm_create_cannot_be_slower_than_a_cold_one_and_the_timeout_covers_a
 # --- the scorer -------------------------------------------------------------------------------
 
 
-def affinity(**rules: Any) -> tuple[Scheduler, CacheAffinity]:
-    """A replica over 4 idle 192-vCPU nodes scanned in order, and its cache_affinity part."""
+def affinity(**settings: Any) -> tuple[Scheduler, CacheAffinity]:
+    """A replica over 4 idle 192-vCPU nodes scanned in order, and its cache_affinity part
+    with `settings` (`[placement.cache_affinity]`)."""
     config = scenario(
         cluster={"nodes": 4},
-        placement={"sampler": "every_node", "scorers": ["reference", "cache_affinity=0.02"]},
+        placement={
+            "sampler": "every_node",
+            "scorers": ["reference", "cache_affinity=0.02"],
+            "cache_affinity": settings,
+        },
     )
-    rules = config.placement.__class__(**{**vars(config.placement), **rules})
+    rules = config.placement
     s = Scheduler(registered([192] * 4), rules, make_ledger("stale", [192] * 4), random.Random(0))
     (scorer,) = [part for part, _ in s.pipeline.scorers if isinstance(part, CacheAffinity)]
     return s, scorer
@@ -132,7 +137,7 @@ def place(s: Scheduler, template: str, node: int, now: float) -> None:
 def test_cache_affinity_counts_placements_capped_over_the_top_nodes_until_the_ttl():
     """max_hits 2, top_nodes 2, ttl 10 s. a on node 0 three times (capped at 2: -1), once on 1
     (-0.5); b once on 2. A third node for a evicts the fewest placements, then the lowest ID."""
-    s, scorer = affinity(affinity_max_hits=2, affinity_top_nodes=2, affinity_ttl_s=10.0)
+    s, scorer = affinity(max_hits=2, top_nodes=2, ttl_s=10.0)
     for node, template in [(0, "a"), (0, "a"), (0, "a"), (1, "a"), (2, "b")]:
         place(s, template, node, 1.0)
     req = CreateRequest(1, shape("a"), 2.0, 32.0, 0)
@@ -188,7 +193,11 @@ def two_templates(*scorers: str) -> Config:
             "create_warm_ms": 2.0,
             "template_cache": 1,
         },
-        placement={"strategy": "optimistic", "scorers": list(scorers), "affinity_top_nodes": 3},
+        placement={
+            "strategy": "optimistic",
+            "scorers": list(scorers),
+            "cache_affinity": {"top_nodes": 3},
+        },
         workload={
             "arrival": "poisson",
             "rate_per_s": 50.0,

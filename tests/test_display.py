@@ -13,7 +13,12 @@ from rich.console import Console
 
 import harness
 from harness.cli import main
-from harness.config.key_tables import defaults_table, entry_keys_table, fault_keys_table
+from harness.config.key_tables import (
+    defaults_table,
+    entry_keys_table,
+    fault_keys_table,
+    plugin_keys_table,
+)
 from harness.config.sweep_file import load_sweep
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.presentation.html_report import _table
@@ -139,14 +144,16 @@ def test_the_progress_line_names_elapsed_and_eta_and_fits():
 def test_harness_keys_lists_every_key_and_fits(width):
     text = _render(print_keys, width)
     _fits(text, width)
-    for key, default, _ in defaults_table() + entry_keys_table() + fault_keys_table():
+    rows = defaults_table() + plugin_keys_table() + entry_keys_table() + fault_keys_table()
+    for key, default, _ in rows:
         assert key in text and default in text
 
 
 def test_keys_markdown_is_the_reference_page(capsys):
     assert main(["keys", "--markdown"]) == 0
     rows = capsys.readouterr().out.splitlines()
-    assert len(rows) == len(defaults_table()) + len(entry_keys_table()) + len(fault_keys_table())
+    tables = (defaults_table, plugin_keys_table, entry_keys_table, fault_keys_table)
+    assert len(rows) == sum(len(table()) for table in tables)
     assert all(row in CONFIG_PAGE.splitlines() for row in rows)
 
 

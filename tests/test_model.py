@@ -8,6 +8,7 @@ import pytest
 
 from harness.model.cluster.node import Node, Outcome
 from harness.model.scheduling.ledgers import LEDGERS, make_ledger
+from harness.model.scheduling.plugin_settings import StartingCapSettings
 from harness.model.scheduling.scheduler import PlacementSpec, Scheduler, Step
 from harness.model.workload.request import CreateRequest, Shape
 from tests.helpers import registered
@@ -142,7 +143,8 @@ def test_a_report_overwrites_the_view():
 
 
 def test_too_many_starting_skips_nodes_with_more_than_max_starting_in_progress():
-    s = scheduler("stale", nodes=3, too_many_starting=True, max_starting=1, k=3)
+    cap = {"starting_cap": StartingCapSettings(max_starting=1)}
+    s = scheduler("stale", nodes=3, too_many_starting=True, settings=cap, k=3)
     placed = [s.start_create(request(i), 0.0) for i in range(6)]
     assert sorted(placed) == [0, 0, 1, 1, 2, 2]  # each node takes 2 (> 1 closes it)
     assert s.start_create(request(99), 0.0) is None

@@ -3,6 +3,7 @@ named only in a config, runs on both engines and in a sweep on a two-node Ray cl
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -104,3 +105,28 @@ def test_a_sweep_on_a_two_node_cluster_uses_the_plugins(env, two_nodes, tmp_path
     summary = pd.read_parquet(out / "summary.parquet")
     assert sorted(summary["placement.strategy"].unique()) == ["optimistic", "optimistic_twice"]
     assert len(summary) == 4 and (summary["placed"] == 500).all()
+
+
+def test_the_installed_plugins_own_setting_is_listed_validated_and_recorded(env, tmp_path) -> None:
+    """`idle_first` declares `per_vcpu` (`[placement.idle_first]`): `harness keys` lists it,
+    a wrong value is one line naming the key, and the run records the value it ran with."""
+    keys = harness(env, "keys", "--markdown")
+    assert "| `placement.idle_first.per_vcpu` | `true` |" in keys.stdout
+    run = ["run", str(CONFIGS / "seed-herd.toml"), "--seeds", "1", "--set", PLUGINS[0]]
+    run += ["--set", "run.duration_s=2", "--quiet", "--no-report"]
+    bad = harness(env, *run, "--set", "placement.idle_first.per_vcpu=3", "--out", str(tmp_path))
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [
+        "harness: error: placement.idle_first.per_vcpu: must be true or false, got 3"
+    ]
+    out = tmp_path / "run"
+    done = harness(env, *run, "--set", "placement.idle_first.per_vcpu=false", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    parts = json.loads((out / "run.json").read_text())["plugins"]["parts"]
+    assert {
+        "kind": "scorer",
+        "name": "idle_first",
+        "weight": 0.5,
+        "from": "idle_first:IdleFirst",
+        "settings": {"per_vcpu": False},
+    } in parts

@@ -109,7 +109,9 @@ def test_a_template_no_pool_could_take_is_refused_with_its_key(template, key, re
     the memory filter at M = 1."""
     workload = {"templates": [{"template": "ok", "labels": ["ssd"]}, template]}
     with pytest.raises(ConfigError) as error:
-        scenario(cluster=TWO_POOLS, workload=workload, placement={"memory_overcommit": 1.0})
+        scenario(
+            cluster=TWO_POOLS, workload=workload, placement={"memory_overcommit": {"ratio": 1.0}}
+        )
     assert error.value.key == f"workload.templates[1].{key}" and reason in error.value.reason
     # Without the labels and cpu_family filters, labels and family bind nothing.
     if key in ("labels", "cpu_family"):
@@ -155,13 +157,13 @@ def test_memory_overcommit_skips_a_node_above_m_times_its_reported_total(
     m, allocated, total, eligible
 ):
     """Upstream's memory filter tests, case by case (sandbox of 512 MiB)."""
-    s = replica([NodeInfo(8, total)], memory_overcommit=m)
+    s = replica([NodeInfo(8, total)], memory_overcommit={"ratio": m})
     report_memory(s, 0, allocated, total)
     assert candidates(s, create()) == ([0] if eligible else [])
 
 
 def test_memory_overcommit_keeps_the_node_with_headroom():
-    s = replica([NodeInfo(8, 4 * GIB)] * 2, memory_overcommit=1.0)
+    s = replica([NodeInfo(8, 4 * GIB)] * 2, memory_overcommit={"ratio": 1.0})
     report_memory(s, 0, 4 * GIB - 200, 4 * GIB)  # 3896 + 512 > 4096
     report_memory(s, 1, 2 * GIB, 4 * GIB)
     assert candidates(s, create()) == [1] and s.choose(create(), 0.0) == 1
@@ -171,7 +173,7 @@ def test_memory_overcommit_reads_the_optimistic_adds_of_the_view():
     """`optimistic` adds a placed sandbox's memory to the view at once, so the filter sees it
     before the next report; `stale` does not."""
     for strategy, after in (("optimistic", []), ("stale", [0])):
-        s = replica([NodeInfo(8, 2 * GIB)], strategy, memory_overcommit=1.0)
+        s = replica([NodeInfo(8, 2 * GIB)], strategy, memory_overcommit={"ratio": 1.0})
         report_memory(s, 0, GIB, 2 * GIB)
         req = create(memory_mib=600.0)
         assert s.start_create(req, 0.0) == 0
@@ -208,7 +210,7 @@ def test_the_eligibility_filters_cost_nothing_when_unused():
     s = replica(LABELLED, sampler="")
     assert [f.name for f in s.pipeline.filters] == ["excluded", "cpu_fits", "labels", "cpu_family"]
     assert s.pipeline.eligible(s, create(), 0.0) is None
-    with_m = replica(LABELLED, sampler="", memory_overcommit=1.0).pipeline.filters
+    with_m = replica(LABELLED, sampler="", memory_overcommit={"ratio": 1.0}).pipeline.filters
     assert "memory_overcommit" in [f.name for f in with_m]
 
 

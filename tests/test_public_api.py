@@ -26,13 +26,13 @@ PUBLIC = {
     "Eligible",
     "Filter",
     "Ledger",
-    "LedgerOptions",
     "NodeInfo",
     "NodeView",
     "OptimisticLedger",
     "Outcome",
     "PlacementSpec",
     "Plugin",
+    "PluginSettings",
     "Registry",
     "RegistryError",
     "ReplicaState",
@@ -41,6 +41,7 @@ PUBLIC = {
     "Scorer",
     "Selector",
     "Shape",
+    "key",
 }
 """The stable names, as released: removing one fails here, whatever the page says."""
 

@@ -13,11 +13,13 @@ import pyarrow as pa
 import pytest
 
 from harness.config import ConfigError, from_dict, load
+from harness.config.validation import set_dotted
 from harness.model import registry
 from harness.model.cluster.node import Node, Outcome
 from harness.model.recording import TIMELINE_COLUMNS
-from harness.model.scheduling.ledger import LedgerOptions
 from harness.model.scheduling.ledgers import LEDGERS, make_ledger
+from harness.model.scheduling.placement.placement_keys import PlacementSpec
+from harness.model.scheduling.plugin_settings import TtlSettings
 from harness.model.workload.request import CreateRequest, Shape
 from harness.results.arrow_schemas import TIMELINE, table
 from harness.results.invariants import InvariantError
@@ -36,9 +38,11 @@ def _node() -> Node:
     return Node(0, 64, 65536.0, 4.0, base_cpu=4.0)
 
 
-def _ledger(name: str, node: Node, **options: float):
-    """A one-node ledger that has applied the node's first report at t=0."""
-    ledger = make_ledger(name, [node.cpu_count], LedgerOptions(**options))
+def _ledger(name: str, node: Node, **ttl: float):
+    """A one-node ledger that has applied the node's first report at t=0 (`ttl`: the ttl
+    strategy's settings)."""
+    rules = PlacementSpec(settings={"ttl": TtlSettings(**ttl)})
+    ledger = make_ledger(name, [node.cpu_count], rules)
     ledger.apply_report(node.report(0.0, ledger.wants_sandbox_ids), 0.0)
     return ledger
 
@@ -307,14 +311,15 @@ def test_accounting_error_of_an_empty_timeline_is_nan() -> None:
     ("key", "value", "message"),
     [
         ("heartbeat.jitter_ms", -1, "heartbeat.jitter_ms: must be >= 0"),
-        ("placement.ttl_s", 0, "placement.ttl_s: must be > 0"),
+        ("placement.ttl.ttl_s", 0, "placement.ttl.ttl_s: must be > 0"),
         ("placement.strategy", "reconcil", "unknown strategy 'reconcil'; known: stale"),
     ],
 )
 def test_new_keys_are_validated(key: str, value: object, message: str) -> None:
-    section, leaf = key.split(".")
+    raw: dict = {}
+    set_dotted(raw, key, value)
     with pytest.raises(ConfigError, match=message):
-        from_dict({section: {leaf: value}})
+        from_dict(raw)
 
 
 def test_cv_shift_pairs_runs_by_strategy_and_seed() -> None:

@@ -10,11 +10,19 @@ import pytest
 from harness.model.scheduling.ledgers import make_ledger
 from harness.model.scheduling.placement.registries import FILTERS, SCORERS
 from harness.model.scheduling.placement.scorers.cpu_usage import CpuUsage
+from harness.model.scheduling.plugin_settings import MemoryOvercommitSettings, StartingCapSettings
 from harness.model.scheduling.scheduler import PlacementSpec, Scheduler
 from tests.helpers import ask, registered
 
 CPUS = [8, 8, 16, 4]
-SPEC = PlacementSpec(r=1.0, alpha=0.5, memory_overcommit=1.0, max_starting=1)
+SPEC = PlacementSpec(
+    r=1.0,
+    alpha=0.5,
+    settings={
+        "memory_overcommit": MemoryOvercommitSettings(ratio=1.0),
+        "starting_cap": StartingCapSettings(max_starting=1),
+    },
+)
 IN_FLIGHT = [3.0, 0.0, 6.0, 1.0]
 
 

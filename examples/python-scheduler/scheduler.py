@@ -33,7 +33,6 @@ from harness.external import wire
 from harness.external.transport import Frames, frame
 from harness.model.cluster.node import NodeInfo, Outcome
 from harness.model.random_streams import stream
-from harness.model.scheduling.ledger import LedgerOptions
 from harness.model.scheduling.ledgers import make_ledger
 from harness.model.scheduling.scheduler import Scheduler, Step
 from harness.model.workload.request import CreateRequest, Shape
@@ -60,7 +59,7 @@ class Session:
                 raise ValueError("a Place came before every node registered")
             r = self.rules
             cpus = [info.cpu_count for info in nodes]
-            ledger = make_ledger(r.strategy, cpus, LedgerOptions(ttl_s=r.ttl_s))
+            ledger = make_ledger(r.strategy, cpus, r)
             rng = stream(self.seed, f"placement/{self.replica}")
             self.scheduler = Scheduler(nodes, r, ledger, rng)
         return self.scheduler

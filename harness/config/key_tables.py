@@ -9,6 +9,8 @@ from typing import Any, get_type_hints
 from harness.config.sections import SECTIONS
 from harness.config.validation import entry_class
 from harness.model.cluster.faults import FaultSpec
+from harness.model.scheduling.placement.placement_keys import PlacementSpec
+from harness.model.scheduling.placement.registries import with_settings
 
 
 def _toml(value: Any) -> str:
@@ -27,9 +29,23 @@ def _toml(value: Any) -> str:
 def _rows(prefix: str, cls: type) -> list[tuple[str, str, str]]:
     rows = []
     for f in fields(cls):
+        if f.metadata.get("plugin_tables"):  # not a key: the plugins' tables (`plugin_keys_table`)
+            continue
         default = f.default if f.default is not MISSING else f.default_factory()
-        rows.append((f"{prefix}{f.name}", _toml(default), f.metadata["help"]))
+        rows.append((f"{prefix}{f.name}", _toml(default), f.metadata.get("help", "")))
     return rows
+
+
+def plugin_keys_table(installed: bool = True) -> list[tuple[str, str, str]]:
+    """(`placement.<table>.<key>`, default, help) of every plugin's own settings: the built-in
+    plugins', and the installed ones' unless not `installed` (the reference lists only what
+    ships)."""
+    plugins = with_settings(PlacementSpec(), installed)
+    return [
+        row
+        for table, c in sorted(plugins.items())
+        for row in _rows(f"placement.{table}.", c.Settings)
+    ]
 
 
 def defaults_table() -> list[tuple[str, str, str]]:

@@ -86,6 +86,8 @@ class Sections:
 
     def to_dict(self) -> dict[str, Any]:
         raw = asdict(self)
+        # Each plugin's settings as its own table, [placement.<table>].
+        raw["placement"].update(raw["placement"].pop("settings"))
         # As a config file has them: a list of tables, each with only its kind's keys.
         raw["faults"] = [
             {k: v for k, v in entry.items() if k == "kind" or k in FAULT_KINDS[entry["kind"]].keys}

@@ -41,6 +41,7 @@ from harness.config import (
     trace_file,
     with_thresholds,
 )
+from harness.model.scheduling.placement.registries import old_keys, with_settings
 from harness.model.tunables import choice_names
 
 _SECTIONS = {"sweep", "set", "grid", "linked", "thresholds"}
@@ -87,8 +88,15 @@ class Sweep:
 
 
 def get_value(config: Config, key: str) -> Any:
-    """The value of a dotted key (`section.leaf`) in a config."""
-    section, leaf = key.split(".")
+    """The value of a dotted key (`section.leaf`, or a plugin's setting,
+    `placement.<table>.<key>` or the old `[placement]` key it replaced) in a config."""
+    section, _, leaf = key.partition(".")
+    table, _, setting = leaf.partition(".")
+    if section == "placement" and not setting and leaf in old_keys():
+        table, setting = old_keys()[leaf]
+    if section == "placement" and setting:
+        plugin = with_settings(config.placement)[table]
+        return getattr(config.placement.settings_of(plugin), setting)
     return getattr(getattr(config, section), leaf)
 
 

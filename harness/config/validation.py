@@ -8,8 +8,9 @@ dotted key and the reason; nothing unknown is silently ignored.
 from __future__ import annotations
 
 import difflib
+import sys
 import types
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from harness.config.sections import SECTIONS, Sections
@@ -19,7 +20,8 @@ from harness.model.cluster.pools import SINGLE_POOL_KEYS, ClusterSpec, PoolSpec
 from harness.model.registry import RegistryError
 from harness.model.scheduling.placement import PluginError, resolve
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
-from harness.model.scheduling.placement.registries import parse_weighted
+from harness.model.scheduling.placement.filters.memory_overcommit import MemoryOvercommit
+from harness.model.scheduling.placement.registries import old_keys, parse_weighted, with_settings
 from harness.model.scheduling.scheduler import PlacementSpec
 from harness.model.tunables import ConfigError, allows, choice_names
 from harness.model.workload.arrivals import ARRIVALS
@@ -78,13 +80,13 @@ def _check_range(key: str, value: Any, meta: dict[str, Any]) -> None:
             continue
         if v != v or v in (float("inf"), float("-inf")):
             raise ConfigError(key, f"must be a finite number, got {v}")
-        if meta["ge"] is not None and v < meta["ge"]:
+        if meta.get("ge") is not None and v < meta["ge"]:
             raise ConfigError(key, f"must be >= {meta['ge']:g}, got {v:g}")
-        if meta["gt"] is not None and v <= meta["gt"]:
+        if meta.get("gt") is not None and v <= meta["gt"]:
             raise ConfigError(key, f"must be > {meta['gt']:g}, got {v:g}")
-        if meta["le"] is not None and v > meta["le"]:
+        if meta.get("le") is not None and v > meta["le"]:
             raise ConfigError(key, f"must be <= {meta['le']:g}, got {v:g}")
-    if meta["registry"] is not None:
+    if meta.get("registry") is not None:
         try:
             meta["registry"].resolve(value)
         except RegistryError as e:
@@ -122,7 +124,7 @@ def _section(name: str, cls: type, raw: Any, header: str) -> Any:
     if not isinstance(raw, dict):
         raise not_a_table(name, raw, header)
     hints = get_type_hints(cls)
-    known = {f.name: f for f in fields(cls)}
+    known = {f.name: f for f in fields(cls) if not f.metadata.get("plugin_tables")}
     values = {}
     for key, value in raw.items():
         dotted = f"{name}.{key}"
@@ -155,6 +157,53 @@ def _faults(raw: Any) -> tuple[FaultSpec, ...]:
             if key != "kind" and key not in FAULT_KINDS[fault.kind].keys:
                 raise ConfigError(f"faults[{i}].{key}", f"does not apply to kind {fault.kind}")
     return entries
+
+
+_NOTICED: set[str] = set()
+"""Old keys already named in a notice: a config is validated again at every change."""
+
+
+def _notice(old: str, new: str) -> None:
+    """One line on stderr, once per old key: it still works, under its new name."""
+    if old not in _NOTICED:
+        _NOTICED.add(old)
+        print(
+            f"notice: {old} is now {new}; the old key works until the next release", file=sys.stderr
+        )
+
+
+def _placement(raw: Any) -> PlacementSpec:
+    """`[placement]`: its own keys, then each plugin's table (`[placement.<table>]`, checked
+    against the plugin's `Settings` like a section); an old key a plugin's setting replaced
+    (`old_keys`) is read as that setting, with a notice."""
+    if not isinstance(raw, dict):
+        raise not_a_table("placement", raw, "[placement]")
+    own = {k: v for k, v in raw.items() if not isinstance(v, dict)}
+    tables = {k: dict(v) for k, v in raw.items() if isinstance(v, dict)}
+    for old, (table, leaf) in old_keys().items():
+        if old in own:
+            if leaf in tables.get(table, {}):
+                raise ConfigError(
+                    f"placement.{old}", f"and placement.{table}.{leaf} both given: keep the second"
+                )
+            tables.setdefault(table, {})[leaf] = own.pop(old)
+            _notice(f"placement.{old}", f"placement.{table}.{leaf} ([placement.{table}] {leaf})")
+    spec = _section("placement", PlacementSpec, own, "[placement]")
+    if not tables:
+        return spec
+    plugins = with_settings(spec)
+    settings = {}
+    for table, values in tables.items():
+        key = f"placement.{table}"
+        if table not in plugins:
+            known = [f.name for f in fields(PlacementSpec) if not f.metadata.get("plugin_tables")]
+            raise ConfigError(
+                key,
+                "neither a [placement] key nor a plugin with settings (those with some: "
+                f"{', '.join(sorted(plugins))}; keys: {', '.join(known)})",
+            )
+        settings[table] = _section(key, plugins[table].Settings, values, f"[{key}]")
+    return replace(spec, settings=settings)
 
 
 def flatten(table: dict[str, Any], prefix: str = "", leaf: str | None = None) -> dict[str, Any]:
@@ -227,6 +276,9 @@ def from_dict(raw: dict[str, Any]) -> Config:
             continue
         if name not in SECTIONS:
             raise _unknown(name, [*SECTIONS, "faults", "thresholds"])
+        if name == "placement":
+            sections[name] = _placement(value)
+            continue
         sections[name] = _section(name, SECTIONS[name], value, f"[{name}]")
     config = Config(**sections)
     _cross_check(config)
@@ -361,12 +413,12 @@ def _check_placeable(prefix: str, sandbox: SandboxSpec, c: Config) -> None:
     if sandbox.vcpu > cpus:
         where = "the largest pool's cpu_count" if c.cluster.pools else "cluster.cpu_count"
         raise ConfigError(f"{prefix}.vcpu", f"{sandbox.vcpu:g} exceeds {where} {cpus}: {NEVER}")
-    m = p.memory_overcommit
+    m = p.settings_of(MemoryOvercommit).ratio
     limit = m * max(pool.memory_mib for pool in pools if pool.cpu_count >= sandbox.vcpu)
     if m and sandbox.memory_mib > limit:
         raise ConfigError(
             f"{prefix}.memory_mib",
-            f"{sandbox.memory_mib:g} exceeds placement.memory_overcommit x the memory_mib of "
+            f"{sandbox.memory_mib:g} exceeds placement.memory_overcommit.ratio x the memory_mib of "
             f"every pool that could take it (at most {limit:g}): {NEVER}",
         )
 
@@ -498,13 +550,22 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
     if key.startswith("thresholds"):
         raise ConfigError(key, "thresholds are set in [thresholds] or with --threshold, not --set")
     parts = key.split(".")
+    if parts[0] == "placement" and len(parts) == 3 and all(parts):  # a plugin's setting
+        table = raw.setdefault("placement", {})
+        if not isinstance(table, dict):
+            raise not_a_table("placement", table, "[placement]")
+        own = table.setdefault(parts[1], {})
+        if not isinstance(own, dict):
+            raise ConfigError(f"placement.{parts[1]}", f"is a key, not a plugin's table: {key}")
+        own[parts[2]] = value
+        return
     if len(parts) != 2 or not all(parts):
         raise ConfigError(key, "must be section.key, e.g. placement.k")
     section, leaf = parts
     if section not in SECTIONS:
         raise _unknown(section, list(SECTIONS))
-    known = [f.name for f in fields(SECTIONS[section])]
-    if leaf not in known:
+    known = [f.name for f in fields(SECTIONS[section]) if not f.metadata.get("plugin_tables")]
+    if leaf not in known and not (section == "placement" and leaf in old_keys()):
         raise _unknown(key, known)
     table = raw.setdefault(section, {})
     if not isinstance(table, dict):

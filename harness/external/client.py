@@ -21,6 +21,7 @@ from harness.external.spec import ExternalSpec, split_address
 from harness.external.transport import TRANSPORTS, CallFailed
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import NodeInfo, Outcome
+from harness.model.scheduling.placement.filters.memory_overcommit import MemoryOvercommit
 from harness.model.scheduling.placement.placement_keys import PlacementSpec
 from harness.model.scheduling.scheduler import Scheduler
 from harness.model.workload.request import CreateRequest
@@ -191,8 +192,8 @@ def _rule_broken(rule: str, scheduler: Scheduler, req: CreateRequest, node: int)
     view = scheduler.ledger.views[node]
     return (
         f"needs {req.memory_mib:g} MiB; node {node} has {view.memory_allocated_mib:g} of "
-        f"{scheduler.rules.memory_overcommit:g} x {view.memory_total_mib:g} MiB allocated, as "
-        "the replica sees it (placement.memory_overcommit)"
+        f"{scheduler.rules.settings_of(MemoryOvercommit).ratio:g} x {view.memory_total_mib:g} "
+        "MiB allocated, as the replica sees it (placement.memory_overcommit.ratio)"
     )
 
 

@@ -5,13 +5,14 @@ encodes what a replica hears, a scheduler written in Python decodes it into the 
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import asdict, fields, replace
 from typing import Any
 
 from harness.external import scheduler_pb2 as pb
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import NodeInfo, Outcome
-from harness.model.scheduling.placement.placement_keys import PlacementSpec
+from harness.model.scheduling.placement.placement_keys import KEYS, PlacementSpec
+from harness.model.scheduling.placement.registries import with_settings
 from harness.model.workload.request import CreateRequest
 
 PROTOCOL_VERSION = pb.PROTOCOL_VERSION
@@ -21,15 +22,19 @@ FROM_WIRE = {wire: outcome for outcome, wire in OUTCOMES.items()}
 
 
 def options(rules: PlacementSpec) -> dict[str, str]:
-    """The `[placement]` keys, each value as JSON text (`HelloRequest.options`)."""
-    return {f.name: json.dumps(getattr(rules, f.name)) for f in fields(rules)}
+    """The `[placement]` keys, each value as JSON text (`HelloRequest.options`), and each
+    plugin's settings given, as a JSON object under its table's name."""
+    own = {f.name: json.dumps(getattr(rules, f.name)) for f in fields(rules) if f.name in KEYS}
+    return own | {table: json.dumps(asdict(s)) for table, s in rules.settings.items()}
 
 
 def placement_spec(wire: Any) -> PlacementSpec:
     """The `PlacementSpec` a Hello's options give (keys this version does not know are left
     out, so an older scheduler still reads a newer harness's Hello)."""
-    known = {f.name for f in fields(PlacementSpec)}
-    return PlacementSpec(**{k: json.loads(v) for k, v in wire.items() if k in known})
+    spec = PlacementSpec(**{k: json.loads(v) for k, v in wire.items() if k in KEYS})
+    plugins = with_settings(spec)
+    settings = {k: plugins[k].Settings(**json.loads(v)) for k, v in wire.items() if k in plugins}
+    return replace(spec, settings=settings)
 
 
 def node_registered(node: int, info: NodeInfo) -> pb.Event:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 Choices = Iterable[str] | Callable[[], Iterable[str]]
@@ -36,12 +36,22 @@ def key(
     le: float | None = None,
     choices: Choices | str | None = None,
     registry: Any = None,
+    was: str | None = None,
 ) -> Any:
     """A dataclass field with `help` and constraints in its metadata. `choices` may be a
     registry (any iterable of names, read when a value is checked, so names registered later
     count), a callable returning one, or "module:attribute" naming one (see `choice_names`).
-    `registry` (a `harness.model.registry.Registry`) takes any name it has or an import path."""
-    meta = {"help": help, "ge": ge, "gt": gt, "le": le, "choices": choices, "registry": registry}
+    `registry` (a `harness.model.registry.Registry`) takes any name it has or an import path.
+    `was`: the `[placement]` key a plugin's setting replaces, still read as an alias of it."""
+    meta = {
+        "help": help,
+        "ge": ge,
+        "gt": gt,
+        "le": le,
+        "choices": choices,
+        "registry": registry,
+        "was": was,
+    }
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -75,3 +85,11 @@ def choice_names(meta: dict[str, Any]) -> tuple[str, ...]:
         registry = meta.get("registry")
         return tuple(registry) if registry is not None else ()
     return tuple(choices)
+
+
+@dataclass(frozen=True)
+class PluginSettings:
+    """A plugin's own settings: a plugin (placement part or ledger strategy) declares `Settings`,
+    a frozen dataclass deriving from this one whose fields all have defaults (with `key` for
+    help and bounds); a config writes them under `[placement.<plugin name>]`, validated as any
+    section. This base has none."""

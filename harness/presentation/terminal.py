@@ -21,7 +21,12 @@ from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from harness.config.key_tables import defaults_table, entry_keys_table, fault_keys_table
+from harness.config.key_tables import (
+    defaults_table,
+    entry_keys_table,
+    fault_keys_table,
+    plugin_keys_table,
+)
 from harness.engines import REFUSED_AGAIN, Snapshot
 from harness.presentation.headline import headline, plugins_line
 from harness.results.statistics import (
@@ -520,8 +525,9 @@ def print_sweep(meta: dict[str, Any], summary: pd.DataFrame, console: Console) -
 
 def print_keys(console: Console, markdown: bool = False) -> None:
     """Every config key with its default and meaning (`harness.config.key_tables`, the source of the
-    reference pages), then what a threshold may name; `markdown` prints the reference's rows."""
-    rows = defaults_table() + entry_keys_table() + fault_keys_table()
+    reference pages), plugins' own settings (installed ones' too) included, then what a threshold
+    may name; `markdown` prints the reference's rows."""
+    rows = defaults_table() + plugin_keys_table() + entry_keys_table() + fault_keys_table()
     if markdown:
         for key, default, meaning in rows:
             print(f"| `{key}` | `{default}` | {meaning} |")

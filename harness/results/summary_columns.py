@@ -122,7 +122,7 @@ VIOLATIONS = {
     "labels": "Of them: on a node without every label the create requires.",
     "cpu_family": "Of them: on a node of another CPU family than the create's.",
     "memory": "Of them: on a node whose memory, as the replica's ledger sees it, lacks room "
-    "under `placement.memory_overcommit`.",
+    "under `placement.memory_overcommit.ratio`.",
 }
 """What each `violations_<rule>` column counts, by eligibility rule (`RULES`: one column per
 rule, in its order)."""

@@ -22,7 +22,6 @@ from harness.model.protocol.client_party import ClientHost
 from harness.model.protocol.node_party import NodeHost
 from harness.model.protocol.replica_party import ReplicaHost
 from harness.model.random_streams import stream
-from harness.model.scheduling.ledger import LedgerOptions
 from harness.model.scheduling.ledgers import LEDGERS, make_ledger
 from harness.model.scheduling.placement.pipeline import Parts
 from harness.model.scheduling.scheduler import Choice, Scheduler
@@ -134,7 +133,7 @@ def replica_host(
     p = config.placement
     nodes = registrations(config.cluster)
     cpu_counts = [info.cpu_count for info in nodes]
-    ledger = make_ledger(p.strategy, cpu_counts, LedgerOptions(ttl_s=p.ttl_s))
+    ledger = make_ledger(p.strategy, cpu_counts, p)
     scheduler = Scheduler(nodes, p, ledger, stream(seed, f"placement/{index}"), remote)
     return ReplicaHost(index, scheduler, rpc_model(config), sink)
 

@@ -8,25 +8,15 @@ class and no engine changes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
 from mypy_extensions import mypyc_attr
 
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import Outcome
+from harness.model.tunables import PluginSettings
 from harness.model.workload.request import CreateRequest
 
-
-@dataclass(frozen=True, slots=True)
-class LedgerOptions:
-    """Tunables some strategies read; the engine fills them from the `placement` config."""
-
-    ttl_s: float = 20.0
-    """How long a `ttl` optimistic entry counts before it expires."""
-
-
-DEFAULT_OPTIONS = LedgerOptions()
 NO_IDS: Final[frozenset[int]] = frozenset()
 
 
@@ -100,9 +90,14 @@ class Ledger:
     """Whether a node's view is the last report applied and nothing else: the strategy adds
     nothing to it, or keeps what it adds apart (as `ttl` does)."""
 
-    def __init__(self, cpu_counts: list[int], options: LedgerOptions = DEFAULT_OPTIONS) -> None:
+    Settings: ClassVar[type[PluginSettings]] = PluginSettings
+    """Its own settings, written under `[placement.<name>]` as a placement plugin's
+    (`harness.model.scheduling.placement.plugin.Plugin.Settings`); the base has none."""
+
+    def __init__(self, cpu_counts: list[int], settings: PluginSettings | None = None) -> None:
         self.views = [NodeView(c) for c in cpu_counts]
-        self.options = options
+        self.settings: Any = type(self).Settings() if settings is None else settings
+        """Its `Settings` as the config gives them (`PlacementSpec.settings_of`)."""
         self.hears_reports = type(self).report_applied is not Ledger.report_applied
         """Whether the strategy has a `report_applied`: every replica applies every report, the
         most frequent message of a large run, so a hook left empty is not called."""

@@ -6,13 +6,24 @@ its entry-point groups (see pyproject.toml), so a config names them without any 
     [placement]
     scorers = ["reference", "idle_first=0.5"]
     strategy = "optimistic_twice"
+
+    [placement.idle_first]   # its own setting, validated and listed by `harness keys`
+    per_vcpu = false
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from harness.api import OptimisticLedger, Scorer
+from harness.api import OptimisticLedger, PluginSettings, Scorer, key
+
+
+@dataclass(frozen=True)
+class IdleFirstSettings(PluginSettings):
+    """Written under `[placement.idle_first]`."""
+
+    per_vcpu: bool = key(True, "Weigh the CPU in use per vCPU the node has; false: as is.")
 
 
 class IdleFirst(Scorer):
@@ -21,10 +32,14 @@ class IdleFirst(Scorer):
     reports, not the reported usage) it brings part of the herd back: see the README."""
 
     name = "idle_first"
+    Settings = IdleFirstSettings
 
     def scores(self, scheduler, candidates: Sequence[int], req, now: float) -> list[float]:
-        views = scheduler.ledger.views
-        return [views[n].cpu_percent / 100.0 / max(views[n].cpu_count, 1) for n in candidates]
+        views, per_vcpu = scheduler.ledger.views, self.settings.per_vcpu
+        return [
+            views[n].cpu_percent / 100.0 / (max(views[n].cpu_count, 1) if per_vcpu else 1)
+            for n in candidates
+        ]
 
 
 class OptimisticTwice(OptimisticLedger):

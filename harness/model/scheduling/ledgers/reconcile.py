@@ -23,7 +23,8 @@ from mypy_extensions import mypyc_attr
 
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import Outcome
-from harness.model.scheduling.ledger import DEFAULT_OPTIONS, Ledger, LedgerOptions
+from harness.model.scheduling.ledger import Ledger
+from harness.model.tunables import PluginSettings
 from harness.model.workload.request import CreateRequest
 
 
@@ -35,8 +36,8 @@ class ReconcileLedger(Ledger):
     drops_old_reports = True
     exact_when_drained = True
 
-    def __init__(self, cpu_counts: list[int], options: LedgerOptions = DEFAULT_OPTIONS) -> None:
-        super().__init__(cpu_counts, options)
+    def __init__(self, cpu_counts: list[int], settings: PluginSettings | None = None) -> None:
+        super().__init__(cpu_counts, settings)
         # Per node: unconfirmed creates {id: (vCPU, memory, answered_at)}, none listed by the
         # view's report; unconfirmed kills {id: (vCPU, memory, answered_at)}.
         self.creates: list[dict[int, tuple[float, float, float]]] = [{} for _ in cpu_counts]

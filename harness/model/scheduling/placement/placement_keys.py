@@ -8,11 +8,11 @@ plugin.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
-from harness.model.tunables import key
+from harness.model.tunables import PluginSettings, key
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,10 @@ class PlacementSpec:
     r: float = key(4.0, "CPU over-commit ratio.", gt=0)
     alpha: float = key(0.5, "Weight of actual CPU usage in the score.", ge=0)
     too_many_starting: bool = key(
-        False, "Skip nodes with more than max_starting in progress (any algorithm)."
+        False,
+        "Skip nodes with more than max_starting in progress (any algorithm): adds the "
+        "too_many_starting filter, whose own settings are in the table starting_cap.",
     )
-    max_starting: int = key(3, "In-progress creates above which a node is skipped.", ge=0)
     max_attempts: int = key(
         3, "Failed create RPCs (other than ResourceExhausted) per request.", ge=1
     )
@@ -61,24 +62,25 @@ class PlacementSpec:
         1000.0, "The scheduler gives up on an unanswered create RPC after this long.", gt=0
     )
     replicas: int = key(1, "Scheduler replicas, each with its own view and in-progress map.", ge=1)
-    ttl_s: float = key(20.0, "How long an optimistic entry of the ttl strategy counts.", gt=0)
-    memory_overcommit: float = key(
-        0.0,
-        "Memory over-commit ratio M: the memory_overcommit filter skips a node whose reported "
-        "allocated memory + the request exceeds M x its reported total; 0: off.",
-        ge=0,
+    settings: dict[str, PluginSettings] = field(
+        default_factory=dict, metadata={"plugin_tables": True}
     )
-    affinity_max_hits: int = key(
-        10,
-        "cache_affinity: placements of a template on a node that add to its bonus; more add "
-        "nothing.",
-        ge=1,
-    )
-    affinity_top_nodes: int = key(
-        20, "cache_affinity: nodes remembered per template, those with the most placements.", ge=1
-    )
-    affinity_ttl_s: float = key(
-        28800.0,
-        "cache_affinity: a template's record is forgotten this long after its last placement.",
-        gt=0,
-    )
+    """Plugins' own settings by table (`table_of`), as `[placement.<table>]` gives them;
+    not a key itself: the config layer reads the tables (`harness.config.validation`)."""
+
+    @staticmethod
+    def table_of(plugin: type) -> str:
+        """The `[placement.<table>]` a plugin's settings are written under: its name, or, where
+        its name is a `[placement]` key itself (`too_many_starting`), its first alias."""
+        if plugin.name in KEYS and plugin.aliases:
+            return plugin.aliases[0]
+        return plugin.name
+
+    def settings_of(self, plugin: type) -> PluginSettings:
+        """`plugin`'s settings (its `Settings`): as the config gives them, else its defaults."""
+        given = self.settings.get(self.table_of(plugin))
+        return given if isinstance(given, plugin.Settings) else plugin.Settings()
+
+
+KEYS = frozenset(f.name for f in fields(PlacementSpec) if not f.metadata.get("plugin_tables"))
+"""The `[placement]` keys themselves: a plugin's table must not take one's name."""

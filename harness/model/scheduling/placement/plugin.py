@@ -1,20 +1,22 @@
 """The extension points of placement: what a sampler, a filter, a scorer and a selector are.
 
-A plugin is constructed once per scheduler replica with the replica's `PlacementSpec` (its
-tunables) and then asked, for each choice, about the request (`req`: its vCPUs, memory, shape,
-excluded nodes) and the replica's state (`scheduler`, a `ReplicaState`: the nodes' static facts
-in `scheduler.nodes`, its view through `scheduler.ledger.views` and `scheduler.reserved`, its
-in-progress map, its random stream). It reads; it never changes the state, and it never reads a
-clock: `now` is given. A plugin that learns from its own placements keeps its own record and
-overrides `placed` (kube-scheduler's PostBind), as `cache_affinity` does.
+A plugin is constructed once per scheduler replica with the replica's `PlacementSpec` (its tunables;
+its own settings in `self.settings`) and then asked, for each choice, about the request (`req`: its
+vCPUs, memory, shape, excluded nodes) and the replica's state (`scheduler`, a `ReplicaState`: the
+nodes' static facts in `scheduler.nodes`, its view through `scheduler.ledger.views` and
+`scheduler.reserved`, its in-progress map, its random stream). It reads; it never changes the state,
+and it never reads a clock: `now` is given. A plugin that learns from its own placements keeps its
+own record and overrides `placed` (kube-scheduler's PostBind), as `cache_affinity` does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mypy_extensions import mypyc_attr
+
+from harness.model.tunables import PluginSettings
 
 if TYPE_CHECKING:
     from harness.model.scheduling.placement.placement_keys import PlacementSpec
@@ -36,8 +38,14 @@ class Plugin:
     their reports (`harness.wiring.scenario.quiet_nodes`), and those two fields then tell the last
     report that changed something."""
 
+    Settings: ClassVar[type[PluginSettings]] = PluginSettings
+    """Its own settings (`harness.model.tunables.PluginSettings`), written under
+    `[placement.<name>]` (`PlacementSpec.table_of`); the base has none."""
+
     def __init__(self, rules: PlacementSpec) -> None:
         self.rules = rules
+        self.settings: Any = rules.settings_of(type(self))
+        """Its `Settings` as the config gives them, defaults for the rest."""
 
     def placed(self, scheduler: ReplicaState, req: CreateRequest, now: float) -> None:
         """After a create this replica placed on `req.node` succeeded. A pipeline calls only

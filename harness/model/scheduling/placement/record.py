@@ -4,6 +4,7 @@ part in order with where it comes from, and the figures the sampler in use gives
 
 from __future__ import annotations
 
+from dataclasses import asdict, fields
 from typing import TYPE_CHECKING
 
 from harness.model.registry import Registry
@@ -37,8 +38,8 @@ def placement_record(
     """The run's placement as run.json keeps it: `algorithm`, the effective `k` and `uniform`
     (`drawn`), and `parts`: every part of the pipeline in order, then the strategies, each with
     where it comes from (`Registry.source`), so a plugin from another package is seen to be in
-    use. Under an external scheduler the pipeline places nothing: no algorithm, and only the
-    strategies are listed."""
+    use, and its `settings` where it has any. Under an external scheduler the pipeline places
+    nothing: no algorithm, and only the strategies are listed."""
     named: list[tuple[Registry, str, float | None]] = []
     if not external:
         sampler, filters, scorers, selector = named_parts(rules)
@@ -55,6 +56,9 @@ def placement_record(
         if weight is not None:
             entry["weight"] = weight
         entry["from"] = registry.source(name)
+        plugin = registry.resolve(name)
+        if fields(plugin.Settings):  # what it ran with: the config's settings, defaults else
+            entry["settings"] = asdict(rules.settings_of(plugin))
         parts.append(entry)
     k, uniform = drawn(rules, n_nodes, external)
     return {

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import fields
 
 from harness.model.registry import Registry, RegistryError
+from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
 from harness.model.scheduling.placement.filters.cpu_family import CpuFamily
 from harness.model.scheduling.placement.filters.cpu_fits import CpuFits
@@ -14,6 +15,7 @@ from harness.model.scheduling.placement.filters.fits import Fits
 from harness.model.scheduling.placement.filters.labels import RequiredLabels
 from harness.model.scheduling.placement.filters.memory_overcommit import MemoryOvercommit
 from harness.model.scheduling.placement.filters.too_many_starting import TooManyStarting
+from harness.model.scheduling.placement.placement_keys import PlacementSpec
 from harness.model.scheduling.placement.plugin import Filter, Sampler, Scorer, Selector
 from harness.model.scheduling.placement.samplers.best_of_k import BestOfK
 from harness.model.scheduling.placement.samplers.every_node import EveryNode
@@ -27,9 +29,6 @@ from harness.model.scheduling.placement.scorers.cpu_usage import CpuUsage
 from harness.model.scheduling.placement.scorers.reference import Reference
 from harness.model.scheduling.placement.selectors.least_busy_quirk import LeastBusyQuirk
 from harness.model.scheduling.placement.selectors.lowest import Lowest
-
-if TYPE_CHECKING:
-    from harness.model.scheduling.placement.placement_keys import PlacementSpec
 
 SAMPLERS = Registry(
     "samplers", "sampler", Sampler, (BestOfK, EveryNode, OneAtRandom, TwoChoices, RoundRobin)
@@ -82,3 +81,38 @@ def named_parts(
         [parse_weighted(s) for s in rules.scorers] or list(algorithm.scorers),
         rules.selector or algorithm.selector,
     )
+
+
+SETTINGS_AXES: tuple[Registry, ...] = (SAMPLERS, FILTERS, SCORERS, SELECTORS, LEDGERS)
+"""The axes whose plugins may have settings of their own (`[placement.<table>]`)."""
+
+
+def with_settings(rules: PlacementSpec, installed: bool = True) -> dict[str, type]:
+    """Table -> plugin class of every plugin a config can give settings to (one with a
+    non-empty `Settings`): the built-in ones, the installed ones (unless not `installed`), and
+    those `rules` name by import path (`PlacementSpec.table_of`)."""
+    classes: list[type] = []
+    for registry in SETTINGS_AXES:
+        classes += registry.builtins.values()
+        for name in registry.installed() if installed else ():
+            try:
+                classes.append(registry.resolve(name))
+            except RegistryError:  # one that does not import is refused where it is named
+                continue
+    sampler, filters, scorers, selector = named_parts(rules)
+    refs = [(SAMPLERS, sampler), *((FILTERS, f) for f in filters), (SELECTORS, selector)]
+    refs += [(SCORERS, name) for name, _ in scorers] + [(LEDGERS, rules.strategy)]
+    classes += (registry.resolve(ref) for registry, ref in refs if ":" in ref)
+    return {rules.table_of(c): c for c in classes if fields(c.Settings)}
+
+
+def old_keys() -> dict[str, tuple[str, str]]:
+    """Old `[placement]` key -> (table, key) of the built-in plugin setting that replaced it
+    (`was` in the setting's metadata): read as an alias, with a notice."""
+    return {
+        f.metadata["was"]: (PlacementSpec.table_of(c), f.name)
+        for registry in SETTINGS_AXES
+        for c in registry.builtins.values()
+        for f in fields(c.Settings)
+        if f.metadata.get("was")
+    }

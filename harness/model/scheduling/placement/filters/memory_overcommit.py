@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from mypy_extensions import mypyc_attr
 
 from harness.model.scheduling.placement.plugin import Filter
+from harness.model.scheduling.plugin_settings import MemoryOvercommitSettings
 
 if TYPE_CHECKING:
     from harness.model.scheduling.replica_state import ReplicaState
@@ -16,17 +17,18 @@ if TYPE_CHECKING:
 @mypyc_attr(allow_interpreted_subclasses=True)
 class MemoryOvercommit(Filter):
     """Upstream's proposed memory hard filter: not a node whose reported allocated memory plus
-    the sandbox's exceeds M x its reported total (`placement.memory_overcommit`). Off when M is
-    0, and for a node that has reported no total. The allocated memory is the ledger's view:
-    the last report, plus the strategy's own adds and removes (the `optimistic` family's)."""
+    the sandbox's exceeds M x its reported total (`[placement.memory_overcommit] ratio`). Off when M
+    is 0, and for a node that has reported no total. The allocated memory is the ledger's view: the
+    last report, plus the strategy's own adds and removes (the `optimistic` family's)."""
 
     name = "memory_overcommit"
+    Settings = MemoryOvercommitSettings
 
     def needed(self) -> bool:
-        return self.rules.memory_overcommit > 0
+        return self.settings.ratio > 0
 
     def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
         view = scheduler.ledger.views[node]
         total = view.memory_total_mib
-        limit = self.rules.memory_overcommit * total
+        limit = self.settings.ratio * total
         return not total or view.memory_allocated_mib + req.memory_mib <= limit

@@ -4,10 +4,10 @@ the node still has the template cached (and start faster).
 
 As upstream does it (`placement/affinity`), the scheduler keeps its own record, fed by its
 successful creates, not by the nodes' reports: per template, the placements on each node,
-capped at `affinity_max_hits`, for at most `affinity_top_nodes` nodes (those with the most; the
-fewest, then the lowest node ID, make way), forgotten `affinity_ttl_s` after the template's last
-placement. Upstream keeps it in Redis, shared by every API replica; here each replica keeps its
-own (the same with one replica)."""
+capped at `max_hits`, for at most `top_nodes` nodes (those with the most; the fewest, then the
+lowest node ID, make way), forgotten `ttl_s` after the template's last placement (its settings,
+`[placement.cache_affinity]`). Upstream keeps it in Redis, shared by every API replica; here
+each replica keeps its own (the same with one replica)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from mypy_extensions import mypyc_attr
 
 from harness.model.scheduling.placement.plugin import Scorer
+from harness.model.scheduling.plugin_settings import CacheAffinitySettings
 
 if TYPE_CHECKING:
     from harness.model.scheduling.placement.placement_keys import PlacementSpec
@@ -30,6 +31,7 @@ class CacheAffinity(Scorer):
     10 hits of 0.002 each, is `cache_affinity=0.02`)."""
 
     name = "cache_affinity"
+    Settings = CacheAffinitySettings
 
     def __init__(self, rules: PlacementSpec) -> None:
         super().__init__(rules)
@@ -39,7 +41,7 @@ class CacheAffinity(Scorer):
     def hits(self, template: str, now: float) -> dict[int, int]:
         """Placements per node of `template` that still count at `now`."""
         entry = self.record.get(template)
-        if entry is None or now - entry[0] >= self.rules.affinity_ttl_s:
+        if entry is None or now - entry[0] >= self.settings.ttl_s:
             return {}
         return entry[1]
 
@@ -47,7 +49,7 @@ class CacheAffinity(Scorer):
         template, node = req.shape.template, req.node
         hits = self.hits(template, now)
         hits[node] = hits.get(node, 0) + 1
-        if len(hits) > self.rules.affinity_top_nodes:
+        if len(hits) > self.settings.top_nodes:
             del hits[min(hits, key=lambda n: (hits[n], n))]
         self.record[template] = (now, hits)
 
@@ -55,5 +57,5 @@ class CacheAffinity(Scorer):
         self, scheduler: ReplicaState, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         hits = self.hits(req.shape.template, now)
-        cap = self.rules.affinity_max_hits
+        cap = self.settings.max_hits
         return [-min(hits.get(node, 0), cap) / cap for node in candidates]
