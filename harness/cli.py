@@ -20,8 +20,7 @@ from typing import Any, NoReturn, Protocol
 from rich.console import Console
 
 import harness
-from harness.config import Config, ConfigError, load, stored_config, trace_file
-from harness.config.search_file import load_search, stored_search, with_budget
+from harness.config import Config, ConfigError, load, stored_config
 from harness.config.sweep_file import load_sweep
 from harness.engines import ENGINES, EngineError
 from harness.engines.ray_setup import ray_scope
@@ -31,42 +30,16 @@ from harness.model.catalogue import catalogue
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.presentation import REPORTED
-from harness.presentation.comparison_view import comparison_lines, summary_line
-from harness.presentation.search_report import SearchLine, print_search
-from harness.presentation.terminal import (
-    LazyProgress,
-    SweepBar,
-    overload_warning,
-    print_keys,
-    print_run,
-    print_sweep,
-)
 from harness.results import phase_hooks
-from harness.results.atomic_files import WriteFailed
-from harness.results.comparison import FILE as COMPARISON_FILE
-from harness.results.comparison import (
-    Result,
-    check_column,
-    check_configs,
-    compare,
-    load_side,
-)
-from harness.results.comparison import run_config as comparable
-from harness.results.comparison import write as write_comparison
-from harness.results.invariants import InvariantError
-from harness.results.run_folder import ResultsError, load_run, new_run_id, resumable, state_of
-from harness.results.search_folder import (
-    is_search,
-    load_search_results,
-    read_search_meta,
-    search_state,
-)
-from harness.results.sweep_folder import is_sweep, load_sweep_results, sweep_state
+from harness.results.failures import InvariantError, ResultsError, WriteFailed
 from harness.results.thresholds import FORM, not_run
 from harness.running import interrupts
-from harness.running.cost_check import check_run, check_sweep, this_machine
 from harness.running.interrupts import Interrupted, exit_code
-from harness.running.runner import run
+
+# The modules that load Arrow, pandas, numpy or Ray (results folders, comparisons, terminal
+# tables, the runners, the cost check) are imported inside the commands that use them, once
+# the config is read: a mistake on the command line or in a config is said before any of them
+# loads (tests/test_config_cli.py checks it; bench/config_error.py measures it).
 
 THRESHOLD_FAILED = 99
 """Exit code of a run or sweep that finished but failed a threshold (k6 uses 99 too)."""
@@ -281,7 +254,7 @@ def _parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         metavar="FILE",
-        help=f"where to write the table (default NEW/{COMPARISON_FILE})",
+        help="where to write the table (default NEW/comparison.parquet)",  # comparison.FILE
     )
     sub.add_parser("plugins", help="list every placement plugin and strategy available")
 
@@ -386,6 +359,8 @@ def run_config(args: argparse.Namespace) -> tuple[Config, list[str]]:
     if args.seeds is not None:
         overrides.append(f"run.seeds={args.seeds}")
     config = load(args.config, overrides, args.thresholds)
+    from harness.config import trace_file  # Arrow: loaded once the config itself holds
+
     trace_file.check(config)
     strategies = _strategies(args.compare, config.placement.strategy)
     _check_threshold_strategies(config, strategies)
@@ -407,6 +382,8 @@ def _resumed_config(args: argparse.Namespace) -> tuple[Config, list[str]]:
     command line gives, which must then agree with it (checked by `run`)."""
     if args.config is not None:
         return run_config(args)
+    from harness.results.run_folder import resumable
+
     meta = resumable(args.resume)
     if args.overrides or args.engine or args.address or args.seeds is not None or args.thresholds:
         raise ConfigError("--resume", "without a config file, flags cannot change the run")
@@ -424,6 +401,14 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         raise ConfigError("config", "a scenario TOML file is required (or --resume DIR)")
     else:
         config, strategies = run_config(args)
+    from harness.presentation.terminal import LazyProgress, overload_warning
+    from harness.results.comparison import FILE as COMPARISON_FILE
+    from harness.results.comparison import check_configs, load_side
+    from harness.results.comparison import run_config as comparable
+    from harness.results.run_folder import new_run_id, state_of
+    from harness.running.cost_check import check_run, this_machine
+    from harness.running.runner import run
+
     if args.baseline is not None:  # a bad baseline, or one of another config, before any run
         baseline = load_side(args.baseline)
         check_configs(baseline.config, comparable(config.to_dict()), args.allow_diff)
@@ -467,12 +452,15 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
-    from harness.running.sweep_runner import run_sweep  # ray: only loaded when sweeping
-
     sweep = load_sweep(args.sweep, args.overrides, args.seeds, args.thresholds)
     _check_threshold_strategies(
         sweep.base, list(dict.fromkeys(c.config.placement.strategy for c in sweep.cells))
     )
+    from harness.presentation.terminal import SweepBar, print_sweep
+    from harness.results.sweep_folder import load_sweep_results, sweep_state
+    from harness.running.cost_check import check_sweep, this_machine
+    from harness.running.sweep_runner import run_sweep  # ray: only loaded when sweeping
+
     if not args.force:
         configs = [cell.config for cell in sweep.cells]
         remote = _ray_address(args.address)
@@ -508,6 +496,9 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_search(args: argparse.Namespace, console: Console) -> int:
+    from harness.config.search_file import load_search, stored_search, with_budget
+    from harness.presentation.search_report import SearchLine, print_search
+    from harness.results.search_folder import load_search_results, read_search_meta, search_state
     from harness.running.search_runner import run_search  # optuna, ray: only when searching
 
     if args.resume is not None:
@@ -573,12 +564,20 @@ def _print_run(folder: Path, console: Console) -> tuple[dict[str, Any], dict[str
     """Print a run's tables; its run.json and its summary (all a caller needs after). Only
     the columns shown are read, and the large tables are let go before the report reads them
     again: a large run's requests are in memory once, not twice."""
+    from harness.presentation.terminal import print_run
+    from harness.results.run_folder import load_run
+
     meta, frames = load_run(folder, columns=REPORTED)
     print_run(meta, frames, console)
     return meta, {"summary": frames["summary"]}
 
 
 def _cmd_report(args: argparse.Namespace, console: Console) -> int:
+    from harness.presentation.search_report import print_search
+    from harness.presentation.terminal import overload_warning, print_sweep
+    from harness.results.search_folder import is_search, load_search_results
+    from harness.results.sweep_folder import is_sweep, load_sweep_results
+
     try:
         if is_search(args.dir):
             meta, trials = load_search_results(args.dir)
@@ -600,6 +599,8 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
 
 def _fail_columns(fail_on: str | None) -> list[str] | None:
     """The columns `--fail-on` watches (None: every one), checked before anything runs."""
+    from harness.results.comparison import check_column
+
     if fail_on is None or fail_on.strip() == "worse":
         return None
     names = [n.strip() for n in fail_on.split(",") if n.strip()]
@@ -613,6 +614,10 @@ def _fail_columns(fail_on: str | None) -> list[str] | None:
 def _compare(base: Path, new: Path, args: argparse.Namespace, out: Path, console: Console) -> int:
     """Compares `new` with `base` as the flags say, prints the table, writes it to `out`, and
     returns the exit code `--fail-on` asks for."""
+    from harness.presentation.comparison_view import comparison_lines, summary_line
+    from harness.results.comparison import Result, compare, load_side
+    from harness.results.comparison import write as write_comparison
+
     watched = _fail_columns(args.fail_on)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     result: Result = compare(
@@ -633,6 +638,8 @@ def _compare(base: Path, new: Path, args: argparse.Namespace, out: Path, console
 
 
 def _cmd_compare(args: argparse.Namespace, console: Console) -> int:
+    from harness.results.comparison import FILE as COMPARISON_FILE
+
     return _compare(args.base, args.new, args, args.out or args.new / COMPARISON_FILE, console)
 
 
@@ -647,6 +654,8 @@ def _cmd_plugins(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_keys(args: argparse.Namespace, console: Console) -> int:
+    from harness.presentation.terminal import print_keys
+
     print_keys(console, markdown=args.markdown)
     return 0
 

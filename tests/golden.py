@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.config import load  # noqa: E402
 from harness.model.scheduling.ledgers import LEDGERS  # noqa: E402
-from harness.results.invariants import InvariantError  # noqa: E402
+from harness.results.failures import InvariantError  # noqa: E402
 from harness.running.runner import run  # noqa: E402
 from tests.helpers import SCENARIOS  # noqa: E402
 

@@ -18,6 +18,7 @@ BENCH = ROOT / "bench"
 ENDS = {
     "baseline_compare.py": ([], "CV change  paired  unpaired"),
     "budget.py": ([], "closed-loop client, with a create row"),
+    "config_error.py": ([], '"median_s"'),
     "external_throughput.py": ([], '"path": "python server, framed"'),
     "make_trace.py": (["--out", "{tmp}/trace.csv"], "trace.csv: 100 rows"),
     "ray_throughput.py": ([], "load average at the end"),

@@ -113,7 +113,7 @@ def _run_every_scenario(out: Path) -> None:
     from harness.engines import virtual
     from harness.model.scheduling.ledgers import LEDGERS
     from harness.results import run_folder as run_store
-    from harness.results.invariants import InvariantError
+    from harness.results.failures import InvariantError
     from harness.running.runner import run
 
     run_store.new_run_id = lambda name: f"{name}-same"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -340,3 +342,42 @@ def test_a_file_given_to_the_other_command_names_the_right_one(command, path, hi
     assert main([command, str(path)]) == 2
     err = capsys.readouterr().err
     assert err == f"harness: error: {path} {hint}: run it with harness {other} {path}\n"
+
+
+DATA_LIBRARIES = ("pandas", "pyarrow", "numpy", "ray", "matplotlib")
+"""What a mistake in a config must not wait for: each takes a tenth of a second or more to load
+(bench/config_error.py measures the whole)."""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "{bad}"],
+        ["run", "{config}", "--set", "placement.strategy=optimistc"],
+        ["run", "{config}", "--threshold", "cv_mediam < 1"],
+        ["sweep", "{bad}"],
+    ],
+)
+def test_a_config_error_loads_no_data_library(argv, tmp_path):
+    """Checked in a fresh interpreter: the command line and validation import only what
+    checking needs, so a mistake is said before pandas, Arrow, numpy or Ray load."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[run]\nname = "x"\nseedz = 3\n')
+    args = [a.format(bad=bad, config=CONFIGS / "seed-herd.toml") for a in argv]
+    probe = (
+        "import sys\nfrom harness.cli import main\n"
+        f"code = main({args!r})\n"
+        f"print(code, [m for m in {DATA_LIBRARIES!r} if m in sys.modules])"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.stdout.split(" ", 1) == ["2", "[]\n"], (done.stdout, done.stderr)
+    assert done.stderr.startswith("harness: error: ") and done.stderr.count("\n") == 1
+
+
+def test_the_compare_help_names_the_file_compare_writes(capsys):
+    """The help names the comparison's file without loading the comparison module (pandas)."""
+    from harness.results.comparison import FILE
+
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    assert f"NEW/{FILE}" in capsys.readouterr().out.replace("\n", " ")

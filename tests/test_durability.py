@@ -22,7 +22,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness import cli
 from harness.cli import WRITE_FAILED, main
 from harness.config.sweep_file import load_sweep
 from harness.engines import virtual
@@ -53,8 +52,7 @@ def still(monkeypatch):
         def perf_counter() -> float:
             return 0.0
 
-    monkeypatch.setattr(run_store, "new_run_id", lambda name: f"{name}-same")
-    monkeypatch.setattr(cli, "new_run_id", lambda name: f"{name}-same")  # names the folder
+    monkeypatch.setattr(run_store, "new_run_id", lambda name: f"{name}-same")  # and the folder
     monkeypatch.setattr(virtual, "time", _Still)
 
 

@@ -21,9 +21,10 @@ from harness.model.cluster.faults.kinds import counters
 from harness.model.cluster.node import Node, Outcome
 from harness.model.cluster.phases import PHASES
 from harness.model.registry import RegistryError
+from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.filters.too_many_starting import TooManyStarting
 from harness.model.scheduling.placement.pipeline import Parts
-from harness.model.scheduling.placement.registries import FILTERS
+from harness.model.scheduling.placement.registries import FILTERS, SAMPLERS
 from harness.model.scheduling.scheduler import PlacementSpec
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.lifetimes import LIFETIMES
@@ -166,3 +167,14 @@ def test_no_import_circle_in_the_packages():
     for module in sorted(graph.modules):
         for imported in graph.find_modules_directly_imported_by(module):
             assert not graph.chain_exists(imported, module), (module, imported)
+
+
+@pytest.mark.parametrize(
+    ("registry", "typo", "meant"),
+    [(LEDGERS, "optimistc", "optimistic"), (SAMPLERS, "bestofk", "best_of_k")],
+    ids=lambda x: getattr(x, "axis", x),
+)
+def test_a_misspelt_name_gets_the_closest_one(registry, typo, meant):
+    """A strategy or plugin name one slip away is named, as a misspelt key is."""
+    with pytest.raises(RegistryError, match=rf"'{typo}'; did you mean {meant}\? known: "):
+        registry.resolve(typo)

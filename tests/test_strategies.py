@@ -22,7 +22,7 @@ from harness.model.scheduling.placement.placement_keys import PlacementSpec
 from harness.model.scheduling.plugin_settings import TtlSettings
 from harness.model.workload.request import CreateRequest, Shape
 from harness.results.arrow_schemas import TIMELINE, table
-from harness.results.invariants import InvariantError
+from harness.results.failures import InvariantError
 from harness.results.statistics import accounting_error, cv_shift
 from harness.running.runner import run
 from tests.helpers import CONFIGS
@@ -312,7 +312,11 @@ def test_accounting_error_of_an_empty_timeline_is_nan() -> None:
     [
         ("heartbeat.jitter_ms", -1, "heartbeat.jitter_ms: must be >= 0"),
         ("placement.ttl.ttl_s", 0, "placement.ttl.ttl_s: must be > 0"),
-        ("placement.strategy", "reconcil", "unknown strategy 'reconcil'; known: stale"),
+        (
+            "placement.strategy",
+            "reconcil",
+            r"unknown strategy 'reconcil'; did you mean reconcile\? known: stale",
+        ),
     ],
 )
 def test_new_keys_are_validated(key: str, value: object, message: str) -> None:

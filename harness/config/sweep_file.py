@@ -38,7 +38,6 @@ from harness.config import (
     parse_override,
     parse_toml,
     thresholds_table,
-    trace_file,
     with_thresholds,
 )
 from harness.model.scheduling.placement.registries import old_keys, with_settings
@@ -222,6 +221,8 @@ def load_sweep(
                 f"has {len(values)} values for {len(grid[spec['with']])} of {spec['with']}",
             )
         linked[key] = (spec["with"], values)
+
+    from harness.config import trace_file  # Arrow: loaded once the sweep itself holds
 
     cells = []
     for index, combo in enumerate(itertools.product(*grid.values())):

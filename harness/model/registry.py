@@ -12,12 +12,23 @@ runs.
 
 from __future__ import annotations
 
+import difflib
 import importlib
-from collections.abc import Iterator, Mapping
-from importlib.metadata import entry_points
-from typing import Generic, TypeVar
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 T = TypeVar("T")
+
+
+def entry_points(group: str) -> Iterable[EntryPoint]:
+    """The installed entry points of `group`. `importlib.metadata` is loaded on first use: its
+    import takes longer than checking a config that names built-ins only."""
+    from importlib import metadata
+
+    return metadata.entry_points(group=group)
 
 
 class RegistryError(ValueError):
@@ -92,7 +103,10 @@ class Registry(Mapping[str, type[T]], Generic[T]):
         path = self.lazy.get(ref) or self.installed().get(ref, ref)
         module, sep, attribute = path.partition(":")
         if not sep:
-            raise RegistryError(f"unknown {self.one} {ref!r}; known: {', '.join(self)}")
+            names = list(self) + list(self.aliases)
+            close = difflib.get_close_matches(ref, names, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ";"
+            raise RegistryError(f"unknown {self.one} {ref!r}{hint} known: {', '.join(self)}")
         try:
             found = getattr(importlib.import_module(module), attribute)
         except ImportError as e:

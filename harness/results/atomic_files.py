@@ -13,6 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harness.results.failures import WriteFailed
+
 ENCODINGS = {pa.types.is_floating: "BYTE_STREAM_SPLIT", pa.types.is_integer: "DELTA_BINARY_PACKED"}
 """Parquet encodings by column type; every other column (names, outcomes, run ids, flags) is
 dictionary-encoded."""
@@ -34,16 +36,6 @@ def parquet_options(schema: pa.Schema) -> dict[str, Any]:
 
 ROW_GROUP_ROWS = 1 << 20
 """Rows per row group: a row group's statistics cost footer bytes, so few and large."""
-
-
-class WriteFailed(Exception):
-    """A results file could not be written (disk full, permission lost): the path and the
-    reason, as the one line the user is shown."""
-
-    def __init__(self, path: Path | str, reason: str) -> None:
-        super().__init__(f"cannot write {path}: {reason}")
-        self.path = Path(path)
-        self.reason = reason
 
 
 def failed(error: OSError, path: Path) -> WriteFailed:

@@ -20,15 +20,6 @@ TOLERANCE = 1e-6
 """vCPUs of float residue allowed where two sums must agree."""
 
 
-class InvariantError(Exception):
-    """Some check failed; the results are on disk, with the checks in run.json."""
-
-    def __init__(self, where: str, broken: list[str]) -> None:
-        more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
-        super().__init__(f"invariant broken in {where}: {broken[0]}{more}")
-        self.broken = broken
-
-
 def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:
     return {"check": name, "ok": bool(ok), "detail": detail}
 

@@ -55,12 +55,8 @@ from harness.results.atomic_files import (
     replace_together,
     write_json,
 )
+from harness.results.failures import ResultsError
 from harness.results.seed_result import SeedResult
-
-
-class ResultsError(ValueError):
-    """A folder given as results is not one (or not a readable one), or cannot be written."""
-
 
 MARKS = {"run.json": "run", "sweep.json": "sweep", "search.json": "search"}
 """The file that says what a results folder holds."""

@@ -22,21 +22,27 @@ import operator
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
-from harness.results.arrow_schemas import SUMMARY
-from harness.results.time_keeping import OVERLOADED
+from harness.results.summary_columns import SUMMARY_COLUMNS
+
+if TYPE_CHECKING:  # pandas is loaded by evaluation only: checking a config needs names alone
+    import pandas as pd
+
+
+def _overloaded(summary: pd.DataFrame) -> pd.Series:
+    from harness.results.time_keeping import OVERLOADED  # Arrow: loaded when evaluating
+
+    return (summary["time_keeping"] == OVERLOADED).astype(float)
+
 
 DERIVED: dict[str, tuple[Callable[[pd.DataFrame], pd.Series], str]] = {
     "failed_frac": (lambda s: s["failed"] / s["requests"], "failed creates / creates"),
     "kills_failed_frac": (lambda s: s["kills_failed"] / s["kills"], "failed kills / kills"),
     "overloaded": (
-        lambda s: (s["time_keeping"] == OVERLOADED).astype(float),
+        _overloaded,
         "1 where an engine in real time could not keep the model's time (`time_keeping`), "
         "else 0 (the virtual engine always keeps it): `overloaded == 0` fails an overloaded run",
     ),
@@ -44,18 +50,16 @@ DERIVED: dict[str, tuple[Callable[[pd.DataFrame], pd.Series], str]] = {
 """Metrics computed from summary columns, per seed (NaN where the divisor is 0)."""
 
 COLUMNS = tuple(
-    f.name
-    for f in SUMMARY
-    if (pa.types.is_integer(f.type) or pa.types.is_floating(f.type)) and f.name != "seed"
+    c.name for c in SUMMARY_COLUMNS if c.width in ("i32", "i64", "f64") and c.name != "seed"
 )
 """The summary columns a threshold may name: every numeric one but the seed."""
 METRICS = (*COLUMNS, *DERIVED)
 
 AGGREGATES: dict[str, Callable[[pd.Series], float]] = {
-    "mean": pd.Series.mean,
-    "median": pd.Series.median,
-    "max": pd.Series.max,
-    "min": pd.Series.min,
+    "mean": lambda v: v.mean(),
+    "median": lambda v: v.median(),
+    "max": lambda v: v.max(),
+    "min": lambda v: v.min(),
 }
 PERCENTILE = re.compile(r"p([1-9][0-9]?)")
 AGGREGATE_NAMES = "mean, median, max, min, pNN (percentile, e.g. p95)"
@@ -167,6 +171,8 @@ def not_run(thresholds: Iterable[Threshold], strategies: Iterable[str]) -> list[
 
 def _values(summary: pd.DataFrame, metric: str) -> pd.Series:
     """The metric per seed (index: seed), as floats; missing values are NaN."""
+    import pandas as pd
+
     values = DERIVED[metric][0](summary) if metric in DERIVED else summary[metric]
     return pd.Series(values.to_numpy(dtype=float), index=summary["seed"].to_numpy())
 

@@ -11,7 +11,8 @@ from harness.config import Config
 from harness.engines import Engine, Progress, Snapshot, get_engine
 from harness.model.scheduling.placement.record import placement_record
 from harness.results import phase_hooks
-from harness.results.invariants import InvariantError, check
+from harness.results.failures import InvariantError
+from harness.results.invariants import check
 from harness.results.run_folder import ResultsError, RunWriter, check_out_dir, resumable
 from harness.results.seed_result import SeedResult
 from harness.results.thresholds import evaluate

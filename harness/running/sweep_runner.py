@@ -21,7 +21,7 @@ from harness.config.sweep_file import Cell, Sweep
 from harness.engines import get_engine
 from harness.engines.ray_setup import connect, plugin_sources, stop_ray
 from harness.results import phase_hooks
-from harness.results.invariants import InvariantError
+from harness.results.failures import InvariantError
 from harness.results.seed_result import SeedResult
 from harness.results.sweep_folder import SweepStore
 from harness.running.runner import run_checked
