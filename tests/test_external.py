@@ -22,9 +22,9 @@ from tests.helpers import PYTHON_SCHEDULER
 FAULTY = [sys.executable, str(ROOT / "tests" / "external_fault_scheduler.py")]
 SEED_HERD = ROOT / "configs" / "seed-herd.toml"
 NAMES = ("inproc", "external")
-NOT_SAID = ("k",)
-"""Summary columns an external scheduler's run leaves empty: its sampler's K (`Sampler.candidates`)
-is its own."""
+NOT_SAID = ("k", "scheduler")
+"""Summary columns that differ by who placed: an external scheduler's run leaves K empty (its
+sampler's, `Sampler.candidates`, is its own) and names the scheduler (`in-process` otherwise)."""
 
 
 def command(args: list[str]) -> str:

@@ -4,6 +4,7 @@ transport. The Go one only where its toolchain is installed."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,9 @@ import pytest
 
 from harness.cli import main
 from harness.external.generate import ROOT
+from tests.golden import folder_digests
 from tests.helpers import GO_MISSING, PYTHON_SCHEDULER, go_scheduler
+from tests.test_external import NOT_SAID
 
 SEEDS = 3
 
@@ -55,3 +58,20 @@ def test_an_example_at_an_address_serves_seed_after_seed(tmp_path: Path, listeni
     summary = pd.read_parquet(out / "summary.parquet")
     assert list(summary["seed"]) == list(range(SEEDS))
     assert (summary["placed"] > 0).all() and (summary["violations"] == 0).all()
+
+
+def test_a_scheduler_that_serves_many_sessions_is_started_once_per_run(tmp_path: Path) -> None:
+    """The Python example says `serves_many` in its Hello: the harness keeps its process from
+    seed to seed (one log file, the first seed's), and the tables are the in-process run's."""
+    runs = {}
+    for name, sets in (
+        ("inproc", []),
+        ("external", [f"external.command={json.dumps(PYTHON_SCHEDULER)}"]),
+    ):
+        args = ["run", str(ROOT / "configs" / "seed-herd.toml"), "--seeds", str(SEEDS)]
+        args += ["--out", str(tmp_path / name), "--quiet", "--no-report"]
+        assert main([*args, *(a for s in sets for a in ("--set", s))]) == 0
+        runs[name] = folder_digests(tmp_path / name, drop=NOT_SAID)
+    assert runs["inproc"] == runs["external"]
+    logs = sorted(p.name for p in (tmp_path / "external" / "scheduler").iterdir())
+    assert logs == ["stale-seed0-replica0.log"]

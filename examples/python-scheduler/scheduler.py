@@ -128,7 +128,11 @@ class BestOfKService(pb_grpc.SchedulerServicer):
 
     def Hello(self, request: pb.HelloRequest, context: grpc.ServicerContext) -> pb.HelloReply:
         self.session = Session(request)
-        return pb.HelloReply(protocol_version=wire.PROTOCOL_VERSION, name="python-best-of-k")
+        # serves_many: a Reset drops the session and a Hello starts the next, so the harness
+        # may keep this process from seed to seed and pay its start-up once.
+        return pb.HelloReply(
+            protocol_version=wire.PROTOCOL_VERSION, name="python-best-of-k", serves_many=True
+        )
 
     def Place(self, request: pb.PlaceRequest, context: grpc.ServicerContext) -> pb.PlaceReply:
         if self.session is None:

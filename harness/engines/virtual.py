@@ -34,12 +34,12 @@ class _World(Recipient):
     """One (strategy, seed): every party in one process, and the heap that carries their
     messages. It takes the engine's own message (a timeline sample) itself."""
 
-    def __init__(self, config: Config, seed: int) -> None:
+    def __init__(self, config: Config, seed: int, kept: dict | None = None) -> None:
         self.config = config
         self.clock = EventQueue(IS_TIMER)
         self.nodes = scenario.nodes(config, seed)
         self.node_host = scenario.node_host(config, seed, self.nodes, self.clock)
-        self.replicas = scenario.replica_hosts(config, seed, self.clock)
+        self.replicas = scenario.replica_hosts(config, seed, self.clock, kept)
         self.clients = scenario.client_host(config, seed, 0, 1, self.clock)
         self.timeline = TimelineLog()
         self.lifecycle = scenario.lifecycle(config)
@@ -123,11 +123,19 @@ class VirtualEngine(Engine):
 
     name = "virtual"
 
+    def __init__(self) -> None:
+        self.kept: dict = {}
+        """External scheduler processes that serve many seeds, kept from one to the next
+        (`harness.external.client.open_session`)."""
+
     def prepare(self, config: Config, strategies: Sequence[str]) -> None:
         """Nothing to set up: the virtual engine needs only the config."""
 
     def close(self) -> None:
-        """Nothing is kept between seeds."""
+        """Stops the scheduler processes kept between seeds; nothing else is kept."""
+        kept, self.kept = self.kept, {}
+        for process in kept.values():
+            process.stop()
 
     def run_seed(self, config: Config, seed: int, progress: Progress | None = None) -> SeedResult:
         with _no_cycle_collection():
@@ -135,7 +143,7 @@ class VirtualEngine(Engine):
 
     def _run_seed(self, config: Config, seed: int, progress: Progress | None) -> SeedResult:
         wall = time.perf_counter()
-        world = _World(config, seed)
+        world = _World(config, seed, self.kept)
         try:
             world.run(progress)
             wall = time.perf_counter() - wall

@@ -44,6 +44,12 @@ class RemoteScheduler:
         self.stop_on_violation = spec.on_violation == "error"
         self.events: list[pb.Event] = []
         self.closed = False
+        self.failed = False
+        self.serves_many = False
+        self.kept: dict | None = None
+        """The processes kept between seeds, this one among them while it serves
+        (`open_session`); None: stopped with the session."""
+        self.kept_as: tuple = ()
         self.refused: tuple[int, int] | None = None
         """(sandbox, node) of the last create a node refused as full: when the next Place is
         that create's, it opens with a `create_refused` event."""
@@ -71,6 +77,7 @@ class RemoteScheduler:
             options=wire.options(rules),
         )
         reply = self._call("Hello", request)
+        self.serves_many = reply.serves_many
         self.hello_name = reply.name or "external"
         """The name the scheduler gave itself: the summary's `scheduler` column."""
         if reply.name:
@@ -146,7 +153,9 @@ class RemoteScheduler:
             raise self.error(self._what(method, e)) from None
 
     def error(self, what: str) -> SchedulerError:
-        """The one line: the scheduler, what it did, and where its standard error is."""
+        """The one line: the scheduler, what it did, and where its standard error is. A
+        scheduler that erred is not kept for another seed."""
+        self.failed = True
         where = self.process.where() if self.process is not None else ""
         return SchedulerError(f"{self.name}: {what}{where}")
 
@@ -175,8 +184,15 @@ class RemoteScheduler:
         with contextlib.suppress(CallFailed):  # a scheduler gone has nothing to reset
             self.transport.call("Reset", pb.ResetRequest(), min(self.timeout_s, 1.0))
         self.transport.close()
-        if self.process is not None:
-            self.process.stop()
+        process = self.process
+        if process is None:
+            return
+        serving = self.serves_many and not self.failed and process.exit_code() is None
+        if self.kept is not None and serving:
+            return  # kept for the next seed (`open_session`)
+        if self.kept is not None:
+            self.kept.pop(self.kept_as, None)
+        process.stop()
 
 
 def _rule_broken(rule: str, scheduler: Scheduler, req: CreateRequest, node: int) -> str:
@@ -197,6 +213,10 @@ def _rule_broken(rule: str, scheduler: Scheduler, req: CreateRequest, node: int)
     )
 
 
+Kept = dict[tuple, SchedulerProcess]
+"""Scheduler processes kept between seeds (`HelloReply.serves_many`), by command and replica."""
+
+
 def open_session(
     spec: ExternalSpec,
     seed: int,
@@ -204,10 +224,16 @@ def open_session(
     replicas: int,
     nodes: Sequence[NodeInfo],
     rules: PlacementSpec,
+    kept: Kept | None = None,
 ) -> RemoteScheduler:
-    """A session with the scheduler `spec` names: a fresh process when it gives a command."""
-    process = None
-    if spec.command:
+    """A session with the scheduler `spec` names: with a command, the process `kept` holds for
+    this replica if it serves many sessions and still runs, else a fresh one (kept when it says
+    it serves many). `kept` None: a process per session."""
+    key = (tuple(spec.command), rules.strategy, replica)
+    process = kept.get(key) if kept is not None else None
+    if process is not None and process.exit_code() is not None:
+        process = None
+    if process is None and spec.command:
         log = None
         if spec.log_dir:
             log = Path(spec.log_dir) / f"{rules.strategy}-seed{seed}-replica{replica}.log"
@@ -218,6 +244,9 @@ def open_session(
         if process is not None:
             process.stop()
         raise
+    if kept is not None and process is not None:
+        kept[key] = process
+        session.kept, session.kept_as = kept, key
     try:
         session.hello(seed, replica, replicas, nodes, rules)
     except BaseException:

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n harness/external/scheduler.proto\x12\x11herd.scheduler.v1\"\xdc\x01\n\x0cHelloRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x0c\n\x04seed\x18\x02 \x01(\x04\x12\x0f\n\x07replica\x18\x03 \x01(\r\x12\x10\n\x08replicas\x18\x04 \x01(\r\x12\x12\n\nnode_count\x18\x05 \x01(\r\x12=\n\x07options\x18\x06 \x03(\x0b\x32,.herd.scheduler.v1.HelloRequest.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"4\n\nHelloReply\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x0c\n\x04name\x18\x02 \x01(\t\"i\n\x0eNodeRegistered\x12\x0c\n\x04node\x18\x01 \x01(\r\x12\x11\n\tcpu_count\x18\x02 \x01(\r\x12\x12\n\nmemory_mib\x18\x03 \x01(\x01\x12\x0e\n\x06labels\x18\x04 \x03(\t\x12\x12\n\ncpu_family\x18\x05 \x01(\t\"\x8e\x02\n\x06Report\x12\x0c\n\x04node\x18\x01 \x01(\r\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x10\n\x08taken_at\x18\x03 \x01(\x01\x12\x11\n\tcpu_count\x18\x04 \x01(\r\x12\x15\n\rcpu_allocated\x18\x05 \x01(\x01\x12\x13\n\x0b\x63pu_percent\x18\x06 \x01(\x01\x12\x18\n\x10memory_total_mib\x18\x07 \x01(\x01\x12\x1c\n\x14memory_allocated_mib\x18\x08 \x01(\x01\x12\x17\n\x0fmemory_used_mib\x18\t \x01(\x01\x12\x19\n\x11sandboxes_running\x18\n \x01(\r\x12\x17\n\x0fhas_sandbox_ids\x18\x0b \x01(\x08\x12\x13\n\x0bsandbox_ids\x18\x0c \x03(\x04\"\x87\x01\n\x0bRpcAnswered\x12\x12\n\nsandbox_id\x18\x01 \x01(\x04\x12\x0c\n\x04node\x18\x02 \x01(\r\x12+\n\x07outcome\x18\x03 \x01(\x0e\x32\x1a.herd.scheduler.v1.Outcome\x12)\n\x06report\x18\x04 \x01(\x0b\x32\x19.herd.scheduler.v1.Report\"\"\n\x0cPlaceDropped\x12\x12\n\nsandbox_id\x18\x01 \x01(\x04\"C\n\rCreateRefused\x12\x12\n\nsandbox_id\x18\x01 \x01(\x04\x12\x0c\n\x04node\x18\x02 \x01(\r\x12\x10\n\x08refusals\x18\x03 \x01(\r\"\xf2\x02\n\x05\x45vent\x12\x0c\n\x04time\x18\x01 \x01(\x01\x12<\n\x0fnode_registered\x18\x02 \x01(\x0b\x32!.herd.scheduler.v1.NodeRegisteredH\x00\x12+\n\x06report\x18\x03 \x01(\x0b\x32\x19.herd.scheduler.v1.ReportH\x00\x12\x39\n\x0f\x63reate_answered\x18\x04 \x01(\x0b\x32\x1e.herd.scheduler.v1.RpcAnsweredH\x00\x12\x37\n\rkill_answered\x18\x05 \x01(\x0b\x32\x1e.herd.scheduler.v1.RpcAnsweredH\x00\x12\x38\n\rplace_dropped\x18\x06 \x01(\x0b\x32\x1f.herd.scheduler.v1.PlaceDroppedH\x00\x12:\n\x0e\x63reate_refused\x18\x07 \x01(\x0b\x32 .herd.scheduler.v1.CreateRefusedH\x00\x42\x06\n\x04kind\"\xab\x01\n\x06\x43reate\x12\x12\n\nsandbox_id\x18\x01 \x01(\x04\x12\x0c\n\x04vcpu\x18\x02 \x01(\x01\x12\x12\n\nmemory_mib\x18\x03 \x01(\x01\x12\x10\n\x08template\x18\x04 \x01(\t\x12\x0e\n\x06labels\x18\x05 \x03(\t\x12\x12\n\ncpu_family\x18\x06 \x01(\t\x12\x10\n\x08\x65xcluded\x18\x07 \x03(\r\x12\x11\n\tissued_at\x18\x08 \x01(\x01\x12\x10\n\x08\x64\x65\x61\x64line\x18\t \x01(\x01\"p\n\x0cPlaceRequest\x12(\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x18.herd.scheduler.v1.Event\x12\x0b\n\x03now\x18\x02 \x01(\x01\x12)\n\x06\x63reate\x18\x03 \x01(\x0b\x32\x19.herd.scheduler.v1.Create\"*\n\nPlaceReply\x12\x0e\n\x06placed\x18\x01 \x01(\x08\x12\x0c\n\x04node\x18\x02 \x01(\r\"\x0e\n\x0cResetRequest\"\x0c\n\nResetReply\"\xa4\x01\n\x04\x43\x61ll\x12\x30\n\x05hello\x18\x01 \x01(\x0b\x32\x1f.herd.scheduler.v1.HelloRequestH\x00\x12\x30\n\x05place\x18\x02 \x01(\x0b\x32\x1f.herd.scheduler.v1.PlaceRequestH\x00\x12\x30\n\x05reset\x18\x03 \x01(\x0b\x32\x1f.herd.scheduler.v1.ResetRequestH\x00\x42\x06\n\x04\x63\x61ll\"\xa2\x01\n\x06\x41nswer\x12.\n\x05hello\x18\x01 \x01(\x0b\x32\x1d.herd.scheduler.v1.HelloReplyH\x00\x12.\n\x05place\x18\x02 \x01(\x0b\x32\x1d.herd.scheduler.v1.PlaceReplyH\x00\x12.\n\x05reset\x18\x03 \x01(\x0b\x32\x1d.herd.scheduler.v1.ResetReplyH\x00\x42\x08\n\x06\x61nswer*I\n\x0fProtocolVersion\x12 \n\x1cPROTOCOL_VERSION_UNSPECIFIED\x10\x00\x12\x14\n\x10PROTOCOL_VERSION\x10\x01*B\n\x07Outcome\x12\x06\n\x02OK\x10\x00\x12\x16\n\x12RESOURCE_EXHAUSTED\x10\x01\x12\n\n\x06\x46\x41ILED\x10\x02\x12\x0b\n\x07TIMEOUT\x10\x03\x32\xe6\x01\n\tScheduler\x12G\n\x05Hello\x12\x1f.herd.scheduler.v1.HelloRequest\x1a\x1d.herd.scheduler.v1.HelloReply\x12G\n\x05Place\x12\x1f.herd.scheduler.v1.PlaceRequest\x1a\x1d.herd.scheduler.v1.PlaceReply\x12G\n\x05Reset\x12\x1f.herd.scheduler.v1.ResetRequest\x1a\x1d.herd.scheduler.v1.ResetReplyB\x12Z\x10herd/schedulerpbb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n harness/external/scheduler.proto\x12\x11herd.scheduler.v1\"\xdc\x01\n\x0cHelloRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x0c\n\x04seed\x18\x02 \x01(\x04\x12\x0f\n\x07replica\x18\x03 \x01(\r\x12\x10\n\x08replicas\x18\x04 \x01(\r\x12\x12\n\nnode_count\x18\x05 \x01(\r\x12=\n\x07options\x18\x06 \x03(\x0b\x32,.herd.scheduler.v1.HelloRequest.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"I\n\nHelloReply\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0bserves_many\x18\x03 \x01(\x08\"i\n\x0eNodeRegistered\x12\x0c\n\x04node\x18\x01 \x01(\r\x12\x11\n\tcpu_count\x18\x02 \x01(\r\x12\x12\n\nmemory_mib\x18\x03 \x01(\x01\x12\x0e\n\x06labels\x18\x04 \x03(\t\x12\x12\n\ncpu_family\x18\x05 \x01(\t\"\x8e\x02\n\x06Report\x12\x0c\n\x04node\x18\x01 \x01(\r\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x10\n\x08taken_at\x18\x03 \x01(\x01\x12\x11\n\tcpu_count\x18\x04 \x01(\r\x12\x15\n\rcpu_allocated\x18\x05 \x01(\x01\x12\x13\n\x0b\x63pu_percent\x18\x06 \x01(\x01\x12\x18\n\x10memory_total_mib\x18\x07 \x01(\x01\x12\x1c\n\x14memory_allocated_mib\x18\x08 \x01(\x01\x12\x17\n\x0fmemory_used_mib\x18\t \x01(\x01\x12\x19\n\x11sandboxes_running\x18\n \x01(\r\x12\x17\n\x0fhas_sandbox_ids\x18\x0b \x01(\x08\x12\x13\n\x0bsandbox_ids\x18\x0c \x03(\x04\"\x87\x01\n\x0bRpcAnswered\x12\x12\n\nsandbox_id\x18\x01 \x01(\x04\x12\x0c\n\x04node\x18\x02 \x01(\r\x12+\n\x07outcome\x18\x03 \x01(\x0e\x32\x1a.herd.scheduler.v1.Outcome\x12)\n\x06report\x18\x04 \x01(\x0b\x32\x19.herd.scheduler.v1.Report\"\"\n\x0cPlaceDropped\x12\x12\n\nsandbox_id\x18\x01 \x01(\x04\"C\n\rCreateRefused\x12\x12\n\nsandbox_id\x18\x01 \x01(\x04\x12\x0c\n\x04node\x18\x02 \x01(\r\x12\x10\n\x08refusals\x18\x03 \x01(\r\"\xf2\x02\n\x05\x45vent\x12\x0c\n\x04time\x18\x01 \x01(\x01\x12<\n\x0fnode_registered\x18\x02 \x01(\x0b\x32!.herd.scheduler.v1.NodeRegisteredH\x00\x12+\n\x06report\x18\x03 \x01(\x0b\x32\x19.herd.scheduler.v1.ReportH\x00\x12\x39\n\x0f\x63reate_answered\x18\x04 \x01(\x0b\x32\x1e.herd.scheduler.v1.RpcAnsweredH\x00\x12\x37\n\rkill_answered\x18\x05 \x01(\x0b\x32\x1e.herd.scheduler.v1.RpcAnsweredH\x00\x12\x38\n\rplace_dropped\x18\x06 \x01(\x0b\x32\x1f.herd.scheduler.v1.PlaceDroppedH\x00\x12:\n\x0e\x63reate_refused\x18\x07 \x01(\x0b\x32 .herd.scheduler.v1.CreateRefusedH\x00\x42\x06\n\x04kind\"\xab\x01\n\x06\x43reate\x12\x12\n\nsandbox_id\x18\x01 \x01(\x04\x12\x0c\n\x04vcpu\x18\x02 \x01(\x01\x12\x12\n\nmemory_mib\x18\x03 \x01(\x01\x12\x10\n\x08template\x18\x04 \x01(\t\x12\x0e\n\x06labels\x18\x05 \x03(\t\x12\x12\n\ncpu_family\x18\x06 \x01(\t\x12\x10\n\x08\x65xcluded\x18\x07 \x03(\r\x12\x11\n\tissued_at\x18\x08 \x01(\x01\x12\x10\n\x08\x64\x65\x61\x64line\x18\t \x01(\x01\"p\n\x0cPlaceRequest\x12(\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x18.herd.scheduler.v1.Event\x12\x0b\n\x03now\x18\x02 \x01(\x01\x12)\n\x06\x63reate\x18\x03 \x01(\x0b\x32\x19.herd.scheduler.v1.Create\"*\n\nPlaceReply\x12\x0e\n\x06placed\x18\x01 \x01(\x08\x12\x0c\n\x04node\x18\x02 \x01(\r\"\x0e\n\x0cResetRequest\"\x0c\n\nResetReply\"\xa4\x01\n\x04\x43\x61ll\x12\x30\n\x05hello\x18\x01 \x01(\x0b\x32\x1f.herd.scheduler.v1.HelloRequestH\x00\x12\x30\n\x05place\x18\x02 \x01(\x0b\x32\x1f.herd.scheduler.v1.PlaceRequestH\x00\x12\x30\n\x05reset\x18\x03 \x01(\x0b\x32\x1f.herd.scheduler.v1.ResetRequestH\x00\x42\x06\n\x04\x63\x61ll\"\xa2\x01\n\x06\x41nswer\x12.\n\x05hello\x18\x01 \x01(\x0b\x32\x1d.herd.scheduler.v1.HelloReplyH\x00\x12.\n\x05place\x18\x02 \x01(\x0b\x32\x1d.herd.scheduler.v1.PlaceReplyH\x00\x12.\n\x05reset\x18\x03 \x01(\x0b\x32\x1d.herd.scheduler.v1.ResetReplyH\x00\x42\x08\n\x06\x61nswer*I\n\x0fProtocolVersion\x12 \n\x1cPROTOCOL_VERSION_UNSPECIFIED\x10\x00\x12\x14\n\x10PROTOCOL_VERSION\x10\x01*B\n\x07Outcome\x12\x06\n\x02OK\x10\x00\x12\x16\n\x12RESOURCE_EXHAUSTED\x10\x01\x12\n\n\x06\x46\x41ILED\x10\x02\x12\x0b\n\x07TIMEOUT\x10\x03\x32\xe6\x01\n\tScheduler\x12G\n\x05Hello\x12\x1f.herd.scheduler.v1.HelloRequest\x1a\x1d.herd.scheduler.v1.HelloReply\x12G\n\x05Place\x12\x1f.herd.scheduler.v1.PlaceRequest\x1a\x1d.herd.scheduler.v1.PlaceReply\x12G\n\x05Reset\x12\x1f.herd.scheduler.v1.ResetRequest\x1a\x1d.herd.scheduler.v1.ResetReplyB\x12Z\x10herd/schedulerpbb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,42 +34,42 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'Z\020herd/schedulerpb'
   _globals['_HELLOREQUEST_OPTIONSENTRY']._loaded_options = None
   _globals['_HELLOREQUEST_OPTIONSENTRY']._serialized_options = b'8\001'
-  _globals['_PROTOCOLVERSION']._serialized_start=2022
-  _globals['_PROTOCOLVERSION']._serialized_end=2095
-  _globals['_OUTCOME']._serialized_start=2097
-  _globals['_OUTCOME']._serialized_end=2163
+  _globals['_PROTOCOLVERSION']._serialized_start=2043
+  _globals['_PROTOCOLVERSION']._serialized_end=2116
+  _globals['_OUTCOME']._serialized_start=2118
+  _globals['_OUTCOME']._serialized_end=2184
   _globals['_HELLOREQUEST']._serialized_start=56
   _globals['_HELLOREQUEST']._serialized_end=276
   _globals['_HELLOREQUEST_OPTIONSENTRY']._serialized_start=230
   _globals['_HELLOREQUEST_OPTIONSENTRY']._serialized_end=276
   _globals['_HELLOREPLY']._serialized_start=278
-  _globals['_HELLOREPLY']._serialized_end=330
-  _globals['_NODEREGISTERED']._serialized_start=332
-  _globals['_NODEREGISTERED']._serialized_end=437
-  _globals['_REPORT']._serialized_start=440
-  _globals['_REPORT']._serialized_end=710
-  _globals['_RPCANSWERED']._serialized_start=713
-  _globals['_RPCANSWERED']._serialized_end=848
-  _globals['_PLACEDROPPED']._serialized_start=850
-  _globals['_PLACEDROPPED']._serialized_end=884
-  _globals['_CREATEREFUSED']._serialized_start=886
-  _globals['_CREATEREFUSED']._serialized_end=953
-  _globals['_EVENT']._serialized_start=956
-  _globals['_EVENT']._serialized_end=1326
-  _globals['_CREATE']._serialized_start=1329
-  _globals['_CREATE']._serialized_end=1500
-  _globals['_PLACEREQUEST']._serialized_start=1502
-  _globals['_PLACEREQUEST']._serialized_end=1614
-  _globals['_PLACEREPLY']._serialized_start=1616
-  _globals['_PLACEREPLY']._serialized_end=1658
-  _globals['_RESETREQUEST']._serialized_start=1660
-  _globals['_RESETREQUEST']._serialized_end=1674
-  _globals['_RESETREPLY']._serialized_start=1676
-  _globals['_RESETREPLY']._serialized_end=1688
-  _globals['_CALL']._serialized_start=1691
-  _globals['_CALL']._serialized_end=1855
-  _globals['_ANSWER']._serialized_start=1858
-  _globals['_ANSWER']._serialized_end=2020
-  _globals['_SCHEDULER']._serialized_start=2166
-  _globals['_SCHEDULER']._serialized_end=2396
+  _globals['_HELLOREPLY']._serialized_end=351
+  _globals['_NODEREGISTERED']._serialized_start=353
+  _globals['_NODEREGISTERED']._serialized_end=458
+  _globals['_REPORT']._serialized_start=461
+  _globals['_REPORT']._serialized_end=731
+  _globals['_RPCANSWERED']._serialized_start=734
+  _globals['_RPCANSWERED']._serialized_end=869
+  _globals['_PLACEDROPPED']._serialized_start=871
+  _globals['_PLACEDROPPED']._serialized_end=905
+  _globals['_CREATEREFUSED']._serialized_start=907
+  _globals['_CREATEREFUSED']._serialized_end=974
+  _globals['_EVENT']._serialized_start=977
+  _globals['_EVENT']._serialized_end=1347
+  _globals['_CREATE']._serialized_start=1350
+  _globals['_CREATE']._serialized_end=1521
+  _globals['_PLACEREQUEST']._serialized_start=1523
+  _globals['_PLACEREQUEST']._serialized_end=1635
+  _globals['_PLACEREPLY']._serialized_start=1637
+  _globals['_PLACEREPLY']._serialized_end=1679
+  _globals['_RESETREQUEST']._serialized_start=1681
+  _globals['_RESETREQUEST']._serialized_end=1695
+  _globals['_RESETREPLY']._serialized_start=1697
+  _globals['_RESETREPLY']._serialized_end=1709
+  _globals['_CALL']._serialized_start=1712
+  _globals['_CALL']._serialized_end=1876
+  _globals['_ANSWER']._serialized_start=1879
+  _globals['_ANSWER']._serialized_end=2041
+  _globals['_SCHEDULER']._serialized_start=2187
+  _globals['_SCHEDULER']._serialized_end=2417
 # @@protoc_insertion_point(module_scope)

@@ -141,17 +141,18 @@ def replica_host(
 Replica = ReplicaHost | ExternalReplica
 
 
-def replica(config: Config, seed: int, index: int, sink: Sink) -> Replica:
+def replica(config: Config, seed: int, index: int, sink: Sink, kept: dict | None = None) -> Replica:
     """Scheduler replica `index`, placing in-process, or with an `[external]` scheduler through
-    a session of its own (a fresh process when the config gives a command); `close_replicas`
-    ends the session."""
+    a session of its own (a fresh process when the config gives a command, or one `kept` from
+    an earlier seed: `harness.external.client.open_session`); `close_replicas` ends the
+    session."""
     if not config.external.active:
         return replica_host(config, seed, index, sink)
     from harness.external.client import open_session  # gRPC: only for an external scheduler
 
     p = config.placement
     session = open_session(
-        config.external, seed, index, p.replicas, registrations(config.cluster), p
+        config.external, seed, index, p.replicas, registrations(config.cluster), p, kept
     )
     try:
         return ExternalReplica(
@@ -162,12 +163,12 @@ def replica(config: Config, seed: int, index: int, sink: Sink) -> Replica:
         raise
 
 
-def replica_hosts(config: Config, seed: int, sink: Sink) -> list[Replica]:
+def replica_hosts(config: Config, seed: int, sink: Sink, kept: dict | None = None) -> list[Replica]:
     """Every scheduler replica of one process (the virtual engine)."""
     hosts: list[Replica] = []
     try:
         for r in range(config.placement.replicas):
-            hosts.append(replica(config, seed, r, sink))
+            hosts.append(replica(config, seed, r, sink, kept))
     except BaseException:
         close_replicas(hosts)
         raise
