@@ -21,7 +21,7 @@ from harness.external.spec import ExternalSpec, split_address
 from harness.external.transport import TRANSPORTS, CallFailed
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import NodeInfo, Outcome
-from harness.model.scheduling.placement.filters.memory_overcommit import MemoryOvercommit
+from harness.model.scheduling.placement.eligibility import Eligibility
 from harness.model.scheduling.placement.placement_keys import PlacementSpec
 from harness.model.scheduling.scheduler import Scheduler
 from harness.model.workload.request import CreateRequest
@@ -137,7 +137,7 @@ class RemoteScheduler:
         naming the create, the node and each rule broken, with what the rule asked."""
         if not self.stop_on_violation:
             return
-        why = "; ".join(_rule_broken(rule, scheduler, req, node) for rule in rules.split("+"))
+        why = Eligibility(scheduler.rules).why(scheduler, node, req, rules)
         raise self.error(
             f"placed sandbox {req.sandbox_id} on node {node}, which breaks its "
             f'{rules.replace("+", " and ")} rule ({why}); external.on_violation = "count" '
@@ -193,24 +193,6 @@ class RemoteScheduler:
         if self.kept is not None:
             self.kept.pop(self.kept_as, None)
         process.stop()
-
-
-def _rule_broken(rule: str, scheduler: Scheduler, req: CreateRequest, node: int) -> str:
-    """What `rule` asked of `node` for `req`, and what the node has."""
-    info = scheduler.nodes[node]
-    if rule == "excluded":
-        return f"the create already failed on node {node}"
-    if rule == "labels":
-        has = ", ".join(sorted(info.labels)) or "none"
-        return f"needs labels {', '.join(sorted(req.shape.labels))}; node {node} has {has}"
-    if rule == "cpu_family":
-        return f"needs CPU family {req.shape.cpu_family!r}; node {node} is {info.cpu_family!r}"
-    view = scheduler.ledger.views[node]
-    return (
-        f"needs {req.memory_mib:g} MiB; node {node} has {view.memory_allocated_mib:g} of "
-        f"{scheduler.rules.settings_of(MemoryOvercommit).ratio:g} x {view.memory_total_mib:g} "
-        "MiB allocated, as the replica sees it (placement.memory_overcommit.ratio)"
-    )
 
 
 Kept = dict[tuple, SchedulerProcess]

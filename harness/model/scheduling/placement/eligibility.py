@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING, Final
 
 from harness.model.scheduling.placement.algorithms import ELIGIBLE
 from harness.model.scheduling.placement.plugin import Filter
-from harness.model.scheduling.placement.registries import resolve
+from harness.model.scheduling.placement.registries import FILTERS, resolve
 
 if TYPE_CHECKING:
     from harness.model.scheduling.placement.placement_keys import PlacementSpec
     from harness.model.scheduling.replica_state import ReplicaState
     from harness.model.workload.request import CreateRequest
 
-RULE_NAMES: Final = {"memory_overcommit": "memory"}
-"""A rule's name where it is not its filter's: the summary's `violations_<rule>` columns."""
-RULES: Final = tuple(RULE_NAMES.get(f, f) for f in ("excluded", *ELIGIBLE))
+RULES: Final = tuple(
+    (FILTERS.resolve(f).rule or f) for f in ("excluded", *ELIGIBLE)
+)  # `Filter.rule`: the summary's `violations_<rule>` columns
 """The rules a placement is checked against, in the order a violation names them."""
 
 
@@ -34,7 +34,7 @@ class Eligibility:
         for name in ("excluded", *ELIGIBLE):
             check: Filter = resolve("filters", name)(rules)
             if check.needed():
-                self.checks.append((RULE_NAMES.get(name, name), check))
+                self.checks.append((check.rule or name, check))
 
     def broken(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> str:
         """The rules placing `req` on `node` breaks, joined by "+" ("" when none), judged on the
@@ -44,3 +44,9 @@ class Eligibility:
             if check.applies(scheduler, req) and not check.passes(scheduler, node, req, now):
                 broken = rule if not broken else broken + "+" + rule
         return broken
+
+    def why(self, scheduler: ReplicaState, node: int, req: CreateRequest, broken: str) -> str:
+        """What each of the `broken` rules (as `broken` gives them) asked of `node` for `req`,
+        and what the node has (`Filter.why_not`)."""
+        checks = dict(self.checks)
+        return "; ".join(checks[rule].why_not(scheduler, node, req) for rule in broken.split("+"))

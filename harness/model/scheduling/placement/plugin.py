@@ -75,6 +75,9 @@ class Sampler(Plugin):
 class Filter(Plugin):
     """A predicate every candidate must pass."""
 
+    rule: ClassVar[str] = ""
+    """The eligibility rule it checks, where it is one, as the summary's `violations_<rule>`
+    column names it (`harness.model.scheduling.placement.eligibility`); empty: its name."""
     per_shape: ClassVar[bool] = False
     """Whether `applies` depends on the request's shape alone: a pipeline then asks once per
     shape (a workload shares one `Shape` per template), not for every create."""
@@ -90,6 +93,11 @@ class Filter(Plugin):
 
     def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
         raise NotImplementedError
+
+    def why_not(self, scheduler: ReplicaState, node: int, req: CreateRequest) -> str:
+        """What it asked of `node` for `req`, and what the node has: a placement that broke it,
+        explained (an external scheduler's answer, `external.on_violation`)."""
+        return f"node {node} fails the {self.name} filter"
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -26,3 +26,7 @@ class CpuFamily(Filter):
 
     def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
         return scheduler.nodes[node].cpu_family == req.shape.cpu_family
+
+    def why_not(self, scheduler: ReplicaState, node: int, req: CreateRequest) -> str:
+        family = scheduler.nodes[node].cpu_family
+        return f"needs CPU family {req.shape.cpu_family!r}; node {node} is {family!r}"

@@ -25,3 +25,6 @@ class Excluded(Filter):
     def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
         excluded = req.excluded
         return excluded is None or node not in excluded
+
+    def why_not(self, scheduler: ReplicaState, node: int, req: CreateRequest) -> str:
+        return f"the create already failed on node {node}"

@@ -26,3 +26,7 @@ class RequiredLabels(Filter):
 
     def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
         return req.shape.labels <= scheduler.nodes[node].labels
+
+    def why_not(self, scheduler: ReplicaState, node: int, req: CreateRequest) -> str:
+        has = ", ".join(sorted(scheduler.nodes[node].labels)) or "none"
+        return f"needs labels {', '.join(sorted(req.shape.labels))}; node {node} has {has}"

@@ -22,6 +22,7 @@ class MemoryOvercommit(Filter):
     last report, plus the strategy's own adds and removes (the `optimistic` family's)."""
 
     name = "memory_overcommit"
+    rule = "memory"
     Settings = MemoryOvercommitSettings
 
     def needed(self) -> bool:
@@ -32,3 +33,11 @@ class MemoryOvercommit(Filter):
         total = view.memory_total_mib
         limit = self.settings.ratio * total
         return not total or view.memory_allocated_mib + req.memory_mib <= limit
+
+    def why_not(self, scheduler: ReplicaState, node: int, req: CreateRequest) -> str:
+        view = scheduler.ledger.views[node]
+        return (
+            f"needs {req.memory_mib:g} MiB; node {node} has {view.memory_allocated_mib:g} of "
+            f"{self.settings.ratio:g} x {view.memory_total_mib:g} MiB allocated, as the replica "
+            "sees it (placement.memory_overcommit.ratio)"
+        )
