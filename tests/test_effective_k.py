@@ -59,3 +59,17 @@ def test_power_of_two_places_as_best_of_k_with_k_2(tmp_path):
         assert main([*cli, "--out", str(out), "--quiet", "--no-report"]) == 0
         placed.append(pd.read_parquet(out / "requests.parquet")["node_id"].tolist())
     assert placed[0] == placed[1] and len(placed[0]) > 50
+
+
+@pytest.mark.parametrize(("algorithm", "theory"), [("power_of_two", True), ("round_robin", False)])
+def test_the_static_score_shares_are_drawn_only_for_a_uniform_sampler(tmp_path, algorithm, theory):
+    """The report's dashed C(n-i, K-1)/C(n, K) describes K drawn uniformly (`Sampler.uniform`):
+    drawn, and captioned with the sampler's K, for power_of_two; not for round_robin."""
+    out = tmp_path / "run"
+    sets = [f"placement.algorithm={algorithm}", "run.duration_s=2", "run.sample_interval_s=0"]
+    args = [a for s in sets for a in ("--set", s)]
+    cli = ["run", str(CONFIGS / "seed-herd.toml"), "--seeds", "1", *args, "--quiet"]
+    assert main([*cli, "--out", str(out)]) == 0
+    page = (out / "report.html").read_text()
+    assert ("C(n-i, K-1)/C(n, K)" in page) == theory
+    assert ("K = 2" in page) == (algorithm == "power_of_two")
