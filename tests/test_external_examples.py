@@ -75,3 +75,23 @@ def test_a_scheduler_that_serves_many_sessions_is_started_once_per_run(tmp_path:
     assert runs["inproc"] == runs["external"]
     logs = sorted(p.name for p in (tmp_path / "external" / "scheduler").iterdir())
     assert logs == ["stale-seed0-replica0.log"]
+
+
+def test_an_ipv6_loopback_address_works_on_both_transports(tmp_path: Path, transport) -> None:
+    """`[::1]:PORT`: the Python example listening on IPv6 loopback, one seed."""
+    args = [*PYTHON_SCHEDULER, "--host", "::1", *(["--framed"] if transport == "framed" else [])]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(process.stdout.readline())
+        run = ["run", str(ROOT / "configs" / "seed-herd.toml"), "--seeds", "1", "--quiet"]
+        run += ["--out", str(tmp_path / "run"), "--no-report"]
+        run += [
+            "--set",
+            f"external.address=[::1]:{port}",
+            "--set",
+            f"external.transport={transport}",
+        ]
+        assert main(run) == 0
+    finally:
+        process.terminate()
+        process.wait(10)

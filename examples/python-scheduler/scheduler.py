@@ -123,15 +123,18 @@ class Framing:
 
 
 class BestOfKService(pb_grpc.SchedulerServicer):
-    def __init__(self) -> None:
+    def __init__(self, serves_many: bool = True) -> None:
         self.session: Session | None = None
+        self.serves_many = serves_many
 
     def Hello(self, request: pb.HelloRequest, context: grpc.ServicerContext) -> pb.HelloReply:
         self.session = Session(request)
         # serves_many: a Reset drops the session and a Hello starts the next, so the harness
         # may keep this process from seed to seed and pay its start-up once.
         return pb.HelloReply(
-            protocol_version=wire.PROTOCOL_VERSION, name="python-best-of-k", serves_many=True
+            protocol_version=wire.PROTOCOL_VERSION,
+            name="python-best-of-k",
+            serves_many=self.serves_many,
         )
 
     def Place(self, request: pb.PlaceRequest, context: grpc.ServicerContext) -> pb.PlaceReply:
@@ -174,21 +177,29 @@ def main() -> None:
     logging.basicConfig(format="%(asctime)s %(name)s %(levelname)s %(message)s")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
+    parser.add_argument("--host", default="127.0.0.1", help="loopback: 127.0.0.1 or ::1")
     parser.add_argument("--framed", action="store_true", help="a plain TCP stream, not gRPC")
+    parser.add_argument(
+        "--one-session",
+        action="store_true",
+        help="say serves_many = false: the harness starts a fresh process per seed",
+    )
     args = parser.parse_args()
     if args.framed:
-        listener = socket.create_server(("127.0.0.1", args.port))
+        family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+        listener = socket.create_server((args.host, args.port), family=family)
         print(listener.getsockname()[1], flush=True)
         try:
-            service = BestOfKService()
+            service = BestOfKService(not args.one_session)
             methods = {"hello": service.Hello, "place": service.Place, "reset": service.Reset}
             serve_framed(listener, methods)
         except KeyboardInterrupt:
             sys.exit(130)
     # One worker: the harness awaits each call, and the session is not shared between threads.
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
-    pb_grpc.add_SchedulerServicer_to_server(BestOfKService(), server)
-    port = server.add_insecure_port(f"127.0.0.1:{args.port}")
+    pb_grpc.add_SchedulerServicer_to_server(BestOfKService(not args.one_session), server)
+    host = f"[{args.host}]" if ":" in args.host else args.host  # an IPv6 address in brackets
+    port = server.add_insecure_port(f"{host}:{args.port}")
     server.start()
     print(port, flush=True)  # the harness reads the port from the first line
     try:

@@ -34,7 +34,9 @@ class Grpc:
     """Unary gRPC calls on one channel."""
 
     def __init__(self, host: str, port: int, timeout_s: float) -> None:
-        self.channel = grpc.insecure_channel(f"{host}:{port}", options=CHANNEL_OPTIONS)
+        # An IPv6 address goes in brackets in a gRPC target ("[::1]:50051").
+        target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        self.channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
         stub = pb_grpc.SchedulerStub(self.channel)
         self.methods = {"Hello": stub.Hello, "Place": stub.Place, "Reset": stub.Reset}
         self.timeout_s = timeout_s
