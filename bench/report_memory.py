@@ -6,14 +6,15 @@
 The sweep is configs/seed-herd.toml over two strategies at a high arrival rate, its cells
 run here on the virtual engine (the sweep runner's own task body, without Ray) and written by
 the sweep's own store, so the folder is what `harness sweep` writes. Then `harness report`
-runs in a child process, and its peak resident memory (ru_maxrss of the children) is printed
-beside the folder's size and its rows.
+runs in a child process, and its peak resident memory (its ru_maxrss, from wait4) is printed
+beside the folder's size and its rows. To compare two builds, run it from a folder outside
+both (`python -m harness` puts the working folder first on the path).
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
+import os
 import subprocess
 import sys
 import tempfile
@@ -56,17 +57,16 @@ def size_mb(folder: Path) -> float:
 
 
 def report_peak_mb(folder: Path) -> float:
-    """Peak resident memory of `harness report folder`, in MiB (Linux reports KiB)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    subprocess.run(
-        [sys.executable, "-m", "harness", "report", str(folder)],
-        check=True,
-        stdout=subprocess.DEVNULL,
+    """Peak resident memory of `harness report folder`, in MiB (Linux reports KiB), from
+    that child's own resource usage (wait4)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "report", str(folder)], stdout=subprocess.DEVNULL
     )
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if peak <= before:
-        print("(a child before had a higher peak: run the bench alone)")
-    return peak / 1024
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"harness report exited {proc.returncode}")
+    return usage.ru_maxrss / 1024
 
 
 def main() -> None:
