@@ -32,6 +32,7 @@ from harness.config import Config
 from harness.engines import Engine, EngineError, Progress, Snapshot
 from harness.engines.live_load import LoadMeter
 from harness.engines.ray_setup import connect, plugin_sources
+from harness.external import SchedulerError
 from harness.model.recording import TimelineLog, Truth
 from harness.results import percentiles, phase_hooks
 from harness.results.arrow_schemas import REQUESTS, TIMELINE, table
@@ -442,15 +443,30 @@ def _answers(*calls: tuple[str, list[Any]]) -> list[list[Any]]:
             except ray.exceptions.RayError as e:
                 deaths.append((role, index, e))
         answers.append(got)
+    # An external scheduler's error first: the other failures follow from it.
+    failures.sort(key=lambda f: not isinstance(_cause(f[2]), SchedulerError))
     for role, index, e in (*deaths, *failures):
         raise _stopped(role, index, e) from e
     return answers
 
 
+def _cause(error: Exception) -> BaseException:
+    """What an actor raised, through the actors it was calling when it did."""
+    cause: BaseException = error
+    while isinstance(cause, ray.exceptions.RayTaskError):
+        cause = cause.cause
+    return cause
+
+
 def _stopped(role: str, index: int, error: Exception) -> EngineError:
     """The one-line error that ends a seed when an actor died, or raised."""
     if isinstance(error, ray.exceptions.RayTaskError):  # alive, but it raised
-        cause = error.cause
+        cause = _cause(error)
+        if isinstance(cause, SchedulerError) and cause.replica is not None:
+            # The scheduler's own line, whichever actor's call it surfaced in.
+            return EngineError(
+                f"the run stopped: scheduler replica {cause.replica} failed ({cause})"
+            )
         what = f"{type(cause).__name__}: {(str(cause).splitlines() or [''])[0]}"
         return EngineError(f"the run stopped: {role} {index} failed ({what})")
     if role == "node group":

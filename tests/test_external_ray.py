@@ -5,6 +5,7 @@ draw; the herd (stale) and its cure (optimistic) are there all the same."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pandas as pd
 import pytest
@@ -47,3 +48,15 @@ def test_the_example_schedulers_herd_on_ray_with_a_process_per_replica(tmp_path,
     assert cv["stale"] > 0.3 and cv["optimistic"] < 0.15, cv
     requests = pd.read_parquet(tmp_path / "run" / "requests.parquet")
     assert set(requests["replica"]) == {0, 1}
+
+
+def test_a_scheduler_that_dies_on_ray_is_named_with_its_replica(tmp_path, capsys) -> None:
+    """The error line names the scheduler replica and what its scheduler did, not the actor
+    whose call happened to surface it first (a client pool)."""
+    faulty = [sys.executable, str(ROOT / "tests" / "external_fault_scheduler.py"), "die"]
+    sets = [f"external.command={json.dumps(faulty)}", "run.time_scale=0.2"]
+    args = ["run", str(ROOT / "configs" / "seed-herd.toml"), "--engine", "ray", "--seeds", "2"]
+    args += ["--out", str(tmp_path / "run"), "--quiet", "--no-report"]
+    assert main([*args, *(a for s in sets for a in ("--set", s))]) != 0
+    err = capsys.readouterr().err
+    assert "scheduler replica 0 failed (external scheduler 'faulty-die': exited with code 7" in err

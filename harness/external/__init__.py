@@ -15,4 +15,7 @@ EXIT_CODE = 3
 
 class SchedulerError(Exception):
     """The external scheduler did something the protocol does not allow (died, hung, answered
-    nonsense): one line naming it and what it did."""
+    nonsense): one line naming it and what it did. `replica`: the scheduler replica whose
+    session it was, when known (an engine that runs replicas apart names it)."""
+
+    replica: int | None = None

@@ -54,6 +54,7 @@ class RemoteScheduler:
         """(sandbox, node) of the last create a node refused as full: when the next Place is
         that create's, it opens with a `create_refused` event."""
         self.node_count = 0
+        self.replica: int | None = None
         try:
             self.transport = TRANSPORTS[spec.transport](host, port, spec.timeout_s)
         except CallFailed as e:
@@ -68,6 +69,7 @@ class RemoteScheduler:
         rules: PlacementSpec,
     ) -> None:
         """Starts the session; the nodes' registrations go with the first Place."""
+        self.replica = replica
         request = pb.HelloRequest(
             protocol_version=wire.PROTOCOL_VERSION,
             seed=seed,
@@ -157,7 +159,9 @@ class RemoteScheduler:
         scheduler that erred is not kept for another seed."""
         self.failed = True
         where = self.process.where() if self.process is not None else ""
-        return SchedulerError(f"{self.name}: {what}{where}")
+        error = SchedulerError(f"{self.name}: {what}{where}")
+        error.replica = self.replica
+        return error
 
     def _what(self, method: str, failed: CallFailed) -> str:
         """What the scheduler did, from how a call failed."""
