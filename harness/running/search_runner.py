@@ -16,6 +16,7 @@ import math
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -56,16 +57,16 @@ def run_trial(config: Config, strategies: list[str], seeds: list[int]) -> tuple[
     (`harness.results.invariants`; a broken check fails the trial). Its summary rows, and the
     seconds it took there."""
     began = time.perf_counter()
-    engine = get_engine(config.run.engine)
     rows = []
-    for strategy in strategies:
-        same = config.placement.strategy == strategy  # validating a config costs ~10 ms
-        variant = config if same else config.with_value("placement.strategy", strategy)
-        for seed in seeds:
-            result, _, broken = run_checked(engine, variant, seed)
-            if broken:
-                raise InvariantError(f"{strategy} seed {seed}", broken)
-            rows.append(result.summary)
+    with closing(get_engine(config.run.engine)) as engine:  # stops what it kept between seeds
+        for strategy in strategies:
+            same = config.placement.strategy == strategy  # validating a config costs ~10 ms
+            variant = config if same else config.with_value("placement.strategy", strategy)
+            for seed in seeds:
+                result, _, broken = run_checked(engine, variant, seed)
+                if broken:
+                    raise InvariantError(f"{strategy} seed {seed}", broken)
+                rows.append(result.summary)
     return rows, time.perf_counter() - began
 
 

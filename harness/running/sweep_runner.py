@@ -12,6 +12,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,8 @@ def run_seed(config: Config, seed: int) -> SeedResult:
     """The body of one task: one seed of one cell on the config's engine, checked where it
     ran (`harness.results.invariants`): a broken check fails the cell with its message. The end
     state the checks needed stays here rather than travelling back."""
-    result, _, broken = run_checked(get_engine(config.run.engine), config, seed)
+    with closing(get_engine(config.run.engine)) as engine:  # stops what it kept for the seed
+        result, _, broken = run_checked(engine, config, seed)
     if broken:
         raise InvariantError(f"seed {seed}", broken)
     return replace(result, sandbox_ids=[], lost_ids=[], drained_views=None)
