@@ -20,8 +20,8 @@ from pathlib import Path
 
 from harness.config.search_file import Search, load_search
 from harness.engines.ray_setup import start_ray, stop_ray
-from harness.results.search_folder import load_search_results
-from harness.running.search_runner import run_search, run_trial
+from harness.results.search_folder import SearchStore, load_search_results
+from harness.running.search_runner import InProcess, run_search, run_trial, search_loop
 
 HERD = Path(__file__).resolve().parent.parent / "configs" / "seed-herd.toml"
 SPACE = """
@@ -50,12 +50,25 @@ def searched(search: Search, folder: Path, on_ray: bool) -> tuple[float, list[di
     return float(meta["searched_s"]), values
 
 
-def plain(search: Search, values: list[dict]) -> float:
-    """The same trials in a loop in this process: no searcher, no files, no Ray."""
-    began = time.perf_counter()
+def plain(search: Search, values: list[dict]) -> tuple[float, float]:
+    """The same trials in a loop in this process: no searcher, no files, no Ray. Its wall and
+    CPU seconds."""
+    began, cpu = time.perf_counter(), time.process_time()
     for v in values:
         run_trial(search.config(v), search.objective.strategies, search.seeds)
-    return time.perf_counter() - began
+    return time.perf_counter() - began, time.process_time() - cpu
+
+
+def search_cpu(search: Search, folder: Path) -> float:
+    """CPU seconds of the search's trial loop in this process (no shrink, no confirmation):
+    other work on a shared machine moves wall time far more than CPU time."""
+    store = SearchStore(folder / f"cpu-{time.monotonic_ns()}", search)
+    try:
+        cpu = time.process_time()
+        search_loop(store, InProcess(), None)
+        return time.process_time() - cpu
+    finally:
+        store.close(True)
 
 
 def on_ray(search: Search, folder: Path, workers: int) -> float:
@@ -90,12 +103,14 @@ def main() -> None:
         folder = Path(tmp)
         search = bench_search(folder, trials, seeds, duration)
         # Interleaved, the fastest of each kept: the machine's pace drifts between minutes.
-        loops, plains = [], []
+        loops, plains, cpus = [], [], []
         for _ in range(args.repeats):
             loop_s, values = searched(search, folder, on_ray=False)
             loops.append(loop_s)
             plains.append(plain(search, values))
-        plain_s, loop_s = min(plains), min(loops)
+            cpus.append(search_cpu(search, folder))
+        plain_s, loop_s = min(p[0] for p in plains), min(loops)
+        plain_cpu, loop_cpu = min(p[1] for p in plains), min(cpus)
         rows = [("plain loop, one process", plain_s), ("search, in this process", loop_s)]
         for workers in (1,) if args.tiny else (1, 2):
             rows.append((f"search on Ray, {workers} worker(s)", on_ray(search, folder, workers)))
@@ -105,7 +120,15 @@ def main() -> None:
         per = seconds / trials
         print(f"{name:32} {trials / seconds:9.2f} {1000 * per:9.1f} {plain_s / seconds:8.2f}x")
     overhead = (loop_s - plain_s) / trials
-    print(f"the search's own cost: {1000 * overhead:.1f} ms per trial (in this process)")
+    cpu = (loop_cpu - plain_cpu) / trials
+    print(
+        f"CPU: plain loop {1000 * plain_cpu / trials:.1f} ms/trial, search loop "
+        f"{1000 * loop_cpu / trials:.1f} ms/trial"
+    )
+    print(
+        f"the search's own cost: {1000 * overhead:.1f} ms per trial of wall time, "
+        f"{1000 * cpu:.1f} ms of CPU (in this process)"
+    )
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

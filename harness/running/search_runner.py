@@ -220,7 +220,7 @@ def run_search(
             pool: InProcess | OnRay = OnRay()
         else:
             pool = InProcess()
-        study = _search(store, pool, progress)
+        study = search_loop(store, pool, progress)
         finish(store, pool, importance(study))
         completed = True
     finally:
@@ -230,9 +230,11 @@ def run_search(
     return store
 
 
-def _search(
+def search_loop(
     store: SearchStore, pool: InProcess | OnRay, progress: SearchProgress | None
 ) -> optuna.Study:
+    """Ask, run and tell, a batch at a time, until the budget is spent (the stored trials
+    replayed, not run); the study, for the importance of each key."""
     search = store.search
     study = optuna.create_study(direction=search.objective.direction, sampler=sampler(search))
     dists = distributions(search)
