@@ -2,12 +2,12 @@
 objective names x the search's seeds on the virtual engine) runs as one Ray task on every core
 of this machine (or of the cluster at --address), and its objective is told back.
 
-Optuna's ask-and-tell interface drives the loop rather than Ray Tune: on this harness a Tune
-trial cost about 2 s of overhead against about 10 ms of work (docs/guides/search.md). Trials
-are asked for in batches of `search.batch` and told back in trial order, so the searcher sees
-the same history whatever order the tasks finish in: a fixed seed gives the same trials, and
-`--resume` replays the stored ones to a new searcher (asking again, checking the same trials
-come back, telling their stored results) and runs only those missing.
+Optuna's ask-and-tell interface drives the loop rather than Ray Tune, whose overhead per trial
+was many times a trial's work (docs/performance.md). Trials are asked for in batches of
+`search.batch` and told back in trial order, so the searcher sees the same history whatever
+order the tasks finish in: a fixed seed gives the same trials, and `--resume` replays the
+stored ones to a new searcher (asking again, checking the same trials come back, telling their
+stored results) and runs only those missing.
 """
 
 from __future__ import annotations
