@@ -27,8 +27,8 @@ import tomli_w
 import harness
 from harness.results import phase_hooks
 from harness.results.atomic_files import write_json, write_parquet, write_text
+from harness.results.failures import ResultsError
 from harness.results.run_folder import (
-    ResultsError,
     check_out_dir,
     first_difference,
     holder,

@@ -37,8 +37,7 @@ from harness.engines import get_engine
 from harness.engines.ray_setup import connect, plugin_sources, stop_ray
 from harness.results import phase_hooks
 from harness.results.arrow_schemas import summary_table
-from harness.results.invariants import InvariantError
-from harness.results.run_folder import ResultsError
+from harness.results.failures import InvariantError, ResultsError
 from harness.results.search_folder import COMPLETE, FAILED, SearchStore
 from harness.results.thresholds import COLUMNS
 from harness.running.runner import run_checked
