@@ -293,6 +293,7 @@ def test_time_based_columns_are_compared_with_a_warning_across_machines(runs, tm
     assert rows.loc["p99_place_ms", "machine_warning"] and not rows.loc["cv", "machine_warning"]
 
 
+@pytest.mark.slow  # draws the whole report
 def test_the_report_of_a_compared_run_shows_the_changes(runs, tmp_path, capsys):
     from harness.presentation.html_report import write_report
 
@@ -379,7 +380,7 @@ def _sweep(out: Path, *overrides: str) -> Path:
     file.write_text(
         f'[sweep]\nbase = "{CONFIGS / "seed-herd.toml"}"\n\n[grid]\n"placement.k" = [2, 3]\n'
     )
-    sweep = load_sweep(file, list(overrides), seeds=8)
+    sweep = load_sweep(file, list(overrides), seeds=6)  # the fewest a sign-flip test can call
     store = SweepStore(out, sweep)
     for cell in sweep.cells:
         store.add_cell(cell, [run_seed(cell.config, s) for s in sweep.seeds], 0.0)
