@@ -64,7 +64,9 @@ EXIT_CODES = {
     143: "stopped by SIGTERM; what finished is on disk, and the line says what",
 }
 """What each exit code of `harness` means: the reference's table (docs/gen_reference.py)."""
-COMMANDS = "run, sweep, search, report, compare, keys or plugins"
+PIPED_WIDTH = 150
+"""Columns of output written to a pipe or a file when `COLUMNS` does not say: the tables'
+width, rather than rich's 80."""
 FORCE_HELP = (
     "run even what the budget refuses: more memory than this machine has available, or over "
     "a day of computing (docs: Configuration keys)"
@@ -267,11 +269,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """The command line, or a ConfigError saying what is wrong with it."""
-    args = _parser().parse_args(argv)
+def parse_args(argv: list[str] | None) -> argparse.Namespace | None:
+    """The command line, or a ConfigError saying what is wrong with it; None for `harness`
+    alone, which has printed the usage (exit 0, as `--help`)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
     if args.command is None:
-        raise ConfigError("", f"a command is required: {COMMANDS}")
+        parser.print_help()
+        return None
     return args
 
 
@@ -352,19 +357,41 @@ def run_config(args: argparse.Namespace) -> tuple[Config, list[str]]:
     """The config and strategies a `harness run` command line stands for: the file, its --set
     overrides in order, then --engine, --address and --seeds, and its --thresholds."""
     overrides = list(args.overrides)
-    if args.engine:
-        overrides.append(f"run.engine={args.engine}")
-    if args.address:
-        overrides.append(f"ray.address={args.address}")
-    if args.seeds is not None:
-        overrides.append(f"run.seeds={args.seeds}")
-    config = load(args.config, overrides, args.thresholds)
+    flags = {}  # the key each flag given sets -> the flag: a bad value is named as typed
+    for flag, key, value in (
+        ("--engine", "run.engine", args.engine),
+        ("--address", "ray.address", args.address),
+        ("--seeds", "run.seeds", args.seeds),
+    ):
+        if value is not None and value != "":
+            overrides.append(f"{key}={value}")
+            flags[key] = flag
+    try:
+        config = load(args.config, overrides, args.thresholds)
+    except ConfigError as e:
+        if e.key not in flags:
+            raise
+        raise ConfigError(flags[e.key], e.reason) from None
     from harness.config import trace_file  # Arrow: loaded once the config itself holds
 
     trace_file.check(config)
     strategies = _strategies(args.compare, config.placement.strategy)
     _check_threshold_strategies(config, strategies)
     return config, strategies
+
+
+def _not_a_results_folder(path: Path) -> None:
+    """Refuses a results folder given to `run` as its config, saying what would use it."""
+    if (path / "run.json").is_file():
+        raise ConfigError(
+            str(path),
+            f"is a run's results folder, not a scenario: see it with `harness report {path}`, "
+            f"or finish an interrupted run with `harness run --resume {path}`",
+        )
+    if any((path / mark).is_file() for mark in ("sweep.json", "search.json")):
+        raise ConfigError(
+            str(path), f"is a results folder, not a scenario: see it with `harness report {path}`"
+        )
 
 
 def _writable_name(out: Path) -> Path:
@@ -400,6 +427,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     elif args.config is None:
         raise ConfigError("config", "a scenario TOML file is required (or --resume DIR)")
     else:
+        _not_a_results_folder(Path(args.config))
         config, strategies = run_config(args)
     from harness.presentation.terminal import LazyProgress, overload_warning
     from harness.results.comparison import FILE as COMPARISON_FILE
@@ -682,6 +710,8 @@ class _Interrupts:
 def _command(argv: list[str] | None, console: Console) -> int:
     try:
         args = parse_args(argv)
+        if args is None:
+            return 0
         commands = {
             "run": _cmd_run,
             "sweep": _cmd_sweep,
@@ -711,8 +741,10 @@ def main(argv: list[str] | None = None) -> int:
     code = exit_code(Interrupted(signal.SIGINT))
     try:
         console = Console()
-        if not console.is_terminal:
-            console.width = 150  # piped output: room for the tables rather than 80 columns
+        if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
+            # piped, and no width asked for (rich reads COLUMNS itself): room for the tables
+            # rather than 80 columns
+            console.width = PIPED_WIDTH
         with ray_scope():  # a Ray the command started is stopped before it returns
             try:
                 code = _command(argv, console)

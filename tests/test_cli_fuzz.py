@@ -205,7 +205,7 @@ def tiny(argv: list[str]) -> list[str] | None:
             args = parse_args(argv)
     except (ConfigError, SystemExit):
         return argv
-    if args.command != "run":
+    if args is None or args.command != "run":
         return argv
     try:
         config, strategies = run_config(args)

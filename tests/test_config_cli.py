@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from harness.cli import COMMANDS, main
+from harness.cli import PIPED_WIDTH, main
 from harness.config import ConfigError, from_dict, parse_override
 from harness.config.key_tables import defaults_table
 from tests.helpers import CONFIGS, SCENARIOS
@@ -249,7 +249,6 @@ def test_a_section_that_is_not_a_table_is_named(text, overrides, message, tmp_pa
     [
         (["run", "{config}", "--seeds", "abc"], "argument --seeds: invalid int value: 'abc'"),
         (["run", "{config}", "--engine", "gpu"], "argument --engine: invalid choice: 'gpu'"),
-        ([], f"a command is required: {COMMANDS}"),
         (["bogus"], "argument command: invalid choice: 'bogus'"),
         (["run"], "config: a scenario TOML file is required (or --resume DIR)"),
         (["run", "{config}", "--nope"], "unrecognized arguments: --nope"),
@@ -365,7 +364,7 @@ def test_a_config_error_loads_no_data_library(argv, tmp_path):
     bad.write_text('[run]\nname = "x"\nseedz = 3\n')
     args = [a.format(bad=bad, config=CONFIGS / "seed-herd.toml") for a in argv]
     probe = (
-        "import sys\nfrom harness.cli import main\n"
+        "import sys\nfrom harness.cli import PIPED_WIDTH, main\n"
         f"code = main({args!r})\n"
         f"print(code, [m for m in {DATA_LIBRARIES!r} if m in sys.modules])"
     )
@@ -381,3 +380,65 @@ def test_the_compare_help_names_the_file_compare_writes(capsys):
     with pytest.raises(SystemExit):
         main(["compare", "--help"])
     assert f"NEW/{FILE}" in capsys.readouterr().out.replace("\n", " ")
+
+
+def test_harness_alone_prints_the_usage(capsys):
+    """`harness` with no command is a question, not a mistake: the help, exit 0."""
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: harness") and all(c in out for c in ("run", "report", "keys"))
+
+
+@pytest.mark.parametrize(
+    "argv,line",
+    [
+        (["--seeds", "0"], "harness: error: --seeds: must be >= 1"),
+        (
+            ["--engine", "ray", "--address", "nowhere"],
+            "harness: error: --address: must be host:port",
+        ),
+        (["--set", "run.seeds=0"], "harness: error: run.seeds: must be >= 1"),
+    ],
+)
+def test_a_bad_flag_value_is_named_by_the_flag(argv, line, tmp_path, capsys):
+    assert main(["run", str(CONFIGS / "seed-herd.toml"), *argv, "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith(line)
+
+
+def test_a_results_folder_given_to_run_points_at_report_and_resume(tmp_path, capsys):
+    out = tmp_path / "done"
+    assert (
+        main(
+            [
+                "run",
+                str(CONFIGS / "seed-herd.toml"),
+                "--seeds",
+                "1",
+                "--quiet",
+                "--no-report",
+                "--out",
+                str(out),
+                "--set",
+                "run.duration_s=2",
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["run", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"`harness report {out}`" in err and f"`harness run --resume {out}`" in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("columns", "widest"), [("72", 72), ("200", 200), (None, PIPED_WIDTH)])
+def test_piped_output_takes_its_width_from_columns(columns, widest, monkeypatch, capsys):
+    """Output to a pipe is as wide as `COLUMNS` says, else PIPED_WIDTH; `harness keys`
+    fills the width it is given (its tables wrap their text)."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert main(["keys"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) == widest
