@@ -328,6 +328,7 @@ def test_a_baseline_from_an_older_harness_is_compared_on_what_both_have(runs, tm
     assert code == 0, err
     assert "keys in one config only" in out and "placement.alpha" in out
     assert "util_cv" not in set(pd.read_parquet(runs["again"] / "comparison.parquet")["column"])
+    assert "columns in one run only, not compared: util_cv" in " ".join(out.split())
 
 
 def test_the_rank_test_approximation_agrees_with_permutations():

@@ -410,6 +410,9 @@ def compare(
     allowed = differing_keys(base.config, new.config, allow or [])[0]
     result = Result(base, new, pd.DataFrame(columns=SCHEMA.names), notes)
     _versions(result)
+    one_sided = [c.name for c in chosen if (c.name in base.summary) != (c.name in new.summary)]
+    if one_sided:
+        result.notes.append(f"columns in one run only, not compared: {', '.join(one_sided)}")
     differ = machines_differ(base, new)
     base_cells, new_cells = _cells(base), _cells(new)
     common = [v for v in new_cells if v in base_cells]
