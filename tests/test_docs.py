@@ -138,3 +138,15 @@ def test_runnable_blocks_run(page, tmp_path):
             command, cwd=work, env=env, capture_output=True, text=True, timeout=300
         )
         assert done.returncode == block.exit, f"{block.code}\n{done.stdout}\n{done.stderr}"
+
+
+def test_generated_figures_are_current():
+    """Every figure docs/generate.py makes is the one committed: a change to what a run draws
+    fails here until `python docs/generate.py` is run and its files committed."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "generate.py"), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
