@@ -12,7 +12,7 @@ whose digests differ and the first run of rows that does (one row where a table 
 than BLOCKS rows).
 
 Columns added to a table after its digests were first recorded (`ADDED`, then `CHECKED` and
-`CAPPED`) are digested on their own, as `<table>+added`, `<table>+checked` and `<table>+capped`:
+`CAPPED`, `PLACER`, `TIMED`) are digested on their own, as `<table>+added`, `<table>+checked`, ...:
 the table's own digest then still proves every older column unchanged."""
 
 from __future__ import annotations
@@ -66,7 +66,27 @@ CAPPED = {"summary": ("failed_asks_exhausted",)}
 """Creates failed by `placement.max_asks`, added after those: `<table>+capped`."""
 PLACER = {"summary": ("scheduler",)}
 """Who placed (`in-process`, or an external scheduler's name): `<table>+placer`."""
-GROUPS = {"added": ADDED, "checked": CHECKED, "capped": CAPPED, "placer": PLACER}
+TIMED = {
+    "summary": (
+        "driver_cpu",
+        "host_load",
+        "send_delay_p99_ms",
+        "time_keeping",
+        "overload_figure",
+        "overload_value",
+        "overload_limit",
+        "fitting_time_scale",
+    )
+}
+"""What an engine in real time measured of its own time keeping (empty on the virtual
+engine): `<table>+timed`."""
+GROUPS = {
+    "added": ADDED,
+    "checked": CHECKED,
+    "capped": CAPPED,
+    "placer": PLACER,
+    "timed": TIMED,
+}
 
 BLOCKS = 64
 

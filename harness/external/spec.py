@@ -40,7 +40,7 @@ class ExternalSpec:
     log_dir: str = key(
         "",
         "Folder for the standard error of the processes external.command starts, a file per "
-        "seed and replica (<strategy>-seed<N>-replica<R>.log, its last 1-2 MiB); empty: the "
+        "seed and replica (named by strategy, seed and replica; its last 1-2 MiB); empty: the "
         "run folder's scheduler/.",
     )
     transport: str = key(

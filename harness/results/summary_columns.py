@@ -130,6 +130,11 @@ rule, in its order)."""
 LOWER, HIGHER = Direction.LOWER, Direction.HIGHER
 NEUTRAL, IDENTITY = Direction.NEUTRAL, Direction.IDENTITY
 
+FAITHFUL = "faithful"
+OVERLOADED = "overloaded"
+"""The values of `time_keeping`: declared with the column, so a threshold reads them without
+loading the verdict's data libraries."""
+
 SUMMARY_COLUMNS: tuple[Column, ...] = (
     Column("engine", "str", "name", IDENTITY, LABEL, Source.RUN, "`virtual` or `ray`."),
     Column(

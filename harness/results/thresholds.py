@@ -26,15 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
-from harness.results.summary_columns import SUMMARY_COLUMNS
+from harness.results.summary_columns import OVERLOADED, SUMMARY_COLUMNS
 
 if TYPE_CHECKING:  # pandas is loaded by evaluation only: checking a config needs names alone
     import pandas as pd
 
 
 def _overloaded(summary: pd.DataFrame) -> pd.Series:
-    from harness.results.time_keeping import OVERLOADED  # Arrow: loaded when evaluating
-
     return (summary["time_keeping"] == OVERLOADED).astype(float)
 
 

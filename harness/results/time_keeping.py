@@ -23,13 +23,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from harness.results.summary_columns import FAITHFUL, OVERLOADED
+
 if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
     import pandas as pd
 
     from harness.config import Config
 
-FAITHFUL = "faithful"
-OVERLOADED = "overloaded"
 
 LATE_SHARE = 0.25
 """A heartbeat's lateness (p99) may be this share of the report interval: a view that many
