@@ -5,7 +5,10 @@ figure differs from what this makes.
     PYTHONPATH=. python docs/generate.py          # rewrite every generated file
     PYTHONPATH=. python docs/generate.py --check  # exit 1, naming them, where one differs
 
-Made here: `docs/assets/herd-cv-over-time.png`, the chart "The herd, and why" describes: the
+Output blocks: a fenced block right after `<!-- output: harness ... -->` in a docs page or the
+README is what that command prints in an 80-column terminal (`COLUMNS=80`), run from the
+project root; its `--out DIR` is a temporary folder, named DIR in the text. Figures:
+`docs/assets/herd-cv-over-time.png`, the chart "The herd, and why" describes: the
 report's "CV over time" of the reference benchmark (configs/seed-herd.toml) under stale,
 in_progress and optimistic, on the virtual engine (the same bytes on every machine with the
 same matplotlib)."""
@@ -13,6 +16,10 @@ same matplotlib)."""
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import shlex
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -41,10 +48,57 @@ def herd_chart() -> bytes:
     return plots.cv_over_time(cv_over_time(frames["timeline"]), plots.colors(list(HERD)), beats)
 
 
-GENERATED: dict[str, Callable[[], bytes]] = {
+FIGURES: dict[str, Callable[[], bytes]] = {
     "docs/assets/herd-cv-over-time.png": herd_chart,
 }
-"""Each generated file (from the project root) and what makes it."""
+"""Each generated figure (from the project root) and what makes it."""
+OUTPUT = re.compile(r"(<!-- output: (?P<command>.+?) -->\n```[a-z]*\n)(?P<shown>.*?)(```)", re.S)
+"""A marked output block: the marker and opening fence, what the page shows, the closing fence."""
+COLUMNS = 80
+"""The terminal width the blocks are printed for."""
+
+
+def output(command: str) -> str:
+    """What `command` (`harness ...`) prints at COLUMNS columns, its --out folder named as
+    given; trailing spaces dropped, as a page keeps none."""
+    argv = shlex.split(command)
+    with tempfile.TemporaryDirectory() as folder:
+        named = None
+        if "--out" in argv:
+            at = argv.index("--out") + 1
+            named, argv[at] = argv[at], str(Path(folder) / "out")
+        env = {**os.environ, "COLUMNS": str(COLUMNS)}
+        done = subprocess.run(
+            [sys.executable, "-m", "harness", *argv[1:]],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        text = done.stdout + done.stderr
+        if named is not None:
+            text = text.replace(str(Path(folder) / "out"), named)
+    return "".join(line.rstrip() + "\n" for line in text.splitlines())
+
+
+def pages() -> list[Path]:
+    """The docs pages and the README: where output blocks may be."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def with_outputs(page: Path) -> bytes:
+    """`page` with each marked output block as its command prints it now."""
+    text = page.read_text()
+    return OUTPUT.sub(lambda m: m[1] + output(m["command"]) + m[4], text).encode()
+
+
+def generated() -> dict[str, Callable[[], bytes]]:
+    """Every generated file (from the project root) and what makes it."""
+    made: dict[str, Callable[[], bytes]] = dict(FIGURES)
+    for page in pages():
+        if OUTPUT.search(page.read_text()):
+            made[str(page.relative_to(ROOT))] = lambda page=page: with_outputs(page)
+    return made
 
 
 def main() -> int:
@@ -52,7 +106,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="compare, write nothing")
     check = parser.parse_args().check
     stale = []
-    for name, make in GENERATED.items():
+    for name, make in generated().items():
         made = make()
         path = ROOT / name
         if path.exists() and path.read_bytes() == made:

@@ -150,3 +150,17 @@ def test_generated_figures_are_current():
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_an_output_block_that_differs_from_its_command_is_rewritten(tmp_path):
+    """The generator's own check: a block showing what the command no longer prints is
+    replaced by what it prints (here `harness plugins`, fast), and then left alone."""
+    spec = importlib.util.spec_from_file_location("generate", DOCS / "generate.py")
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    page = tmp_path / "page.md"
+    page.write_text("Text.\n\n<!-- output: harness plugins -->\n```\nKIND  NAME  FROM\n```\n")
+    current = generate.with_outputs(page)
+    assert current != page.read_bytes() and b"best_of_k" in current
+    page.write_bytes(current)
+    assert generate.with_outputs(page) == current
