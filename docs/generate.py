@@ -5,6 +5,10 @@ figure differs from what this makes.
     PYTHONPATH=. python docs/generate.py          # rewrite every generated file
     PYTHONPATH=. python docs/generate.py --check  # exit 1, naming them, where one differs
 
+`docs/assets/report.png` (README and the home page) is the main job's whole report.html,
+captured by a headless Chromium 1280 px wide when one is installed: made by a plain run, never
+checked (a browser draws text a little differently on every machine).
+
 Output blocks: a fenced block right after `<!-- output: harness ... -->` in a docs page or the
 README is what that command prints in an 80-column terminal (`COLUMNS=80`), run from the
 project root; its `--out DIR` is a temporary folder, named DIR in the text. Figures:
@@ -16,9 +20,12 @@ same matplotlib)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -101,6 +108,56 @@ def generated() -> dict[str, Callable[[], bytes]]:
     return made
 
 
+REPORT_IMAGE = "docs/assets/report.png"
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+WIDTH = 1280
+"""The window the report is captured in: its layout for a laptop screen."""
+
+
+def report_image(browser: str) -> bytes:
+    """The main job's report.html whole, 1280 px wide: captured in a window taller than any
+    report, then cut below its last row that is not the page's background."""
+    from PIL import Image, ImageChops
+
+    from harness.cli import main as harness
+
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "first"
+        seed_herd = str(ROOT / "configs" / "seed-herd.toml")
+        compare = "stale,in_progress,optimistic"
+        argv = ["run", seed_herd, "--compare", compare, "--quiet", "--out", str(out)]
+        with contextlib.redirect_stdout(io.StringIO()):  # the tables: not what is captured
+            code = harness(argv)
+        if code != 0:
+            raise SystemExit("the main job failed")
+        shot = Path(folder) / "shot.png"
+        subprocess.run(
+            [
+                browser,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--no-first-run",
+                f"--user-data-dir={Path(folder) / 'profile'}",
+                f"--window-size={WIDTH},30000",
+                "--virtual-time-budget=5000",
+                f"--screenshot={shot}",
+                (out / "report.html").as_uri(),
+            ],
+            capture_output=True,
+            check=True,
+            timeout=300,
+        )
+        image = Image.open(shot).convert("RGB")
+    background = Image.new("RGB", image.size, image.getpixel((image.width - 1, image.height - 1)))
+    box = ImageChops.difference(image, background).getbbox()
+    bottom = min(image.height, (box[3] if box else image.height) + 24)
+    buffer = io.BytesIO()
+    image.crop((0, 0, image.width, bottom)).save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare, write nothing")
@@ -114,6 +171,13 @@ def main() -> int:
         stale.append(name)
         if not check:
             path.write_bytes(made)
+    browser = next((p for p in map(shutil.which, BROWSERS) if p), None)
+    if not check:
+        if browser is None:
+            print(f"{REPORT_IMAGE}: kept (no Chromium to capture it)", file=sys.stderr)
+        else:
+            (ROOT / REPORT_IMAGE).write_bytes(report_image(browser))
+            print(f"{REPORT_IMAGE}: captured", file=sys.stderr)
     verb = "differs from what docs/generate.py makes" if check else "rewritten"
     for name in stale:
         print(f"{name}: {verb}", file=sys.stderr)
