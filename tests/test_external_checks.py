@@ -15,6 +15,7 @@ import pytest
 
 from harness.cli import THRESHOLD_FAILED, main
 from harness.config import load
+from harness.engines.virtual import VirtualEngine
 from harness.external import EXIT_CODE
 from harness.external.generate import ROOT
 from harness.running.runner import run
@@ -182,3 +183,19 @@ def test_max_asks_ends_a_storm_early(tmp_path) -> None:
     summary = _full_node(tmp_path, "placement.max_asks=5")
     assert summary["requests"] == summary["failed_asks_exhausted"] == 5
     assert summary["asks_max"] == 5 and summary["asks_mean"] == 5.0
+
+
+def test_the_progress_line_hears_of_creates_stuck_in_refusals(tmp_path) -> None:
+    """With a 30 s deadline each create is refused thousands of times: the engine's progress
+    calls count the creates in flight refused `REFUSED_AGAIN` times or more."""
+    config_path = tmp_path / "full-node.toml"
+    config_path.write_text(FULL_NODE)
+    sets = [f"external.command={json.dumps([*NODE_0, 'framed'])}", "external.transport=framed"]
+    config = load(config_path, [*sets, "placement.deadline_s=30", "run.duration_s=3"])
+    seen: list[int] = []
+    engine = VirtualEngine()
+    try:
+        engine.run_seed(config, 0, lambda t, snapshot=None, refused=0: seen.append(refused))
+    finally:
+        engine.close()
+    assert seen and max(seen) >= 1, seen
