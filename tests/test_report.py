@@ -255,3 +255,40 @@ def test_identical_series_are_grouped_and_a_dwarfing_one_turns_the_axis_logarith
     )
     assert axes["climbing"].get_yscale() == "log"
     assert (axes["even"].get_yscale(), axes["even"].get_ylabel()) == ("linear", "CV")
+
+
+def _run_table_cells(page: str) -> dict[str, str]:
+    """The report's run table: header -> the first strategy's cell."""
+    table = page[page.index("<table") : page.index("</table>")]
+    headers = [
+        re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", table, re.S)
+    ]
+    row = table[table.index("<tbody") :]
+    cells = [
+        re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+    ]
+    return dict(
+        zip(headers[-len(cells) :] if len(headers) > len(cells) else headers, cells, strict=False)
+    )
+
+
+def test_failed_is_a_count_in_the_report_as_in_the_terminal(tmp_path, capsys):
+    """Every create fails: the terminal and the report both give the failed creates as a
+    count (a mean over seeds), not one a count and the other a share."""
+    config = tmp_path / "c.toml"
+    config.write_text('[run]\nduration_s = 2\n[[faults]]\nkind = "rpc_error"\n')
+    out = tmp_path / "out"
+    assert main(["run", str(config), "--seeds", "1", "--out", str(out), "--quiet"]) == 0
+    shown = capsys.readouterr().out
+    failed = _run_table_cells((out / "report.html").read_text())["failed"]
+    assert failed.isdigit() and int(failed) > 0
+    assert re.search(rf"│ +{failed} │", shown), shown
+
+
+def test_the_run_table_says_what_its_less_obvious_columns_mean(run_report):
+    """The utilisation columns are shown and explained; the real-time ones, absent on the
+    virtual engine, are not explained either."""
+    page = run_report.read_text()
+    assert "util CV mean" in _run_table_cells(page)
+    assert "util CV: the spread (CV) of the nodes&#x27; CPU utilisation" in page
+    assert "beat late:" not in page

@@ -44,7 +44,8 @@ from harness.results.sweep_folder import is_sweep, load_sweep_results, read_cell
 from harness.results.time_keeping import run_verdict
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222;
+       padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; }
 figure { margin: 1em 0; } img { max-width: 100%; }
 figcaption, .note { color: #555; font-size: 0.9em; }
@@ -117,7 +118,7 @@ RUN_COLUMNS = [
     ("busiest", ("max_count",), COUNT),
     ("idlest", ("min_count",), COUNT),
     ("placed", ("placed",), COUNT),
-    ("failed", ("failed_frac",), "{:.1%}"),
+    ("failed", ("failed",), COUNT),
     ("creates/s", ("creates_per_s",), "{:.1f}"),
     ("kills/s", ("kills_per_s",), "{:.1f}"),
     ("latency ms p50 / p90 / p99", PLACE_MS, "{:.1f} / {:.1f} / {:.1f}"),
@@ -144,7 +145,30 @@ def _run_table(rows: pd.DataFrame) -> str:
                 form.format(*v) if ok else "-"
                 for v, ok in zip(values.itertuples(index=False), known, strict=True)
             ]
-    return _table(pd.DataFrame(cells))
+    notes = " ".join(text for header, text in RUN_NOTES if header is None or header in cells)
+    return _table(pd.DataFrame(cells)) + f'<p class="note">{html.escape(notes)}</p>'
+
+
+RUN_NOTES: tuple[tuple[str | None, str], ...] = (
+    (
+        None,
+        "busiest, idlest: the busiest and idlest node's sandboxes at the end; placed, failed: "
+        "creates; each a mean over seeds. |err|: believed minus true allocated vCPU per node "
+        "and replica, its time-weighted mean; err %: the share of node-time with any error.",
+    ),
+    (
+        "util CV mean",
+        "util CV: the spread (CV) of the nodes' CPU utilisation at the end, alloc CV of their "
+        "allocated vCPUs; util mean %: the mean utilisation.",
+    ),
+    (
+        "create RPC ms p50 / p99",
+        "create RPC: the create call's round trip; beat late: how late heartbeats arrived; "
+        "model ms, real-time engines only.",
+    ),
+)
+"""What the run table's columns mean, under it; a column's line only when it is shown (None:
+always), as the terminal's caption (`harness.presentation.terminal.CAPTIONS`)."""
 
 
 def _beats(config: Config) -> tuple[list[float], str]:

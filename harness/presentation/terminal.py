@@ -185,12 +185,8 @@ def strategy_tables(
     ):
         if rows[column].notna().any():
             columns.append(Column(label, [_fmt(x, 2) for x in rows[column]]))
-    caption = (
-        "max, min: the busiest and idlest node's sandboxes, placed and failed: creates, each "
-        "a mean over seeds. err: believed minus true allocated vCPU per node and replica; "
-        "|err| is its mean, time-weighted, over and under the worst over all seeds, err % the "
-        "share of node-time with any error."
-    )
+    labels = {c.header.replace("\n", " ") for c in columns}
+    caption = " ".join(text for label, text in CAPTIONS if label is None or label in labels)
     strategy = Column("strategy", list(rows["strategy"]), justify="left")
     return fitted(title, [strategy], columns, width, caption)
 
@@ -210,6 +206,29 @@ def _utilisation_columns(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Colu
         Column("alloc\nCV", [_fmt(x) for x in rows["alloc_cv_mean"]]),
         Column("util\n%", [_fmt(x, 1) for x in rows["util_mean"]]),
     ]
+
+
+CAPTIONS: tuple[tuple[str | None, str], ...] = (
+    (
+        None,
+        "max, min: the busiest and idlest node's sandboxes, placed and failed: creates, each "
+        "a mean over seeds. err: believed minus true allocated vCPU per node and replica; "
+        "|err| is its mean, time-weighted, over and under the worst over all seeds, err % the "
+        "share of node-time with any error.",
+    ),
+    (
+        "util CV",
+        "util CV: the spread (CV) of the nodes' CPU utilisation at the end, alloc CV of their "
+        "allocated vCPUs; util %: the mean utilisation.",
+    ),
+    (
+        "RPC p99",
+        "RPC p99: the create RPC's round trip, late p99: how late heartbeats arrived, in model "
+        "ms (real-time engines only).",
+    ),
+)
+"""What the run table's columns mean, said under it; a column's line only when it is shown
+(None: always). The HTML report says the same (`harness.presentation.html_report`)."""
 
 
 def threshold_table(records: list[dict[str, Any]], width: int) -> list[RenderableType]:
