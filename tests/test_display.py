@@ -168,3 +168,17 @@ def test_html_tables_show_counts_as_integers():
     frame = pd.DataFrame({"strategy": ["stale"], "placed": [500.0], "cv": [0.6021], "x": [None]})
     page = _table(frame.astype({"x": float}))
     assert "<td>500</td>" in page and "<td>0.602</td>" in page and "<td>-</td>" in page
+
+
+def test_the_run_table_caption_explains_the_utilisation_columns_only_when_shown(
+    tmp_path, capsys, monkeypatch
+):
+    """upstream-comparison varies its nodes' usage, so the utilisation columns are shown and
+    their meaning is said under the table; seed-herd's are not, and neither is their line."""
+    monkeypatch.setenv("COLUMNS", "200")
+    for name, shown in (("upstream-comparison", True), ("seed-herd", False)):
+        out = tmp_path / name
+        argv = ["run", str(CONFIGS / f"{name}.toml"), "--seeds", "2", "--no-report"]
+        assert main([*argv, "--quiet", "--out", str(out)]) == 0
+        text = capsys.readouterr().out
+        assert ("util CV: the spread (CV)" in text) is shown, text
