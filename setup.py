@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import tomllib
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 from setuptools import setup
@@ -45,11 +46,46 @@ BUILDS = {"build", "build_ext", "bdist_wheel", "editable_wheel", "develop", "ins
 read the metadata, `egg_info`, which needs none)."""
 
 
+IN_PLACE = {"editable_wheel", "develop"}
+"""The builds that leave the extensions next to the sources (`pip install -e .`)."""
+
+
+def _digest(path: str) -> str:
+    return hashlib.sha256((ROOT / path).read_bytes()).hexdigest()
+
+
+def _unchanged() -> bool:
+    """Whether an editable install's extensions in the tree are those of the current sources:
+    the record of the last compile names every module compiled now, each with its source's
+    digest unchanged, and each extension (and the shared library) is still there for this
+    Python. Then a reinstall reuses them rather than compiling again for minutes."""
+    if not IN_PLACE.intersection(sys.argv[1:]):
+        return False
+    try:
+        built = json.loads((ROOT / BUILT).read_text())["sources"]
+    except (OSError, ValueError, KeyError):
+        return False
+    suffix = EXTENSION_SUFFIXES[0]
+    shared = ROOT / f"harness/_native__mypyc{suffix}"
+    return (
+        sorted(built) == sorted(COMPILED)
+        and shared.is_file()
+        and all(built[p] == _digest(p) for p in COMPILED)
+        and all((ROOT / p).with_suffix(suffix).is_file() for p in COMPILED)
+    )
+
+
 def _extensions() -> list:
     if not BUILDS.intersection(sys.argv[1:]):
         return []
     if os.environ.get("HARNESS_PURE", "").strip() not in ("", "0"):
         return _pure()
+    if _unchanged():
+        print(
+            "herd-harness: compiled modules unchanged since the last build; reusing them",
+            file=sys.stderr,
+        )
+        return []
     try:
         from mypyc.build import mypycify
     except ImportError as e:
@@ -80,7 +116,7 @@ class BuildExt(build_ext):
             _pure(f"the compiled modules could not be built ({e})")
             return
         if self.extensions:
-            sources = {p: hashlib.sha256((ROOT / p).read_bytes()).hexdigest() for p in COMPILED}
+            sources = {p: _digest(p) for p in COMPILED}
             self._built().write_text(json.dumps({"sources": sources}, indent=1) + "\n")
 
     def _built(self) -> Path:
