@@ -11,8 +11,9 @@ import sys
 
 import pytest
 
+import harness.running.cost_check
+import harness.running.runner
 import harness.running.sweep_runner
-from harness import cli
 from harness.cli import main
 from harness.config import ConfigError, from_dict, load
 from harness.config.sweep_file import load_sweep
@@ -39,8 +40,9 @@ def small_machine(monkeypatch):
     def started(*args, **kwargs):
         raise Started
 
-    monkeypatch.setattr(cli, "this_machine", lambda: SMALL)
-    monkeypatch.setattr(cli, "run", started)
+    # The CLI imports these inside its commands (a config error loads no data library).
+    monkeypatch.setattr(harness.running.cost_check, "this_machine", lambda: SMALL)
+    monkeypatch.setattr(harness.running.runner, "run", started)
     monkeypatch.setattr(harness.running.sweep_runner, "run_sweep", started)
 
 
@@ -270,6 +272,6 @@ def test_the_two_huge_scenarios_are_refused_and_force_runs_them(
     def started(*args, **kwargs):
         raise Started
 
-    monkeypatch.setattr(cli, "run", started)
+    monkeypatch.setattr(harness.running.runner, "run", started)
     with pytest.raises(Started):
         main(["run", str(config), "--force", "--quiet", "--out", str(tmp_path / "never")])
