@@ -18,7 +18,7 @@
    blocks whose CV is found changed (`better` or `worse`) printed beside the mean change.
 
 `--tiny` runs a handful of seeds and comparisons, to check the script works
-(tests/test_bench.py): its figures mean nothing."""
+(tests/project/test_bench.py): its figures mean nothing."""
 
 from __future__ import annotations
 

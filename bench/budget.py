@@ -38,7 +38,7 @@ for raw in json.loads(sys.argv[1]):
 
 
 TINY_HELP = (
-    "the smallest run of every part, to check the script works (tests/test_bench.py): "
+    "the smallest run of every part, to check the script works (tests/project/test_bench.py): "
     "its figures mean nothing"
 )
 

@@ -5,7 +5,7 @@ command imported on the way (`python -X importtime`).
     PYTHONPATH=. python bench/config_error.py [--runs 20]
 
 A mistake is said once the config is read: nothing it needs loads a data library (pandas,
-Arrow, numpy, Ray, matplotlib), which tests/test_config_cli.py checks; this measures the
+Arrow, numpy, Ray, matplotlib), which tests/config/test_config_cli.py checks; this measures the
 time itself, which depends on the machine and what else runs on it."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def imports(config: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--tiny", action="store_true", help="one run (tests/test_bench.py)")
+    parser.add_argument("--tiny", action="store_true", help="one run (tests/project/test_bench.py)")
     args = parser.parse_args()
     runs = 1 if args.tiny else args.runs
     with tempfile.TemporaryDirectory() as folder:

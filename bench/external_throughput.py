@@ -185,7 +185,7 @@ def main() -> None:
         "--tiny",
         action="store_true",
         help="the smallest run of every path but Go's (its build is the slow part), to check the "
-        "script works (tests/test_bench.py): its figures mean nothing",
+        "script works (tests/project/test_bench.py): its figures mean nothing",
     )
     args = parser.parse_args()
     if args.tiny:

@@ -91,7 +91,7 @@ def main() -> None:
         action="store_true",
         help=(
             "the smallest run of every part, to check the script works "
-            "(tests/test_bench.py): its figures mean nothing"
+            "(tests/project/test_bench.py): its figures mean nothing"
         ),
     )
     args = parser.parse_args()

@@ -337,7 +337,7 @@ def main() -> None:
     parser.add_argument(
         "--tiny",
         action="store_true",
-        help="one short row per part, to check the script works (tests/test_bench.py): its "
+        help="one short row per part, to check the script works (tests/project/test_bench.py): its "
         "figures mean nothing",
     )
     args = parser.parse_args()

@@ -58,7 +58,7 @@ def main() -> None:
         "--tiny",
         action="store_true",
         help="the smallest sweep, one worker only, to check the script works "
-        "(tests/test_bench.py): its figures mean nothing",
+        "(tests/project/test_bench.py): its figures mean nothing",
     )
     args = parser.parse_args()
     if args.tiny:

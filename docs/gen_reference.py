@@ -5,8 +5,8 @@ the plugins and strategies (the registries), the exit codes and the command line
     python docs/gen_reference.py          # write docs/reference/*.md
     python docs/gen_reference.py --check  # exit 1 if a page is not current
 
-tests/test_docs.py runs the check, so a key, column, plugin or flag added to the code without
-regenerating the pages fails the suite."""
+tests/project/test_docs.py runs the check, so a key, column, plugin or flag added to the code
+without regenerating the pages fails the suite."""
 
 from __future__ import annotations
 
@@ -49,8 +49,8 @@ def _table(header: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
 
 
 def _key_rows(rows: list[tuple[str, str, str]]) -> str:
-    """Rows as `harness keys --markdown` prints them (tests/test_display.py holds the two to
-    the same text)."""
+    """Rows as `harness keys --markdown` prints them (tests/presentation/test_display.py holds the
+    two to the same text)."""
     return "".join(f"| `{key}` | `{default}` | {meaning} |\n" for key, default, meaning in rows)
 
 

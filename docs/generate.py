@@ -1,5 +1,5 @@
 """Regenerates what the docs show that the harness makes: run after a change to an output,
-then commit what moved (docs/contributing.md). tests/test_docs.py fails while a committed
+then commit what moved (docs/contributing.md). tests/project/test_docs.py fails while a committed
 figure differs from what this makes.
 
     PYTHONPATH=. python docs/generate.py          # rewrite every generated file

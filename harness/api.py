@@ -5,7 +5,7 @@ These names are the stable surface (docs/reference/api.md, "Stability"): they ke
 meaning within a major version, and a change to any of them is announced in the release notes
 one minor version ahead, with the old form kept working in between. Every other module of
 `harness` is internal: it may move or change in any release, as the reorganisation that moved
-`harness.ledgers` did. `tests/test_public_api.py` fails when a documented name disappears.
+`harness.ledgers` did. `tests/project/test_public_api.py` fails when a documented name disappears.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from harness.running.interrupts import Interrupted, exit_code
 # The modules that load Arrow, pandas, numpy or Ray (results folders, comparisons, terminal
 # tables, the runners, the cost check) are imported inside the commands that use them, once
 # the config is read: a mistake on the command line or in a config is said before any of them
-# loads (tests/test_config_cli.py checks it; bench/config_error.py measures it).
+# loads (tests/config/test_config_cli.py checks it; bench/config_error.py measures it).
 
 THRESHOLD_FAILED = 99
 """Exit code of a run or sweep that finished but failed a threshold (k6 uses 99 too)."""

@@ -1,4 +1,4 @@
-"""Fixtures and hooks. The helpers the tests share are plain functions in tests/helpers.py,
+"""Fixtures and hooks. The helpers the tests share are plain functions in tests/support/,
 imported from there: pytest loads this file under a module name of its own."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import own_entry_points, scenario
+from tests.support.configs import scenario
+from tests.support.entry_points import own_entry_points
 
 _others_hidden = pytest.MonkeyPatch()
 
@@ -21,8 +22,8 @@ def pytest_configure(config: pytest.Config) -> None:
     """The registries of this process find built-in plugins and this project's entry points
     only, from collection on (tests are parametrized over their names): the suite passes
     whatever else is installed. A test about installed plugins registers one itself
-    (tests/test_strategies.py) or installs the example package apart
-    (tests/test_plugin_package.py). And the folder of the locks that keep Ray tests apart
+    (tests/model/test_strategies.py) or installs the example package apart
+    (tests/project/test_plugin_package.py). And the folder of the locks that keep Ray tests apart
     (`pytest_runtest_protocol`), made once for all workers."""
     _others_hidden.setattr("harness.model.registry.entry_points", own_entry_points)
     if not hasattr(config, "workerinput"):  # this process, or pytest-xdist's controller
@@ -93,9 +94,9 @@ def local_ray(_ray_stopped_at_the_end: None) -> None:
     """The embedded local Ray (`harness.engines.ray_setup.connect`: loopback, private folder,
     sized to the machine) that every module needing no Ray of its own shares, as a `harness` command
     started in this process would: starting one costs seconds. Started on first use, again
-    after a module that stopped it for a Ray of its own (`ray_cluster`, tests/test_sweep.py),
-    stopped at the end of the session. A test that runs Ray through `harness.cli.main` joins
-    it (`ray_scope` leaves a Ray that was up before alone)."""
+    after a module that stopped it for a Ray of its own (`ray_cluster`,
+    tests/running/test_sweep.py), stopped at the end of the session. A test that runs Ray through
+    `harness.cli.main` joins it (`ray_scope` leaves a Ray that was up before alone)."""
     from harness.engines.ray_setup import connect
 
     connect()

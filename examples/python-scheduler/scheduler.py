@@ -13,7 +13,7 @@ the harness:
 It keeps its own state, as a real scheduler does: the nodes' static facts, its ledger, its
 creates in progress. It draws its samples from the stream the in-process replica would
 (`harness.model.random_streams.stream(seed, "placement/<replica>")`), so on the virtual engine a
-run through it is the in-process run, table for table (tests/test_external.py). """
+run through it is the in-process run, table for table (tests/external/test_external.py). """
 
 from __future__ import annotations
 

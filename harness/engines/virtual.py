@@ -105,7 +105,7 @@ class _World(Recipient):
 @contextmanager
 def _no_cycle_collection() -> Iterator[None]:
     """The cyclic garbage collector off while a seed is set up, run and collected. A seed makes
-    no reference cycles (`tests/test_virtual_engine.py` checks every strategy), so reference
+    no reference cycles (`tests/engines/test_virtual_engine.py` checks every strategy), so reference
     counting frees all it drops, and the collector would only walk the seed's growing state
     again and again (docs/performance.md, "Virtual engine: the garbage collector off"). A
     plugin that makes cycles keeps them until the seed ends, when the collector is back."""

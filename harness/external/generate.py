@@ -1,7 +1,7 @@
 """Regenerates what comes from the protocol (`scheduler.proto`) with the pinned grpcio-tools:
 its Python code and its reference page (docs/reference/scheduler-protocol.md, from the .proto's
 comments): `python -m harness.external.generate`. Both are checked in, so a run needs only
-grpcio and protobuf; `tests/test_external.py` checks they match the .proto."""
+grpcio and protobuf; `tests/external/test_external.py` checks they match the .proto."""
 
 from __future__ import annotations
 

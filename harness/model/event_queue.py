@@ -18,7 +18,7 @@ number, kind, key and payload stay in its slot, which the heaps never move (the 
 is read only when two times tie), so keeping order compares and moves plain numbers and never
 touches a message's objects (at 10,000 nodes a heap of tuples spent most of its time waiting for
 them to come from memory, and compiled, each comparison of two tuples is a generic call).
-`tests/test_event_queue.py` states the rules; it runs on both build paths.
+`tests/model/test_event_queue.py` states the rules; it runs on both build paths.
 """
 
 from __future__ import annotations

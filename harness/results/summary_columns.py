@@ -4,8 +4,8 @@ result reference (`column_docs`), the names the summary's parts compute (`Source
 `harness compare` compares and how (`Direction`, `Kind`) all derive from `SUMMARY_COLUMNS`.
 
 A new summary figure is one `Column(...)` entry here, in the place it should take in the table,
-plus its computation in the part its `source` names; tests/test_summary_columns.py fails when
-one is missing. A fault kind's counters are declared with the kind
+plus its computation in the part its `source` names; tests/results/test_summary_columns.py fails
+when one is missing. A fault kind's counters are declared with the kind
 (`harness.model.cluster.faults.fault_kind.Counter`) and become columns here."""
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def quiet_allowed(config: Config) -> bool:
     """Whether the replicas would ignore a report that says what the node's last one said: the
     strategy ignores one (`Ledger.ignores_unchanged_reports`) and no placement plugin reads when
     a view was reported. Nodes may then skip such reports (`NodeHost`, `quiet`): the run is the
-    same (`tests/test_virtual_engine.py` checks every table)."""
+    same (`tests/engines/test_virtual_engine.py` checks every table)."""
     return (
         LEDGERS[config.placement.strategy].ignores_unchanged_reports()
         and not Parts.of(config.placement).reads_report_times()

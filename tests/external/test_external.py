@@ -1,0 +1,216 @@
+"""Placement by an external scheduler over gRPC (`harness.external`): the generated code is the
+.proto's, the Python example is the in-process run table for table, bad keys are one line, and
+each way a scheduler process can misbehave is one line naming it, exit code 3, finished seeds
+kept and the run marked incomplete."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.cli import main
+from harness.config import ConfigError, load
+from harness.external import EXIT_CODE
+from harness.external.generate import GENERATED, REFERENCE, ROOT, generate
+from tests.support.golden import folder_digests
+from tests.support.schedulers import PYTHON_SCHEDULER
+
+FAULTY = [sys.executable, str(ROOT / "tests" / "support" / "external_fault_scheduler.py")]
+SEED_HERD = ROOT / "configs" / "seed-herd.toml"
+NAMES = ("inproc", "external")
+NOT_SAID = ("k", "scheduler")
+"""Summary columns that differ by who placed: an external scheduler's run leaves K empty (its
+sampler's, `Sampler.candidates`, is its own) and names the scheduler (`in-process` otherwise)."""
+
+
+def command(args: list[str]) -> str:
+    return f"external.command={json.dumps(args)}"
+
+
+def test_the_generated_code_and_reference_are_the_protos(tmp_path) -> None:
+    made = generate(tmp_path)
+    assert sorted(made) == sorted(GENERATED)
+    for path, text in made.items():
+        assert (ROOT / path).read_text() == text, (
+            f"{path} is stale: python -m harness.external.generate"
+        )
+    assert "| `create_answered` | `RpcAnswered` | 4 |" in made[REFERENCE]
+
+
+def _run(tmp_path: Path, name: str, *sets: str, seeds: int = 2, extra: list[str] = ()) -> int:
+    args = ["run", str(SEED_HERD), "--seeds", str(seeds), "--out", str(tmp_path / name)]
+    args += ["--no-report", "--quiet", *extra]
+    for s in sets:
+        args += ["--set", s]
+    return main(args)
+
+
+@pytest.mark.parametrize("transport", ["grpc", "framed"])
+def test_the_python_example_gives_the_in_process_run(tmp_path, transport) -> None:
+    """Same Parquet content, stale and optimistic, on seed-herd and on a scenario whose RPCs
+    fail and are retried (the scheduler keeps the excluded nodes itself), on either transport."""
+    compare = ["--compare", "stale,optimistic"]
+    assert _run(tmp_path, "inproc", extra=compare) == 0
+    server = PYTHON_SCHEDULER + (["--framed"] if transport == "framed" else [])
+    sets = [command(server), f"external.transport={transport}"]
+    assert _run(tmp_path, "external", *sets, extra=compare) == 0
+    inproc, external = (folder_digests(tmp_path / n, drop=NOT_SAID) for n in NAMES)
+    assert inproc == external
+    unsaid = pd.read_parquet(tmp_path / "external" / "summary.parquet")["k"]
+    assert unsaid.isna().all()  # the harness cannot know how many the scheduler looked at
+    assert json.loads((tmp_path / "external" / "run.json").read_text())["plugins"]["k"] is None
+    requests = pd.read_parquet(tmp_path / "external" / "requests.parquet")
+    assert len(requests) == 2 * 2 * 500 and requests["node_id"].nunique() == 10
+
+
+@pytest.mark.parametrize(
+    ("config", "sets"),
+    [
+        ("faults-rpc-error.toml", []),  # failed RPCs, retried: the scheduler keeps the excluded
+        ("replicas.toml", ["run.duration_s=30"]),  # 4 replicas, a process each; kills too
+        ("heterogeneous.toml", []),  # pools: labels, CPU families, memory over-commit
+        ("race-erase.toml", ["placement.strategy=sync_response"]),  # fresh reports in answers
+        ("race-double-count.toml", ["placement.strategy=reconcile"]),  # sandbox IDs in reports
+        ("seed-herd.toml", ["placement.algorithm=least_busy"]),  # another pipeline
+    ],
+)
+def test_other_scenarios_match_too(tmp_path, config, sets) -> None:
+    """The example builds the scenario's own pipeline and strategy from the Hello's options,
+    so any of them gives the in-process run through it."""
+    runs = {}
+    for name, external in (("inproc", []), ("external", [command(PYTHON_SCHEDULER)])):
+        args = ["run", str(ROOT / "configs" / config), "--seeds", "1", "--quiet", "--no-report"]
+        args += ["--out", str(tmp_path / name)]
+        args += [a for s in [*sets, *external] for a in ("--set", s)]
+        assert main(args) == 0
+        runs[name] = folder_digests(tmp_path / name, drop=NOT_SAID)
+    assert runs["inproc"] == runs["external"]
+    requests = pd.read_parquet(tmp_path / "external" / "requests.parquet")
+    if config == "faults-rpc-error.toml":
+        assert (requests["attempts"] > 1).any()
+    if config == "replicas.toml":
+        assert requests["replica"].nunique() == 4 and (requests["kind"] == "kill").any()
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (["external.address=10.1.2.3:5000"], "external.address: '10.1.2.3' is not this machine"),
+        (["external.address=localhost"], "external.address: must be host:port"),
+        (
+            ["external.address=127.0.0.1:5000", 'external.command=["python3"]'],
+            "external.command: cannot be used with external.address",
+        ),
+        (['external.command=["no-such-scheduler"]'], "external.command[0]: 'no-such-scheduler'"),
+        (["external.on_timeout=retry"], "external.on_timeout: must be one of error, fail"),
+        (["external.timeout_s=0"], "external.timeout_s: must be > 0"),
+    ],
+)
+def test_bad_external_keys_are_one_line(sets, message) -> None:
+    with pytest.raises(ConfigError) as error:
+        load(SEED_HERD, sets)
+    assert str(error.value).startswith(message)
+    assert "\n" not in str(error.value)
+
+
+def test_a_remote_address_is_allowed_only_when_asked() -> None:
+    config = load(SEED_HERD, ["external.address=10.1.2.3:5000", "external.allow_remote=true"])
+    assert config.external.active
+
+
+@pytest.mark.parametrize(
+    ("mode", "said"),
+    [
+        ("die", "exited with code 7 during Place"),
+        ("hang", "did not answer Place within 1 s (external.timeout_s)"),
+        ("no-node", "answered node 15 for sandbox"),
+        ("garbage", "answered Place with bytes that do not parse as a PlaceReply"),
+        ("hangup", "during Place"),
+    ],
+)
+def test_a_misbehaving_scheduler_is_one_line_and_keeps_finished_seeds(
+    tmp_path, capsys, mode, said
+) -> None:
+    code = _run(tmp_path, "run", command([*FAULTY, mode]), "external.timeout_s=1")
+    err = capsys.readouterr().err.strip()
+    assert code == EXIT_CODE
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"harness: error: external scheduler 'faulty-{mode}': "), err
+    assert said in err
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["completed"] is False
+    summary = pd.read_parquet(tmp_path / "run" / "summary.parquet")
+    assert list(summary["seed"]) == [0]  # seed 0 finished and kept; seed 1 did not finish
+
+
+def test_a_scheduler_of_another_protocol_version_is_refused(tmp_path, capsys) -> None:
+    assert _run(tmp_path, "run", command([*FAULTY, "old"])) == EXIT_CODE
+    err = capsys.readouterr().err
+    assert "external scheduler 'faulty-old': speaks protocol version 0, the harness 1" in err
+
+
+def test_a_command_that_prints_no_port_is_one_line(tmp_path, capsys) -> None:
+    script = [sys.executable, "-c", "print('ready'); import time; time.sleep(60)"]
+    assert _run(tmp_path, "run", command(script)) == EXIT_CODE
+    err = capsys.readouterr().err.strip()
+    assert "printed 'ready' where its port (1-65535) was expected" in err
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("transport", ["grpc", "framed"])
+def test_on_timeout_fail_counts_a_failed_placement_and_goes_on(tmp_path, transport) -> None:
+    """The late answer is thrown away (on a stream, read before the next call's), and the
+    scheduler hears first thing that it was dropped (the fault scheduler exits with 9 if not)."""
+    scheduler = [*FAULTY, "slow-once", *(["framed"] if transport == "framed" else [])]
+    sets = [command(scheduler), "external.timeout_s=2", "external.on_timeout=fail"]
+    assert _run(tmp_path, "run", *sets, f"external.transport={transport}") == 0
+    summary = pd.read_parquet(tmp_path / "run" / "summary.parquet")
+    assert list(summary["seed"]) == [0, 1]
+    assert list(summary["failed"]) == [0, 1]
+
+
+FRAMED_FAULT = """
+import socket, sys, time
+listener = socket.create_server(("127.0.0.1", 0))
+print(listener.getsockname()[1], flush=True)
+conn, _ = listener.accept()
+conn.recv(1 << 16)
+if sys.argv[1] == "garbage":
+    conn.sendall(bytes([4]) + b"\\xff\\xff\\xff\\xff")
+conn.close()
+listener.close()
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "said"),
+    [
+        ("hangup", "closed the connection during Hello"),
+        ("garbage", "answered Hello with bytes that do not parse as a HelloReply"),
+    ],
+)
+def test_the_framed_transport_names_what_the_scheduler_did(tmp_path, capsys, mode, said) -> None:
+    script = [sys.executable, "-c", FRAMED_FAULT, mode]
+    sets = [command(script), "external.transport=framed"]
+    assert _run(tmp_path, "run", *sets) == EXIT_CODE
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert said in err, err
+
+
+def test_an_exception_in_place_leaves_its_traceback_in_the_run_folder(tmp_path, capsys) -> None:
+    """The scheduler's standard error, a file per seed and replica in the run folder, named in
+    the error line."""
+    assert _run(tmp_path, "run", command([*FAULTY, "raise"])) == EXIT_CODE
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    log = tmp_path / "run" / "scheduler" / "stale-seed1-replica0.log"
+    assert f"its stderr: {log}" in err, err
+    text = log.read_text()
+    assert "Traceback" in text and "KeyError: 'missing-key'" in text, text
+    assert (tmp_path / "run" / "scheduler" / "stale-seed0-replica0.log").exists()

@@ -1,0 +1,58 @@
+"""Every script in bench/ still runs: each in its `--tiny` mode (the smallest run of every part;
+its figures mean nothing), so the performance page's commands keep working as the code under
+them changes. A new script needs its line here (`ENDS`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.configs import CONFIGS
+
+ROOT = CONFIGS.parent
+BENCH = ROOT / "bench"
+ENDS = {
+    "baseline_compare.py": ([], "CV change  paired  unpaired"),
+    "budget.py": ([], "closed-loop client, with a create row"),
+    "config_error.py": ([], '"median_s"'),
+    "external_throughput.py": ([], '"path": "python server, framed"'),
+    "make_trace.py": (["--out", "{tmp}/trace.csv"], "trace.csv: 100 rows"),
+    "ray_throughput.py": ([], "load average at the end"),
+    "report_memory.py": ([], "harness report: peak"),
+    "search_speed.py": ([], "the search's own cost"),
+    "sweep_scaling.py": ([], "1 worker(s):"),
+    "trace_replay.py": ([], "poisson"),
+    "virtual_engine.py": ([], "goal: >= 10x real time"),
+}
+"""Per script: its arguments beside --tiny, and what the last part it runs prints."""
+RAY = {"ray_throughput.py", "search_speed.py", "sweep_scaling.py"}
+"""The scripts that start Ray."""
+
+pytestmark = pytest.mark.slow  # a fresh process per script, some of them several
+
+
+def _marked(name: str) -> pytest.param:
+    ray = [pytest.mark.ray, pytest.mark.shares_machine] if name in RAY else []
+    return pytest.param(name, marks=ray, id=name)
+
+
+def test_every_script_is_run_here():
+    assert sorted(p.name for p in BENCH.glob("*.py")) == sorted(ENDS)
+
+
+@pytest.mark.parametrize("script", [_marked(name) for name in sorted(ENDS)])
+def test_a_bench_script_runs_in_its_tiny_mode(script, tmp_path):
+    args, end = ENDS[script]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, str(BENCH / script), "--tiny"]
+    argv += [arg.format(tmp=tmp_path) for arg in args]
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert end in done.stdout, done.stdout[-3000:]
+    if script == "external_throughput.py":  # every path placed every create
+        placed = [json.loads(line) for line in done.stdout.splitlines()[1:]]
+        assert [p["placed"] for p in placed] == [50] * 3, placed

@@ -1,0 +1,189 @@
+"""A run in real time knows when it could not keep the model's time
+(`harness.results.time_keeping`): each figure the engine measured against the scenario's own
+time scale, the verdict naming the figure that broke and the time scale that would fit, the run's
+verdict in run.json, the headline, the last line and a threshold."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from harness.cli import main
+from harness.config import load
+from harness.results import thresholds
+from harness.results.arrow_schemas import REQUESTS
+from harness.results.time_keeping import (
+    DRIVER_CPU,
+    FAITHFUL,
+    LATE_SHARE,
+    OVERLOADED,
+    RPC_SHARE,
+    SEND_GAPS,
+    fitting_scale,
+    line,
+    run_verdict,
+    seed_verdict,
+)
+from tests.support.configs import CONFIGS
+
+HERD = load(CONFIGS / "seed-herd.toml", ["run.engine=ray", "run.time_scale=0.2"])
+"""20 creates a second for 25 s (a gap of 50 ms), reports every 20 s, 1 ms create RPCs."""
+
+
+def _requests(delay_s: float, creates: int = 500, gap_s: float = 0.05) -> pa.Table:
+    """Creates issued every `gap_s`, each sent `delay_s` later."""
+    issued = [i * gap_s for i in range(creates)]
+    columns = {name: [None] * creates for name in REQUESTS.names}
+    columns |= {
+        "kind": ["create"] * creates,
+        "issued_at": issued,
+        "sent_at": [t + delay_s for t in issued],
+        "done_at": [t + delay_s + 0.001 for t in issued],
+        "rpcs": [1] * creates,
+    }
+    return pa.table({name: columns[name] for name in REQUESTS.names}, schema=REQUESTS)
+
+
+def _summary(**figures: float) -> dict[str, float]:
+    quiet = {"heartbeat_late_p99_ms": 2.0, "create_rpc_p99_ms": 20.0, "driver_cpu": 0.05}
+    return {"time_scale": 0.2, "host_load": 0.5, **quiet, **figures}
+
+
+def test_a_quiet_seed_is_faithful():
+    verdict = seed_verdict(HERD, _summary(), _requests(0.005))
+    assert verdict["time_keeping"] == FAITHFUL
+    assert verdict["overload_figure"] is None and math.isnan(verdict["fitting_time_scale"])
+    assert verdict["send_delay_p99_ms"] == pytest.approx(5.0)
+
+
+@pytest.mark.parametrize(
+    ("figure", "summary", "delay_s", "limit"),
+    [
+        ("heartbeat_late_p99_ms", {"heartbeat_late_p99_ms": 6000.0}, 0.005, LATE_SHARE * 20_000),
+        ("rpc_excess_p99_ms", {"create_rpc_p99_ms": 10_001.0}, 0.005, RPC_SHARE * 20_000),
+        ("send_delay_p99_ms", {}, 1.0, SEND_GAPS * 50.0),
+        ("driver_cpu", {"driver_cpu": 1.8}, 0.005, DRIVER_CPU),
+    ],
+)
+def test_each_figure_beyond_its_limit_makes_the_seed_overloaded_and_names_it(
+    figure, summary, delay_s, limit
+):
+    verdict = seed_verdict(HERD, _summary(**summary), _requests(delay_s))
+    assert verdict["time_keeping"] == OVERLOADED
+    assert verdict["overload_figure"] == figure
+    assert verdict["overload_limit"] == pytest.approx(limit)
+    ratio = verdict["overload_value"] / verdict["overload_limit"]
+    # The time scale that fits brings the figure under its limit, delays fixed in wall time.
+    assert 0.2 * ratio * (1 - 1e-9) <= verdict["fitting_time_scale"] <= 0.2 * ratio * 1.1
+
+
+def test_the_figure_furthest_beyond_its_limit_is_named():
+    summary = _summary(heartbeat_late_p99_ms=5001.0, create_rpc_p99_ms=30_000.0)
+    verdict = seed_verdict(HERD, summary, _requests(0.005))
+    assert verdict["overload_figure"] == "rpc_excess_p99_ms"
+    assert verdict["fitting_time_scale"] == pytest.approx(1.2)  # 0.2 x 29,999 / 5,000, up
+
+
+def test_a_burst_has_no_gap_to_miss_but_its_run_length():
+    """500 creates at once over a 5 s run: a gap of 10 ms between creates on the mean."""
+    burst = load(CONFIGS / "seed-burst.toml", ["run.engine=ray", "run.time_scale=0.1"])
+    at_once = _requests(0.03, gap_s=0.0)
+    assert seed_verdict(burst, _summary(), at_once)["time_keeping"] == FAITHFUL
+    late = seed_verdict(burst, _summary(), _requests(0.2, gap_s=0.0))
+    assert (late["overload_figure"], late["overload_limit"]) == ("send_delay_p99_ms", 100.0)
+
+
+def test_fitting_scale_rounds_up_to_two_significant_digits():
+    assert fitting_scale(0.1, []) == 0.1
+    assert fitting_scale(0.2, [_figure(3.01)]) == pytest.approx(0.61)
+    assert fitting_scale(0.1, [_figure(1.0001)]) == pytest.approx(0.11)
+
+
+def _figure(ratio: float):
+    from harness.results.time_keeping import Figure
+
+    return Figure("send_delay_p99_ms", ratio * 100.0, 100.0)
+
+
+def _frame(*verdicts: dict) -> pd.DataFrame:
+    rows = [
+        {"strategy": "stale", "seed": i, "time_scale": 0.2, "host_load": 1.5, "driver_cpu": 0.1} | v
+        for i, v in enumerate(verdicts)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_the_run_is_overloaded_if_any_seed_was_and_names_the_worst():
+    fine = seed_verdict(HERD, _summary(), _requests(0.005))
+    late = seed_verdict(HERD, _summary(heartbeat_late_p99_ms=7000.0), _requests(0.005))
+    worse = seed_verdict(HERD, _summary(driver_cpu=2.7), _requests(0.005))
+    verdict = run_verdict(_frame(fine, late, worse))
+    assert verdict["verdict"] == OVERLOADED
+    assert verdict["overloaded_seeds"] == [
+        {"strategy": "stale", "seed": 1},
+        {"strategy": "stale", "seed": 2},
+    ]
+    assert verdict["figure"] == "driver_cpu"  # 3x its limit, against 1.4x
+    assert verdict["fitting_time_scale"] == pytest.approx(0.6)
+    said = line(verdict)
+    assert said.startswith("time keeping: OVERLOADED in 2 of 3 seeds: driver CPU 270% of a core")
+    assert "--set run.time_scale=0.6" in said and "host load 1.5 per core" in said
+    assert "\n" not in said
+    assert run_verdict(_frame(fine, fine))["verdict"] == FAITHFUL
+    assert run_verdict(pd.DataFrame({"seed": [0], "time_keeping": [None]})) is None  # virtual
+    assert line(None) == ""
+
+
+def test_a_threshold_fails_an_overloaded_seed():
+    fine = seed_verdict(HERD, _summary(), _requests(0.005))
+    late = seed_verdict(HERD, _summary(heartbeat_late_p99_ms=7000.0), _requests(0.005))
+    gate = thresholds.parse("overloaded == 0")
+    (record,) = thresholds.evaluate([gate], _frame(fine, late))
+    assert not record["passed"] and record["failed_seeds"] == [1]
+    (record,) = thresholds.evaluate([gate], _frame(fine, fine))
+    assert record["passed"]
+
+
+def test_a_virtual_run_keeps_time_by_construction(tmp_path):
+    """No verdict on the virtual engine (null columns, none in run.json), and the threshold
+    holds."""
+    out = tmp_path / "run"
+    args = ["run", str(CONFIGS / "seed-burst.toml"), "--seeds", "1", "--out", str(out)]
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        code = main([*args, "--quiet", "--no-report", "--threshold", "overloaded == 0"])
+    assert code == 0
+    assert json.loads((out / "run.json").read_text())["time_keeping"] is None
+    assert "time keeping" not in printed.getvalue()
+
+
+@pytest.mark.ray
+def test_a_ray_run_too_fast_for_the_machine_says_overloaded_and_names_the_figure(tmp_path):
+    """seed-herd at 1/500 of real time: 25 model s in 50 ms of wall, where a Ray hop of a few
+    ms is seconds of model time. The run says so: every seed overloaded, the figure named, a
+    slower time scale that would fit; in run.json, the headline and the last line, and the
+    threshold on it fails the run."""
+    out = tmp_path / "fast"
+    args = ["run", str(CONFIGS / "seed-herd.toml"), "--engine", "ray", "--seeds", "1"]
+    args += ["--set", "run.time_scale=0.002", "--set", "run.sample_interval_s=0"]
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        code = main(
+            [*args, "--out", str(out), "--quiet", "--no-report", "--threshold", "overloaded == 0"]
+        )
+    assert code == 99  # the threshold on the verdict failed
+    verdict = json.loads((out / "run.json").read_text())["time_keeping"]
+    assert verdict["verdict"] == OVERLOADED and verdict["seeds"] == 1
+    assert verdict["value"] > verdict["limit"]
+    assert verdict["fitting_time_scale"] > 0.002
+    summary = pd.read_parquet(out / "summary.parquet").iloc[0]
+    assert summary["time_keeping"] == OVERLOADED
+    assert summary["overload_figure"] == verdict["figure"]
+    text = " ".join(printed.getvalue().split())
+    said = line(verdict)
+    assert text.count(said) == 2  # in the headline, and the last word
+    assert text.rstrip().endswith(said)
