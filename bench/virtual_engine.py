@@ -67,9 +67,7 @@ def at_scale(nodes: int, sim_s: float, strategy: str) -> dict[str, float]:
     result = VirtualEngine().run_seed(
         large(nodes, int(sim_s * 2000), strategy),
         seed=0,
-        progress=lambda t, snapshot=None: marks.append(
-            (time.perf_counter(), time.process_time(), t)
-        ),
+        progress=lambda t, *_: marks.append((time.perf_counter(), time.process_time(), t)),
     )
     total, cpu_total = time.perf_counter() - start, time.process_time() - cpu_start
     (w0, c0, t0), (w1, c1, t1) = marks[0], marks[-1]

@@ -182,7 +182,7 @@ def test_a_second_ctrl_c_while_the_files_are_flushed_is_ignored(tmp_path, monkey
     class FirstCtrlC:
         """The progress display: the first Ctrl-C, once two seeds are done."""
 
-        def __call__(self, done, total, fraction, snapshot):
+        def __call__(self, done, total, fraction, snapshot, refused=0):
             if done == 2:
                 signal.raise_signal(signal.SIGINT)
 

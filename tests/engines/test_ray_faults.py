@@ -66,7 +66,7 @@ def killer(runs: list[RaySeedRun], at: float, actor: str):
     has passed (the runner calls it on every poll of the driver)."""
     killed = []
 
-    def progress(done, total, fraction, snapshot):
+    def progress(done, total, fraction, snapshot, refused=0):
         if not killed and fraction >= at and runs:
             killed.append(getattr(runs[-1], actor)[0])
             ray.kill(killed[0], no_restart=False)
@@ -118,7 +118,7 @@ def test_every_node_group_killed_twice_leaves_every_acknowledged_sandbox_account
     config = load(CONFIGS / "churn.toml").with_values({**CHURN, "run.sample_interval_s": 1.0})
     rounds: list[float] = []
 
-    def progress(done, total, fraction, snapshot):
+    def progress(done, total, fraction, snapshot, refused=0):
         if seed_runs and len(rounds) < 2 and fraction >= 0.3 * (len(rounds) + 1):
             for group in seed_runs[-1].groups:
                 kill9(group, restarts=len(rounds))
@@ -149,7 +149,7 @@ def _kill_group_at(moment: str, runs: list[RaySeedRun], monkeypatch):
 
     if moment == "at t = 0":  # the driver's first poll, right after start
 
-        def progress(done_, total, fraction, snapshot):
+        def progress(done_, total, fraction, snapshot, refused=0):
             if runs:
                 kill_once(runs[-1])
 
@@ -222,7 +222,7 @@ def test_the_scheduler_dying_ends_the_run_keeping_every_request_answered(tmp_pat
     config = load(CONFIGS / "churn.toml").with_values(CHURN)
     polled: list[float] = []
 
-    def progress(done, total, fraction, snapshot):
+    def progress(done, total, fraction, snapshot, refused=0):
         if not polled and fraction >= 0.3 and seed_runs:
             polled.append(fraction * config.run.duration_s)
             threading.Timer(0.2, kill9, [seed_runs[-1].replicas[0]]).start()

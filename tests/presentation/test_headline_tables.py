@@ -103,7 +103,7 @@ def _check_flying(sentence: str, strategy: str, flying: dict) -> None:
     if none:
         assert most == 1, sentence
     at_most = re.search(
-        r"at most (\d+) creates of (?:a seed|one replica) were in flight at "
+        r"[Aa]t most (\d+) creates of (?:a seed|one replica) were in flight at "
         r"once \(([\d.]+)% of creates",
         sentence,
     )
