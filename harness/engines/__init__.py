@@ -48,14 +48,11 @@ class Snapshot:
     load: Load
 
 
-REFUSED_AGAIN = 10
-"""Refusals of one create from which the live view counts it as stuck in refusals."""
-
-
 class Progress(Protocol):
     """Called now and then during a seed with the model time reached; engines in real time
     add a snapshot for the live view. `refused`: creates in flight that nodes have refused
-    `REFUSED_AGAIN` times or more, asked about again and again (a storm, shown live)."""
+    `harness.model.protocol.replica_party.REFUSED_AGAIN` times or more, asked about again and
+    again (a storm, shown live)."""
 
     def __call__(self, t: float, snapshot: Snapshot | None = None, refused: int = 0) -> None: ...
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from harness.config import Config
-from harness.engines import REFUSED_AGAIN, Engine, Progress
+from harness.engines import Engine, Progress
 from harness.model.event_queue import EventQueue
 from harness.model.protocol import IS_TIMER, KINDS, PARTY, Party, Recipient
 from harness.model.protocol.replica_party import Replicas
@@ -81,9 +81,8 @@ class _World(Recipient):
         return " + ".join(names) if names else None
 
     def refused_again(self) -> int:
-        """Creates in flight that nodes have refused `REFUSED_AGAIN` times or more."""
-        hosts = [getattr(r, "host", r) for r in self.replicas]  # an external one wraps its host
-        return sum(1 for h in hosts for req in h.creating.values() if req.skips >= REFUSED_AGAIN)
+        """Creates in flight stuck in refusals, as each replica counts them."""
+        return sum(r.refused_again() for r in self.replicas)
 
     def close(self) -> None:
         """Drop the parties: each holds the clock, which holds them and this world, and the

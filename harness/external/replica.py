@@ -79,6 +79,9 @@ class ExternalReplica(Recipient):
     def believed(self, now: float) -> list[float]:
         return self.host.believed(now)
 
+    def refused_again(self) -> int:
+        return self.host.refused_again()
+
     def view(self, now: float) -> View:
         return self.host.view(now)
 

@@ -27,7 +27,8 @@ from harness.config.key_tables import (
     fault_keys_table,
     plugin_keys_table,
 )
-from harness.engines import REFUSED_AGAIN, Snapshot
+from harness.engines import Snapshot
+from harness.model.protocol.replica_party import REFUSED_AGAIN
 from harness.presentation.headline import headline, plugins_line
 from harness.results.statistics import (
     by_strategy,

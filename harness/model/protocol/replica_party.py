@@ -26,6 +26,10 @@ def _take(requests: dict[int, CreateRequest], sandbox_id: int) -> CreateRequest:
     return req
 
 
+REFUSED_AGAIN = 10
+"""Refusals of one create from which it counts as stuck in refusals (a storm, shown live)."""
+
+
 class ReplicaHost(Recipient):
     """Replica `index`: its scheduler (view, in-progress map, ledger, random stream) and the
     creates and kills it has in flight."""
@@ -43,6 +47,10 @@ class ReplicaHost(Recipient):
         self.killing: dict[int, CreateRequest] = {}
         """Kills on the wire."""
         self.ledger = scheduler.ledger
+
+    def refused_again(self) -> int:
+        """Creates in flight that nodes have refused `REFUSED_AGAIN` times or more."""
+        return sum(1 for req in self.creating.values() if req.skips >= REFUSED_AGAIN)
 
     def deliver(self, kind: int, key: int, payload: Any, now: float) -> None:
         if kind == Kind.SUBMIT_CREATE:
