@@ -226,7 +226,7 @@ FAULTS = {
 @pytest.mark.ray
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_ray_failing_to_start_is_one_line_and_leaves_nothing(fault, tmp_path):
-    """Issue 32: Ray failing to start (its GCS timed out under load, or the raylet killed
+    """Ray failing to start (its GCS timed out under load, or the raylet killed
     during ray.init) gave a 37-line traceback or Ray's own log line. A fault injected at
     ray.init, before or after Ray's processes started: one line saying Ray could not start
     and why, exit 1, no process and no folder of Ray's left, nothing written."""

@@ -201,7 +201,7 @@ def test_an_interrupted_run_leaves_readable_partial_results(tmp_path, monkeypatc
     ],
 )
 def test_an_integer_beyond_32_bits_is_one_line(text, overrides, message, tmp_path, capsys):
-    """Issue 32: `cpu_count = 10**30` in a file passed validation and died writing the tables
+    """`cpu_count = 10**30` in a file passed validation and died writing the tables
     (OverflowError, 44 lines, a folder of empty tables left)."""
     path = tmp_path / "c.toml"
     path.write_text(text + "\n")

@@ -286,7 +286,7 @@ def _harness(*args: str, signal_at: str = "") -> subprocess.CompletedProcess:
     "engine", ["virtual", pytest.param("ray", marks=[pytest.mark.ray, pytest.mark.slow])]
 )
 def test_a_resumed_run_never_runs_a_kept_seed_again(engine, tmp_path):
-    """Issue 32: an interrupted run closed its files and dropped its parts, so --resume ran
+    """An interrupted run closed its files and dropped its parts, so --resume ran
     every seed again. The kept seeds' rows come back byte for byte, their engine_wall_s too:
     not run again (on Ray a rerun would be another run, not the one the message kept)."""
     out = tmp_path / "run"
@@ -323,7 +323,7 @@ def test_a_resumed_run_drops_its_partial_seed_and_a_commit_cut_short(tmp_path):
 
 
 def test_rerunning_into_a_run_killed_before_any_seed_suggests_resume(tmp_path, capsys):
-    """Issue 32: after a SIGKILL before any seed finished, running again into the folder
+    """After a SIGKILL before any seed finished, running again into the folder
     suggested --overwrite, which throws away what --resume keeps."""
     out = tmp_path / "run"
     config = scenario(run={"duration_s": 2.0, "seeds": 2})
@@ -515,7 +515,7 @@ PART_CASES = [(f"{t}.parquet", d) for t in TABLES for d in PART_DAMAGE] + [
 def test_a_damaged_part_is_named_by_report_and_run_again_by_resume(
     file, damage, stopped_run, tmp_path, capsys
 ):
-    """Issue 32: a damaged part jammed the folder (a traceback on every resume), and a part
+    """A damaged part jammed the folder (a traceback on every resume), and a part
     missing nodes.parquet was gathered without it, silently. Now report names the file in one
     line (exit 2); --resume names it in one line, runs that seed again and completes, the
     undamaged part kept as it was."""
@@ -711,7 +711,7 @@ def test_a_signal_while_a_sweep_writes_a_cell_keeps_it_whole(signal_name, code, 
 def test_a_trace_edited_between_interruption_and_resume_is_refused_in_one_line(
     tmp_path, monkeypatch, capsys
 ):
-    """Issue 32: a trace cut from 2,926 rows to 1,000 between the interruption and the resume
+    """A trace cut from 2,926 rows to 1,000 between the interruption and the resume
     made one run of two workloads (the check compared the trace's path, not its content)."""
     trace = tmp_path / "trace.csv"
     shutil.copy(CONFIGS / "traces" / "synthetic.csv", trace)
@@ -754,7 +754,7 @@ def _catches(pid: int, signum: int) -> bool:
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux /proc")
 @pytest.mark.parametrize("signame,code", [("SIGINT", 130), ("SIGTERM", 143)])
 def test_a_signal_at_any_moment_of_start_up_is_one_line_and_its_exit_code(signame, code, tmp_path):
-    """Issue 32: a signal while the CLI still imported pandas and pyarrow gave a
+    """A signal while the CLI still imported pandas and pyarrow gave a
     KeyboardInterrupt traceback and exit -2, or exit -15 and no word. The harness takes both
     signals from the first instruction of `harness.__main__.main` (a process is caught earlier
     only by the interpreter's defaults, which no program changes): from then on, at every
