@@ -23,7 +23,8 @@ from harness.results.sweep_folder import SweepStore
 from tests.support.configs import CONFIGS
 
 HERD = str(CONFIGS / "seed-herd.toml")
-SHORT = ["--seeds", "1", "--set", "run.duration_s=2", "--quiet"]
+SHORT = ["--seeds", "1", "--set", "run.duration_s=2", "--quiet", "--no-report"]
+"""No report: these tests check folders (`harness report` writes one where a test wants it)."""
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -133,7 +134,7 @@ def test_out_of_a_finished_run_is_refused_then_replaced_with_overwrite(tmp_path,
     _one_error_line(capsys, str(out), "holds a run", "--overwrite")
     assert _snapshot(out) == before
 
-    assert main(["run", HERD, *SHORT, "--out", str(out), "--overwrite", "--no-report"]) == 0
+    assert main(["run", HERD, *SHORT, "--out", str(out), "--overwrite"]) == 0
     meta, _ = load_run(out)
     assert meta["finished"] == [["stale", 0]]
     assert not (out / "report.html").exists()  # replaced, not written over
@@ -302,7 +303,7 @@ def test_run_json_is_not_rewritten_after_every_seed(tmp_path, monkeypatch):
     monkeypatch.setattr(run_store, "write_json", counted)
     out = tmp_path / "many"
     args = ["--seeds", "60", "--set", "run.duration_s=0.5", "--set", "cluster.nodes=3"]
-    assert main(["run", HERD, *args, "--quiet", "--out", str(out)]) == 0
+    assert main(["run", HERD, *args, "--quiet", "--no-report", "--out", str(out)]) == 0
     assert len(writes) < 15  # not one per seed (62 before)
     meta, frames = load_run(out)
     assert meta["completed"] is True and len(meta["finished"]) == 60

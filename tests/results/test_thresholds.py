@@ -152,7 +152,7 @@ def test_a_bad_thresholds_table_names_the_key(table, key, reason):
 def _run(tmp_path, *extra: str) -> int:
     out = tmp_path / "out"
     common = ["--seeds", "2", "--set", "run.duration_s=5", "--out", str(out), "--quiet"]
-    return main(["run", HERD, "--compare", "stale,optimistic", *common, *extra])
+    return main(["run", HERD, "--compare", "stale,optimistic", *common, "--no-report", *extra])
 
 
 def test_a_passing_threshold_exits_0_and_is_written_to_run_json(tmp_path, capsys):
