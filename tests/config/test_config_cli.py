@@ -103,6 +103,7 @@ def test_run_compare_then_report(tmp_path, capsys):
                 "--out",
                 str(out),
                 "--quiet",
+                "--no-report",  # `harness report` below writes it
             ]
         )
         == 0
