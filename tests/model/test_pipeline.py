@@ -230,7 +230,7 @@ def test_a_ledger_strategy_named_by_import_path_runs_as_a_built_in_one(tmp_path)
     from harness.cli import main
 
     out = tmp_path / "run"
-    argv = ["run", str(CONFIG_HERD), "--seeds", "1", "--quiet", "--out", str(out)]
+    argv = ["run", str(CONFIG_HERD), "--seeds", "1", "--quiet", "--no-report", "--out", str(out)]
     assert main([*argv, "--compare", f"stale,{__name__}:OwnOptimistic"]) == 0
     summary = pd.read_parquet(out / "summary.parquet")
     assert summary.strategy.tolist() == ["stale", f"{__name__}:OwnOptimistic"]
