@@ -59,7 +59,7 @@ def test_the_plugins_run_on_both_engines(env, engine, tmp_path) -> None:
     args = ["run", str(CONFIGS / "seed-herd.toml"), "--engine", engine, "--seeds", "1"]
     args += ["--compare", "optimistic,optimistic_twice", "--quiet", "--out", str(out)]
     args += ["--set", PLUGINS[0], "--set", "run.time_scale=0.1"]
-    done = harness(env, *args)
+    done = harness(env, *args, "--no-report")
     assert done.returncode == 0, done.stderr[-2000:]
     nodes = pd.read_parquet(out / "nodes.parquet")
     by = nodes.groupby("strategy")["sandboxes"].apply(list)
@@ -101,7 +101,8 @@ def test_a_sweep_on_a_two_node_cluster_uses_the_plugins(env, two_nodes, tmp_path
         '[grid]\n"placement.strategy" = ["optimistic", "optimistic_twice"]\n'
     )
     out = tmp_path / "out"
-    done = harness(env, "sweep", str(sweep), "--address", two_nodes.address, "--out", str(out))
+    argv = ["sweep", str(sweep), "--address", two_nodes.address, "--out", str(out)]
+    done = harness(env, *argv, "--no-report")
     assert done.returncode == 0, done.stderr[-2000:]
     summary = pd.read_parquet(out / "summary.parquet")
     assert sorted(summary["placement.strategy"].unique()) == ["optimistic", "optimistic_twice"]
