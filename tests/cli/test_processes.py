@@ -48,7 +48,7 @@ def _start(args: list[str], env: dict[str, str] = ENV, **popen) -> tuple[subproc
 
 @pytest.mark.ray
 def test_a_virtual_run_and_a_sweep_leave_no_process(tmp_path):
-    args = ["run", str(CONFIGS / "seed-herd.toml"), "--seeds", "2", "--quiet"]
+    args = ["run", str(CONFIGS / "seed-herd.toml"), "--seeds", "2", "--quiet", "--no-report"]
     proc, tree = _start([*args, "--out", str(tmp_path / "run")])
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err.decode()[-2000:]
@@ -58,7 +58,9 @@ def test_a_virtual_run_and_a_sweep_leave_no_process(tmp_path):
         f'[sweep]\nbase = "{CONFIGS / "seed-herd.toml"}"\nseeds = 2\n'
         '[set]\n"run.duration_s" = 2.0\n[grid]\n"placement.k" = [2, 3]\n'
     )
-    proc, tree = _start(["sweep", str(sweep), "--quiet", "--out", str(tmp_path / "s")])
+    proc, tree = _start(
+        ["sweep", str(sweep), "--quiet", "--no-report", "--out", str(tmp_path / "s")]
+    )
     _, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, err.decode()[-2000:]
     assert tree.seen and tree.left() == []  # Ray's processes came and went
