@@ -246,8 +246,9 @@ def test_a_cell_that_raises_is_recorded_and_the_rest_complete(ray_instance, tmp_
 @pytest.mark.ray
 def test_the_exit_code_says_whether_a_cell_or_a_threshold_failed(ray_instance, tmp_path, capsys):
     path, out = _sweep_file(tmp_path, '"placement.strategy" = ["stale", "optimistic"]'), tmp_path
+    ok = ["sweep", str(path), "--out", str(out / "ok"), "--quiet", "--no-report"]
     passing = ["--threshold", "optimistic.cv_max < 0.5"]
-    assert main(["sweep", str(path), "--out", str(out / "ok"), "--quiet", *passing]) == 0
+    assert main([*ok, *passing]) == 0
     first = capsys.readouterr().out
     assert "thresholds: 1 of 1 checks passed in 1 cells" in first
     assert "reused" not in first
@@ -255,7 +256,7 @@ def test_the_exit_code_says_whether_a_cell_or_a_threshold_failed(ray_instance, t
     # The same sweep, resumed with a threshold that stale fails: nothing reruns, it is judged,
     # and the output says the cells were reused.
     failing = ["--threshold", "cv_max < 0.5"]
-    assert main(["sweep", str(path), "--out", str(out / "ok"), "--quiet", *failing]) == 99
+    assert main([*ok, *failing]) == 99
     resumed = capsys.readouterr()
     assert resumed.err == "harness: 1 of 2 threshold checks failed\n"
     assert f"reused 2 of 2 cells complete in {out / 'ok'} from an earlier run" in resumed.out
