@@ -204,6 +204,7 @@ def test_seeds_on_one_actor_set_each_match_their_nodes_at_the_end(monkeypatch):
     finally:
         engine.close()
     assert len(built) == 1
+    churned = {}
     for seed, result in results.items():
         initial = [node.base_cpu for node in nodes_at_start(config, seed)]
         assert result.nodes.column("initial_cpu_allocated").to_pylist() == initial
@@ -211,8 +212,6 @@ def test_seeds_on_one_actor_set_each_match_their_nodes_at_the_end(monkeypatch):
         creates = rows[rows["kind"] == "create"]
         kills = rows[rows["kind"] == "kill"]
         placed = creates[creates["outcome"] == "placed"].set_index("sandbox_id")["node_id"]
-        assert len(placed) > 500 and len(kills) > 300  # the scenario did churn
-        assert creates["skips"].sum() > 0  # and hit full nodes
         assert placed.index.is_unique and set(kills["sandbox_id"]) <= set(placed.index)
         assert (kills["outcome"] == "killed").all()
         where = {}
@@ -227,6 +226,14 @@ def test_seeds_on_one_actor_set_each_match_their_nodes_at_the_end(monkeypatch):
         # Latency counts from the intended send time, which never follows the actual one.
         assert (rows["sent_at"] >= rows["issued_at"] - 1e-9).all()
         assert (rows["done_at"] >= rows["sent_at"]).all()
+        churned[seed] = (len(placed), len(kills), int(creates["skips"].sum()))
+    # How much a closed loop churns follows the machine's pace: the volume that makes the
+    # checks above worth something is asked of runs that kept time.
+    for result in results.values():
+        skip_unless_kept_time(result)
+    for placed_n, kills_n, skips in churned.values():
+        assert placed_n > 500 and kills_n > 300  # the scenario did churn
+        assert skips > 0  # and hit full nodes
 
 
 def test_open_loop_burst_sends_every_create_and_reports_heartbeat_lateness():
