@@ -115,28 +115,32 @@ def validated(raw: dict[str, Any]) -> Config:
     return config
 
 
-@settings(
-    max_examples=200,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-@given(raw_configs())
-def test_generated_configs_run_or_name_a_key(raw):
-    run_or_name_a_key(raw)
+def generated(examples: int, drawn: st.SearchStrategy[dict[str, Any]]) -> None:
+    """`run_or_name_a_key` on `examples` configs drawn from `drawn`, the same ones each time."""
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    @given(drawn)
+    def one(raw: dict[str, Any]) -> None:
+        run_or_name_a_key(raw)
+
+    one()
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-@given(workloads())
-def test_generated_workloads_run_or_name_a_key(raw):
+@examples(fast=100, full=200)
+def test_generated_configs_run_or_name_a_key(examples):
+    generated(examples, raw_configs())
+
+
+@examples(fast=40, full=150)
+def test_generated_workloads_run_or_name_a_key(examples):
     """The same contract on workloads aimed at the templates, lifetimes, rate profiles and
     traces."""
-    run_or_name_a_key(raw)
+    generated(examples, workloads())
 
 
 def run_or_name_a_key(raw: dict[str, Any]) -> None:

@@ -140,6 +140,7 @@ def test_runnable_blocks_run(page, tmp_path):
         assert done.returncode == block.exit, f"{block.code}\n{done.stdout}\n{done.stderr}"
 
 
+@pytest.mark.slow  # a process per output block and the main job's 60 seeds
 def test_generated_figures_are_current():
     """Every figure docs/generate.py makes is the one committed: a change to what a run draws
     fails here until `python docs/generate.py` is run and its files committed."""
