@@ -33,12 +33,14 @@ DASHBOARD_PORT = 8265
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("local_ray")]  # the Ray the tests share
 
 
+@pytest.mark.shares_machine  # Ray's set-up, not its pace
 def test_embedded_ray_is_on_loopback_and_sized_to_the_machine():
     (node,) = ray.nodes()
     assert node["NodeManagerAddress"] == "127.0.0.1"
     assert ray.cluster_resources()["CPU"] == os.cpu_count()
 
 
+@pytest.mark.shares_machine  # Ray's set-up, not its pace
 def test_embedded_ray_keeps_its_files_in_a_private_folder():
     """Ray's default /tmp/ray and its session folders are writable by
     anyone (0777, no sticky bit). Ray makes its temp folder so wherever it is, so that folder
@@ -53,6 +55,7 @@ def test_embedded_ray_keeps_its_files_in_a_private_folder():
     assert all(len(path.encode()) <= 107 for path in sockets), sockets
 
 
+@pytest.mark.shares_machine  # Ray's set-up, not its pace
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux /proc")
 def test_embedded_ray_listens_on_loopback_only_without_dashboard_and_with_token_auth():
     """Nothing the harness starts is reachable from another host, and nothing turned off Ray's
@@ -293,6 +296,7 @@ def test_a_trace_of_templates_replays_on_ray_as_in_virtual_time():
             assert kill["issued_at"] == pytest.approx(creates.loc[sandbox, "done_at"] + life)
 
 
+@pytest.mark.shares_machine  # an error line, not Ray's pace
 def test_unreachable_address_is_a_one_line_error_with_exit_code_2(tmp_path, capsys):
     out = tmp_path / "never"
     code = main(

@@ -50,6 +50,7 @@ def test_the_example_schedulers_herd_on_ray_with_a_process_per_replica(tmp_path,
     assert set(requests["replica"]) == {0, 1}
 
 
+@pytest.mark.shares_machine  # the error line, not the pace
 def test_a_scheduler_that_dies_on_ray_is_named_with_its_replica(tmp_path, capsys) -> None:
     """The error line names the scheduler replica and what its scheduler did, not the actor
     whose call happened to surface it first (a client pool)."""
