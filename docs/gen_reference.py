@@ -86,9 +86,12 @@ def config_page() -> str:
     out.append(_key_rows(entry_keys_table()))
     out.append(
         "\n## `[[faults]]`\n\nEach entry one fault (see [Faults](../guides/faults.md)); set "
-        "in the config file only, not with `--set`.\n\n| key | default | meaning |\n|---|---|---|\n"
+        "in the config file only, not with `--set`. The keys every kind takes (`faults[].<key>`), "
+        "then each kind's own (`faults[<kind>].<key>`, its `Settings`), written in its entry "
+        'beside them: `kind = "rpc_error"` then `fraction = 0.1`.\n\n'
+        "| key | default | meaning |\n|---|---|---|\n"
     )
-    out.append(_key_rows(fault_keys_table()))
+    out.append(_key_rows(fault_keys_table(installed=False)))
     derived = "".join(f"- `{name}`: {meaning}\n" for name, (_, meaning) in DERIVED.items())
     metrics = ", ".join(f"`{m}`" for m in dict.fromkeys(METRICS))
     out.append(

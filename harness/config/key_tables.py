@@ -8,7 +8,8 @@ from typing import Any, get_type_hints
 
 from harness.config.sections import SECTIONS
 from harness.config.validation import entry_class
-from harness.model.cluster.faults import FaultSpec
+from harness.model.cluster.faults import FAULT_KINDS, FaultSpec
+from harness.model.registry import RegistryError
 from harness.model.scheduling.placement.placement_keys import PlacementSpec
 from harness.model.scheduling.placement.registries import with_settings
 
@@ -65,6 +66,16 @@ def entry_keys_table() -> list[tuple[str, str, str]]:
     return rows
 
 
-def fault_keys_table() -> list[tuple[str, str, str]]:
-    """(key of a `[[faults]]` entry, default, help), for the reference."""
-    return [(f"faults[].{f.name}", _toml(f.default), f.metadata["help"]) for f in fields(FaultSpec)]
+def fault_keys_table(installed: bool = True) -> list[tuple[str, str, str]]:
+    """(key of a `[[faults]]` entry, default, help): the common keys (`faults[].<key>`), then
+    each kind's own (`faults[<kind>].<key>`, its `Settings`), the built-in kinds' and the
+    installed ones' unless not `installed` (the reference lists only what ships)."""
+    rows = _rows("faults[].", FaultSpec)
+    names = list(FAULT_KINDS.builtins) + (list(FAULT_KINDS.installed()) if installed else [])
+    for name in names:
+        try:
+            kind = FAULT_KINDS.resolve(name)
+        except RegistryError:  # one that does not import is refused where it is named
+            continue
+        rows += _rows(f"faults[{name}].", kind.Settings)
+    return rows

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, get_type_hints
 
 from harness.external.spec import ExternalSpec
-from harness.model.cluster.faults import FAULT_KINDS, FaultSpec
+from harness.model.cluster.faults import FaultSpec
 from harness.model.cluster.heartbeat import HeartbeatSpec
 from harness.model.cluster.pools import ClusterSpec
 from harness.model.scheduling.scheduler import PlacementSpec
@@ -88,9 +88,9 @@ class Sections:
         raw = asdict(self)
         # Each plugin's settings as its own table, [placement.<table>].
         raw["placement"].update(raw["placement"].pop("settings"))
-        # As a config file has them: a list of tables, each with only its kind's keys.
+        # As a config file has them: a list of tables, the kind's own keys beside the common.
         raw["faults"] = [
-            {k: v for k, v in entry.items() if k == "kind" or k in FAULT_KINDS[entry["kind"]].keys}
+            {k: v for k, v in entry.items() if k != "settings"} | entry["settings"]
             for entry in raw["faults"]
         ]
         # And a table of conditions by selector: {"optimistic.cv_median": ["< 0.05"]}.

@@ -16,6 +16,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 from harness.config.sections import SECTIONS, Sections
 from harness.external import spec as external
 from harness.model.cluster.faults import FAULT_KINDS, FaultSpec, SlowNodes
+from harness.model.cluster.faults.fault_keys import COMMON, keys_of
 from harness.model.cluster.pools import SINGLE_POOL_KEYS, ClusterSpec, PoolSpec
 from harness.model.registry import RegistryError
 from harness.model.scheduling.placement import PluginError, resolve
@@ -150,13 +151,28 @@ def _entries(name: str, cls: type, raw: Any, header: str) -> tuple[Any, ...]:
 
 
 def _faults(raw: Any) -> tuple[FaultSpec, ...]:
-    """`[[faults]]` entries, each checked like a section and against its kind's keys."""
-    entries = _entries("faults", FaultSpec, raw, "[[faults]]")
-    for i, (fault, entry) in enumerate(zip(entries, raw, strict=True)):
-        for key in entry:
-            if key != "kind" and key not in FAULT_KINDS[fault.kind].keys:
-                raise ConfigError(f"faults[{i}].{key}", f"does not apply to kind {fault.kind}")
-    return entries
+    """`[[faults]]` entries: the common keys (`COMMON`) checked like a section, then the rest
+    against the kind's own (its `Settings`), written flat beside them."""
+    if not isinstance(raw, list | tuple):
+        raise ConfigError("faults", f"must be a list of tables ([[faults]]), got {raw!r}")
+    return tuple(_fault(f"faults[{i}]", entry) for i, entry in enumerate(raw))
+
+
+def _fault(name: str, raw: Any) -> FaultSpec:
+    if not isinstance(raw, dict):
+        raise not_a_table(name, raw, "one [[faults]] entry")
+    common = {k: v for k, v in raw.items() if k in COMMON}
+    fault = _section(name, FaultSpec, common, "one [[faults]] entry")
+    kind = FAULT_KINDS[fault.kind]
+    own = {k: v for k, v in raw.items() if k not in COMMON}
+    for key in own:
+        if key not in kind.Settings.__dataclass_fields__:
+            known = keys_of(kind)
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"; did you mean {name}.{close[0]}?" if close else f"; takes {', '.join(known)}"
+            raise ConfigError(f"{name}.{key}", f"does not apply to kind {fault.kind}{hint}")
+    settings = _section(name, kind.Settings, own, f"one [[faults]] entry of kind {fault.kind}")
+    return replace(fault, settings=settings)
 
 
 _NOTICED: set[str] = set()

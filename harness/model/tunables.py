@@ -92,4 +92,5 @@ class PluginSettings:
     """A plugin's own settings: a plugin (placement part or ledger strategy) declares `Settings`,
     a frozen dataclass deriving from this one whose fields all have defaults (with `key` for
     help and bounds); a config writes them under `[placement.<plugin name>]`, validated as any
-    section. This base has none."""
+    section. A fault kind declares its own keys so too, written flat in its `[[faults]]`
+    entry. This base has none."""

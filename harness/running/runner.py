@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.config import Config
 from harness.engines import Engine, Progress, Snapshot, get_engine
+from harness.model.cluster.faults.kinds import record as fault_record
 from harness.model.scheduling.placement.record import placement_record
 from harness.results import phase_hooks
 from harness.results.failures import InvariantError
@@ -22,6 +23,16 @@ from harness.running.inputs import fingerprint, first_changed
 # progress(units_done, units_total, fraction_of_current_unit, live snapshot or None, creates
 # stuck in refusals)
 RunProgress = Callable[[int, int, float, Snapshot | None, int], None]
+
+
+def _plugins(config: Config, strategies: list[str]) -> dict[str, object]:
+    """The plugins a run uses, as run.json keeps them (`plugins`): the placement's
+    (`placement_record`) and, when it has faults, each entry's kind (`faults`)."""
+    c = config
+    found = placement_record(c.placement, strategies, c.cluster.node_count, c.external.active)
+    if c.faults:
+        found["faults"] = fault_record(c.faults)
+    return found
 
 
 def run_checked(
@@ -91,9 +102,7 @@ def run(
             overwrite,
             resume,
             run_id,
-            placement_record(
-                config.placement, strategies, config.cluster.node_count, config.external.active
-            ),
+            _plugins(config, strategies),
             notice,
             inputs,
         ) as writer,

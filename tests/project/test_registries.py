@@ -16,6 +16,7 @@ from harness.engines import ENGINES, Engine, get_engine
 from harness.engines.virtual import VirtualEngine
 from harness.model.catalogue import MODEL_REGISTRIES, catalogue
 from harness.model.cluster.faults import COUNTS, FAULT_KINDS, Faults, FaultSpec
+from harness.model.cluster.faults.fault_keys import Drawn
 from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
 from harness.model.cluster.faults.kinds import counters
 from harness.model.cluster.node import Node, Outcome
@@ -123,7 +124,7 @@ class Flaky(FaultKind):
     counter of its own."""
 
     name = "flaky"
-    keys = ("node", "at_s", "until_s")
+    Settings = Drawn  # it strikes a share of creates: all by default
     counters = (Counter("fault_flaky", Where.RPC, "Creates failed by the test kind."),)
 
     @staticmethod

@@ -11,6 +11,7 @@ from harness.config import Config
 from harness.config import trace_file as trace
 from harness.config.key_tables import defaults_table, entry_keys_table, fault_keys_table
 from harness.model.cluster.faults import FAULT_KINDS
+from harness.model.cluster.faults.fault_keys import keys_of
 from harness.model.cluster.pools import SINGLE_POOL_KEYS
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.variety import INTEGER, QUANTITIES
@@ -21,7 +22,8 @@ for dotted, default, _ in defaults_table():
     section, key = dotted.split(".")
     SECTION_KEYS.setdefault(section, {})[key] = default
 
-FAULT_KEYS = {key.removeprefix("faults[]."): default for key, default, _ in fault_keys_table()}
+FAULT_KEYS = {key.partition("].")[2]: default for key, default, _ in fault_keys_table()}
+"""Every key a `[[faults]]` entry of some kind takes (common or a kind's own), its default."""
 
 ENTRY_KEYS: dict[str, dict[str, str]] = {}
 """The keys of each list of tables (`workload.templates`, `cluster.pools`) and their defaults."""
@@ -175,7 +177,7 @@ def fault_entries(draw: st.DrawFn) -> Any:
     if roll == 0:
         return draw(anything)
     kind = draw(st.sampled_from(list(FAULT_KINDS)))
-    keys = list(FAULT_KINDS[kind].keys) if roll > 3 else [*FAULT_KEYS, "unknown_key"]
+    keys = list(keys_of(FAULT_KINDS[kind])) if roll > 3 else [*FAULT_KEYS, "unknown_key"]
     entry = {"kind": kind if roll != 1 else draw(st.sampled_from(WORDS))}
     for key in draw(st.lists(st.sampled_from(keys), max_size=4, unique=True)):
         typed = FAULT_VALUES.get(key) if roll > 3 else None

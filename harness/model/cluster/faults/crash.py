@@ -13,7 +13,6 @@ if TYPE_CHECKING:
 
 class Crash(FaultKind):
     name = "crash"
-    keys = ("node", "at_s", "until_s")
     needs_node = True
     what = "the node dies (sandboxes lost, RPCs fail, no reports); back empty at until_s"
     counters = (

@@ -1,6 +1,6 @@
-"""What a fault kind is (`FaultKind`): its keys, where it strikes, what it does there and what it
-counts. The fault plan (`harness.model.cluster.faults.plan.Faults`) asks the kinds, never their
-names, so a new kind is one file (and its registration in `kinds`)."""
+"""What a fault kind is (`FaultKind`): its own keys (`Settings`), where it strikes, what it does
+there and what it counts. The fault plan (`harness.model.cluster.faults.plan.Faults`) asks the
+kinds, never their names, so a new kind is one file (and its registration in `kinds`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from harness.model.cluster.node import Node, Outcome
+from harness.model.tunables import PluginSettings
 
 if TYPE_CHECKING:
     from harness.model.cluster.faults.fault_keys import FaultSpec
@@ -40,8 +41,11 @@ class FaultKind:
     the plan's counters (`counts`) are handed in."""
 
     name: ClassVar[str] = ""
-    keys: ClassVar[tuple[str, ...]] = ()
-    """The keys an entry of this kind takes besides `kind`; any other is refused."""
+    Settings: ClassVar[type[PluginSettings]] = PluginSettings
+    """The kind's own keys: a frozen dataclass deriving `PluginSettings` (`Drawn` for a kind
+    that draws with a `fraction`), written flat in its `[[faults]]` entry beside the common
+    keys (`fault_keys.COMMON`); any other key is refused. The hooks read them as
+    `spec.settings`."""
     needs_node: ClassVar[bool] = False
     """Whether an entry must name its target node."""
     what: ClassVar[str] = ""
@@ -50,12 +54,14 @@ class FaultKind:
     of the summary (`harness.model.cluster.faults.kinds.COUNTS`), and counting any other is an
     error."""
     slows: ClassVar[bool] = False
-    """Whether an entry adds latency to RPCs to its node (`latency_ms`, `SlowNodes`)."""
+    """Whether an entry adds latency to RPCs to its node (its setting `latency_ms`,
+    `SlowNodes`)."""
 
     @staticmethod
     def strikes(spec: FaultSpec, where: str) -> bool:
         """Whether the entry `spec` may strike "create" RPCs, "kill" RPCs or "report"s (drawn
-        with its `fraction` while active)."""
+        with its `fraction`, `spec.settings.fraction`, while active: its `Settings` derive
+        from `Drawn`)."""
         return False
 
     @staticmethod

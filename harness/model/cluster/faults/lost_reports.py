@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from harness.model.cluster.faults.fault_keys import Drawn
 from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
 
 if TYPE_CHECKING:
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
 
 class LostReports(FaultKind):
     name = "lost_reports"
-    keys = ("fraction", "node", "at_s", "until_s")
+    Settings = Drawn
     what = "a fraction of heartbeat reports never arrive"
     counters = (
         Counter(

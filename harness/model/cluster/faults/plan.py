@@ -42,7 +42,7 @@ class SlowNodes:
         entries = self.slow.get(node_id)
         if not entries:
             return 0.0
-        return sum(f.latency_ms / 2000.0 for f in entries if f.active(node_id, now))
+        return sum(f.settings.latency_ms / 2000.0 for f in entries if f.active(node_id, now))
 
     def slowest_ms(self) -> float:
         """The largest extra round trip (ms) any node ever has: overlapping entries add up,
@@ -121,7 +121,7 @@ class Faults:
         self, faults: Struck, node_id: int, now: float
     ) -> tuple[FaultSpec, type[FaultKind]] | None:
         for f, kind in faults:
-            if f.active(node_id, now) and self.random() < f.fraction:
+            if f.active(node_id, now) and self.random() < f.settings.fraction:
                 return f, kind
         return None
 

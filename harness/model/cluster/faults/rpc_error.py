@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from harness.model.cluster.faults.fault_keys import Drawn
 from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
 from harness.model.cluster.node import Node, Outcome
+from harness.model.tunables import key
 
 if TYPE_CHECKING:
     from harness.model.cluster.faults.fault_keys import FaultSpec
     from harness.model.workload.request import Shape
 
 
+@dataclass(frozen=True)
+class RpcErrorSettings(Drawn):
+    rpc: str = key("create", "Which RPC fails, create or kill.", choices=("create", "kill"))
+    error: str = key(
+        "failed",
+        "How it fails: failed (transient: exclude, attempt + 1) or resource_exhausted (skip).",
+        choices=("failed", "resource_exhausted"),
+    )
+
+
 class RpcError(FaultKind):
     name = "rpc_error"
-    keys = ("rpc", "error", "fraction", "node", "at_s", "until_s")
+    Settings = RpcErrorSettings
     what = "a fraction of create or kill RPCs fail without the node acting"
     counters = (
         Counter(
@@ -29,7 +42,7 @@ class RpcError(FaultKind):
 
     @staticmethod
     def strikes(spec: FaultSpec, where: str) -> bool:
-        return where == spec.rpc
+        return where == spec.settings.rpc
 
     @staticmethod
     def on_rpc(
@@ -39,7 +52,7 @@ class RpcError(FaultKind):
         shape: Shape | None,
         counts: dict[str, int],
     ) -> Outcome:
-        if spec.error == "resource_exhausted":
+        if spec.settings.error == "resource_exhausted":
             counts["fault_rpc_exhausted"] += 1
             return Outcome.RESOURCE_EXHAUSTED
         counts["fault_rpc_failed"] += 1

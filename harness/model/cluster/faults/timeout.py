@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from harness.model.cluster.faults.fault_keys import Drawn
 from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
 from harness.model.cluster.node import Node, Outcome
 
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 class Timeout(FaultKind):
     name = "timeout"
-    keys = ("fraction", "node", "at_s", "until_s")
+    Settings = Drawn
     what = "a fraction of create RPCs get no answer; the node acts all the same"
     counters = (
         Counter("fault_timeouts", Where.RPC, "Create RPCs left unanswered by a `timeout` fault."),
