@@ -162,7 +162,10 @@ def _fault(name: str, raw: Any) -> FaultSpec:
     if not isinstance(raw, dict):
         raise not_a_table(name, raw, "one [[faults]] entry")
     common = {k: v for k, v in raw.items() if k in COMMON}
-    fault = _section(name, FaultSpec, common, "one [[faults]] entry")
+    try:
+        fault = _section(name, FaultSpec, common, "one [[faults]] entry")
+    except RegistryError as e:  # an installed kind that does not import
+        raise ConfigError(f"{name}.kind", str(e)) from None
     kind = FAULT_KINDS[fault.kind]
     own = {k: v for k, v in raw.items() if k not in COMMON}
     for key in own:

@@ -98,6 +98,17 @@ def test_a_bad_setting_is_one_line_naming_its_key(stutter, keys, key, reason):
     assert "\n" not in str(caught.value)
 
 
+def test_an_installed_kind_that_does_not_import_is_one_line_naming_the_kind(monkeypatch):
+    installed = EntryPoint("ghost", "no_such_module:Ghost", FAULT_KINDS.group)
+    found = {FAULT_KINDS.group: EntryPoints([installed])}
+    monkeypatch.setattr(registry, "entry_points", lambda group: found.get(group, EntryPoints()))
+    with pytest.raises(ConfigError) as caught:
+        scenario(faults=[{"kind": "ghost"}])
+    assert caught.value.key == "faults[0].kind" and "cannot import 'no_such_module'" in str(
+        caught.value
+    )
+
+
 def test_a_built_in_kind_refuses_another_kinds_key():
     with pytest.raises(ConfigError) as caught:
         scenario(faults=[{"kind": "crash", "node": 0, "fraction": 0.5}])
