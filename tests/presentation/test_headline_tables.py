@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,19 @@ def _run(config: Path, out: Path) -> dict[str, pd.DataFrame]:
     with contextlib.redirect_stdout(io.StringIO()):
         assert main([*args, "--out", str(out), "--quiet", "--no-report"]) == 0
     return load_run(out)[1]
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory) -> Callable[[Path], dict[str, pd.DataFrame]]:
+    """`_run` of a config, once per module: two tests read seed-burst's tables."""
+    done: dict[Path, dict[str, pd.DataFrame]] = {}
+
+    def of(config: Path) -> dict[str, pd.DataFrame]:
+        if config not in done:
+            done[config] = _run(config, tmp_path_factory.mktemp(config.stem) / "run")
+        return {name: frame.copy() for name, frame in done[config].items()}
+
+    return of
 
 
 def _in_flight(requests: pd.DataFrame) -> dict[str, tuple[int, float, bool]]:
@@ -187,14 +201,14 @@ def _check(frames: dict[str, pd.DataFrame]) -> list[str]:
         for p in SCENARIOS
     ],
 )
-def test_every_headline_sentence_agrees_with_the_tables(config: Path, tmp_path: Path) -> None:
-    _check(_run(config, tmp_path / "run"))
+def test_every_headline_sentence_agrees_with_the_tables(config: Path, tables) -> None:
+    _check(tables(config))
 
 
-def test_seed_burst_in_progress_and_optimistic_both_cut_cv_with_500_in_flight(tmp_path):
+def test_seed_burst_in_progress_and_optimistic_both_cut_cv_with_500_in_flight(tables):
     """All 500 creates of a seed are sent at one instant: all in flight together, so both
     strategies that count them cut CV, the same in every seed."""
-    lines = _check(_run(CONFIGS / "seed-burst.toml", tmp_path / "run"))
+    lines = _check(tables(CONFIGS / "seed-burst.toml"))
     _, in_progress, optimistic = lines
     assert in_progress.startswith("in_progress cuts CV from ")
     assert optimistic.startswith("optimistic cuts CV from ")
