@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,8 +164,12 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="compare, write nothing")
     check = parser.parse_args().check
     stale = []
-    for name, make in generated().items():
-        made = make()
+    makers = generated()
+    # Each output block is a process of its own: they run side by side, and beside the figures.
+    with ThreadPoolExecutor(max_workers=len(makers)) as pool:
+        futures = {name: pool.submit(make) for name, make in makers.items()}
+    for name, future in futures.items():
+        made = future.result()
         path = ROOT / name
         if path.exists() and path.read_bytes() == made:
             continue

@@ -98,13 +98,15 @@ def _blocks(page: Path) -> list[Block]:
 
 def _shims(folder: Path) -> dict[str, str]:
     """`harness` and `python` on the PATH as this interpreter with this checkout importable;
-    `harness run` made small (2 seeds, no progress bar, no report) so the docs run fast."""
+    `harness run` made small (2 seeds, no progress bar, no report) and `harness search` drawn
+    no report (no block reads one) so the docs run fast."""
     folder.mkdir()
     path = f'export PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{ROOT}"\n'
     (folder / "harness").write_text(
         f"#!/bin/sh\n{path}"
         f'if [ "$1" = run ]; then exec {sys.executable} -m harness "$@" --seeds 2 --quiet '
         f"--no-report; fi\n"
+        f'if [ "$1" = search ]; then exec {sys.executable} -m harness "$@" --no-report; fi\n'
         f'exec {sys.executable} -m harness "$@"\n'
     )
     (folder / "python").write_text(f'#!/bin/sh\n{path}exec {sys.executable} "$@"\n')
