@@ -4,6 +4,7 @@ transport. The Go one only where its toolchain is installed."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from collections.abc import Iterator
@@ -19,13 +20,16 @@ from tests.support.golden import folder_digests
 from tests.support.schedulers import GO_MISSING, PYTHON_SCHEDULER, go_scheduler
 
 SEEDS = 3
+_go_built = functools.cache(go_scheduler)
+"""The Go example built once for the module's tests (a build that changes nothing still takes
+protoc and `go build` their time)."""
 
 
 def _example(name: str) -> list[str]:
     if name == "go":
         if GO_MISSING:
             pytest.skip(f"no Go toolchain ({', '.join(GO_MISSING)} missing)")
-        return go_scheduler()
+        return _go_built()
     return PYTHON_SCHEDULER
 
 
