@@ -42,8 +42,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-@pytest.fixture
-def still(monkeypatch):
+def _hold_still(monkeypatch: pytest.MonkeyPatch) -> None:
     """The two things that differ between two runs of one config held still (the run id and
     the engine's wall time), so their files can be compared byte for byte."""
 
@@ -54,6 +53,11 @@ def still(monkeypatch):
 
     monkeypatch.setattr(run_store, "new_run_id", lambda name: f"{name}-same")  # and the folder
     monkeypatch.setattr(virtual, "time", _Still)
+
+
+@pytest.fixture
+def still(monkeypatch):
+    _hold_still(monkeypatch)
 
 
 def _tables(out: Path) -> dict[str, bytes]:
@@ -125,25 +129,37 @@ class Disk:
         return write
 
 
+WRITTEN = ["run", HERD, *RUN, "--seeds", "2", *QUIET]  # 4 seeds: 2 strategies
+"""The run whose every write fails in turn."""
+
+
+@pytest.fixture(scope="module")
+def straight_run(tmp_path_factory) -> tuple[Path, int]:
+    """`WRITTEN` run straight through, held still (`_hold_still`), once for every way a write
+    fails: its folder, and how many writes it made."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _hold_still(monkeypatch)
+        disk = Disk(monkeypatch)
+        straight = tmp_path_factory.mktemp("written") / "straight"
+        assert main([*WRITTEN, "--out", str(straight)]) == 0
+        return straight, disk.calls
+
+
 @pytest.mark.slow  # a failure at each of the ~25 writes of a run, each resumed: ~50 runs
 @pytest.mark.parametrize("once", [False, True], ids=["disk-full", "eacces-once"])
 def test_a_write_failing_at_any_point_of_a_run_leaves_whole_files_and_resumes(
-    once, tmp_path, monkeypatch, capsys, still
+    once, straight_run, tmp_path, monkeypatch, capsys, still
 ):
-    disk = Disk(monkeypatch)
-    straight = tmp_path / "straight"
-    run = ["run", HERD, *RUN, "--seeds", "2", *QUIET]  # 4 seeds: 2 strategies
-    assert main([*run, "--out", str(straight)]) == 0
-    writes = disk.calls
+    straight, writes = straight_run
     assert writes > 15
-    capsys.readouterr()
+    disk = Disk(monkeypatch)
     disk.once = once
     disk.error = errno.EACCES if once else errno.ENOSPC
     reason = os.strerror(disk.error)
     for n in range(1, writes + 1):
         out = tmp_path / f"fail-{n}"
         disk.calls, disk.fail_at = 0, n
-        code = main([*run, "--out", str(out)])
+        code = main([*WRITTEN, "--out", str(out)])
         err = capsys.readouterr().err
         assert code == WRITE_FAILED, (n, err)
         _one_line(err, "harness: error: cannot write ", str(out), reason)
