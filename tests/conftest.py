@@ -100,3 +100,13 @@ def local_ray(_ray_stopped_at_the_end: None) -> None:
     from harness.engines.ray_setup import connect
 
     connect()
+
+
+@pytest.fixture(scope="module")
+def ray_address(local_ray: None) -> str:
+    """The address of the shared local Ray (`local_ray`), for a `harness` process of a test to
+    join (RAY_ADDRESS or --address) instead of starting a Ray of its own: only where the test
+    is not about Ray's own start-up or shutdown, nor about the processes left behind."""
+    import ray
+
+    return ray.get_runtime_context().gcs_address

@@ -285,10 +285,21 @@ def test_a_run_interrupted_after_any_seed_resumes_to_the_files_of_a_straight_run
     )
 
 
-def _harness(*args: str, signal_at: str = "") -> subprocess.CompletedProcess:
+def _joining(address: str | None) -> dict[str, str]:
+    """The environment of a `harness` process that joins the Ray at `address` if given
+    (RAY_ADDRESS, which leaves the config, and so a resume's check, alone) rather than
+    starting its own: this process's environment as it is now, since starting the shared Ray
+    set the single-host mode a process joining it needs."""
+    if address is None:
+        return ENV
+    return {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": address}
+
+
+def _harness(*args: str, signal_at: str = "", address: str | None = None):
     """`harness ARGS` as its own process (`python -m harness`), sending itself the signals of
-    `signal_at` at their phases (`harness.results.phase_hooks.SIGNAL_AT`)."""
-    env = {**ENV, phase_hooks.SIGNAL_AT: signal_at}
+    `signal_at` at their phases (`harness.results.phase_hooks.SIGNAL_AT`), joining the Ray at
+    `address` if given."""
+    env = {**_joining(address), phase_hooks.SIGNAL_AT: signal_at}
     return subprocess.run(
         [sys.executable, "-m", "harness", *args],
         env=env,
@@ -301,19 +312,21 @@ def _harness(*args: str, signal_at: str = "") -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     "engine", ["virtual", pytest.param("ray", marks=[pytest.mark.ray, pytest.mark.slow])]
 )
-def test_a_resumed_run_never_runs_a_kept_seed_again(engine, tmp_path):
+def test_a_resumed_run_never_runs_a_kept_seed_again(engine, tmp_path, request):
     """An interrupted run closed its files and dropped its parts, so --resume ran
     every seed again. The kept seeds' rows come back byte for byte, their engine_wall_s too:
-    not run again (on Ray a rerun would be another run, not the one the message kept)."""
+    not run again (on Ray a rerun would be another run, not the one the message kept). On Ray
+    both processes join the shared one: the claim is about what is kept, not Ray's start-up."""
     out = tmp_path / "run"
     run = ["run", HERD, "--seeds", "3", "--set", "run.duration_s=1", "--engine", engine]
-    stopped = _harness(*run, *QUIET, "--out", str(out), signal_at="seed#3=INT")
+    address = request.getfixturevalue("ray_address") if engine == "ray" else None
+    stopped = _harness(*run, *QUIET, "--out", str(out), signal_at="seed#3=INT", address=address)
     assert stopped.returncode == 130, stopped.stderr[-2000:]
     said = " ".join(stopped.stderr.split())
     assert f"interrupted: 2 of 3 seeds finished are kept in {out}" in said, said
     kept = load_run(out)[1]
     assert sorted(kept["summary"]["seed"]) == [0, 1]
-    resumed = _harness("run", "--resume", str(out), *QUIET)
+    resumed = _harness("run", "--resume", str(out), *QUIET, address=address)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     meta, frames = load_run(out)
     assert meta["completed"] and sorted(frames["summary"]["seed"]) == [0, 1, 2]
@@ -689,12 +702,15 @@ def _sweep_file(tmp_path: Path) -> Path:
     return path
 
 
-def _sweep_stopped(spec: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
-    """`harness sweep` as its own process, stopped as `spec` says (see `_run_stopped`)."""
+def _sweep_stopped(
+    spec: str, tmp_path: Path, address: str | None = None
+) -> tuple[subprocess.CompletedProcess, Path]:
+    """`harness sweep` as its own process, stopped as `spec` says (see `_run_stopped`), joining
+    the Ray at `address` if given."""
     out, sweep = tmp_path / "s", str(_sweep_file(tmp_path))
     done = subprocess.run(
         [sys.executable, "-m", "harness", "sweep", sweep, "--quiet", "--out", str(out)],
-        env={**ENV, phase_hooks.SIGNAL_AT: spec},
+        env={**_joining(address), phase_hooks.SIGNAL_AT: spec},
         capture_output=True,
         text=True,
         timeout=300,
@@ -714,8 +730,11 @@ def test_a_signal_before_a_sweep_starts_says_nothing_was_written(signal_name, co
 @pytest.mark.ray
 @pytest.mark.slow
 @pytest.mark.parametrize("signal_name,code", [("INT", 130), ("TERM", 143)])
-def test_a_signal_while_a_sweep_writes_a_cell_keeps_it_whole(signal_name, code, tmp_path):
-    done, out = _sweep_stopped(f"cell={signal_name}", tmp_path)
+def test_a_signal_while_a_sweep_writes_a_cell_keeps_it_whole(
+    signal_name, code, tmp_path, ray_address
+):
+    """On the shared Ray: the claim is about the cell's files, not Ray's start-up."""
+    done, out = _sweep_stopped(f"cell={signal_name}", tmp_path, ray_address)
     text = done.stdout + done.stderr
     assert done.returncode == code, text[-2000:]
     assert "1 finished cells are in" in " ".join(text.split()) and "Traceback" not in text
