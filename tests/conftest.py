@@ -63,6 +63,7 @@ RAY_FIXTURES = frozenset({"local_ray", "ray_instance"})
 marked `ray` whether or not it says so."""
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the `xdist_group` marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that starts Ray is slow: starting one costs seconds and takes both cores, so the
     fast tier (`-m "not slow"`) runs without Ray."""
