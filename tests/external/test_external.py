@@ -18,6 +18,7 @@ from harness.external import EXIT_CODE
 from harness.external.generate import GENERATED, REFERENCE, ROOT, generate
 from tests.support.golden import folder_digests
 from tests.support.schedulers import PYTHON_SCHEDULER
+from tests.support.tiers import slow
 
 FAULTY = [sys.executable, str(ROOT / "tests" / "support" / "external_fault_scheduler.py")]
 SEED_HERD = ROOT / "configs" / "seed-herd.toml"
@@ -78,11 +79,12 @@ def test_the_python_example_gives_the_in_process_run(tmp_path, transport, inproc
     ("config", "sets"),
     [
         ("faults-rpc-error.toml", []),  # failed RPCs, retried: the scheduler keeps the excluded
-        ("replicas.toml", ["run.duration_s=30"]),  # 4 replicas, a process each; kills too
-        ("heterogeneous.toml", []),  # pools: labels, CPU families, memory over-commit
-        ("race-erase.toml", ["placement.strategy=sync_response"]),  # fresh reports in answers
-        ("race-double-count.toml", ["placement.strategy=reconcile"]),  # sandbox IDs in reports
         ("seed-herd.toml", ["placement.algorithm=least_busy"]),  # another pipeline
+        # The longer ones in the slow tier: two runs each, one through a process per replica.
+        slow("replicas.toml", ["run.duration_s=30"]),  # 4 replicas, a process each; kills too
+        slow("heterogeneous.toml", []),  # pools: labels, CPU families, memory over-commit
+        slow("race-erase.toml", ["placement.strategy=sync_response"]),  # fresh reports in answers
+        slow("race-double-count.toml", ["placement.strategy=reconcile"]),  # IDs in reports
     ],
 )
 def test_other_scenarios_match_too(tmp_path, config, sets) -> None:

@@ -31,6 +31,7 @@ from harness.results.arrow_schemas import TABLES
 from harness.results.run_folder import PARTS, RunWriter, load_run
 from harness.results.sweep_folder import SweepStore
 from tests.support.configs import CONFIGS, scenario
+from tests.support.tiers import slow
 
 # Its Ray tests check exits and whole files, not timing: they may share the machine.
 pytestmark = pytest.mark.shares_machine
@@ -636,16 +637,19 @@ PHASES = [
     ("commit#2=INT,close=TERM", 130, "2 of 6 seeds finished are kept", "incomplete"),
     ("close=INT", 130, "the run had completed", "complete"),
     ("close=TERM", 143, "the run had completed", "complete"),
-    ("report=INT", 130, "report.html not written", "complete"),
-    ("report=TERM", 143, "report.html not written", "complete"),
-    ("shutdown=INT", 130, "interrupted", "complete+report"),
-    ("shutdown=TERM", 143, "terminated", "complete+report"),
-    ("done=INT", 0, "", "complete+report"),
-    ("done=TERM", 0, "", "complete+report"),
+    # The slow tier's: a process that draws its report before the signal.
+    slow("report=INT", 130, "report.html not written", "complete"),
+    slow("report=TERM", 143, "report.html not written", "complete"),
+    slow("shutdown=INT", 130, "interrupted", "complete+report"),
+    slow("shutdown=TERM", 143, "terminated", "complete+report"),
+    slow("done=INT", 0, "", "complete+report"),
+    slow("done=TERM", 0, "", "complete+report"),
 ]
 
 
-@pytest.mark.parametrize("spec,code,said,disk", PHASES, ids=[p[0] for p in PHASES])
+@pytest.mark.parametrize(
+    "spec,code,said,disk", PHASES, ids=[getattr(p, "values", p)[0] for p in PHASES]
+)
 def test_a_signal_at_any_phase_of_a_run(spec, code, said, disk, tmp_path):
     out = tmp_path / "run"
     done = _run_stopped(spec, out)

@@ -28,3 +28,8 @@ def examples(fast: int, full: int) -> pytest.MarkDecorator:
     return pytest.mark.parametrize(
         "examples", [fast, pytest.param(full, marks=pytest.mark.slow)], ids=["fast", "full"]
     )
+
+
+def slow(*values: Any) -> Any:
+    """A test parameter that runs in the slow tier only."""
+    return pytest.param(*values, marks=pytest.mark.slow)
