@@ -34,7 +34,7 @@ from tests.support.generated_configs import (
     toml_value,
     write_config,
 )
-from tests.support.tiers import examples
+from tests.support.tiers import examples, slow
 
 HERD = CONFIGS / "seed-herd.toml"
 KEYS = {f"{s}.{k}": default for s, keys in SECTION_KEYS.items() for k, default in keys.items()}
@@ -297,9 +297,18 @@ def check_target(command: str, kind: str, tmp: Path, finished: Path) -> None:
     assert_contract(*outcome(["run", str(HERD), "--seeds", "1", "--quiet", "--out", where]))
 
 
+FAST_NAMES = {"named \udcff", "named x\ny"}
+"""The odd names whose run (a report drawn into the folder) is in the fast tier: a byte that is
+not UTF-8 and a newline, the two a path's printing trips over; the other names in the slow."""
+
+
 @pytest.mark.parametrize(
     "command,kind",
-    [("run", kind) for kind in TARGETS] + [("report", kind) for kind in TARGETS],
+    [
+        ("run", kind) if not kind.startswith("named ") or kind in FAST_NAMES else slow("run", kind)
+        for kind in TARGETS
+    ]
+    + [("report", kind) for kind in TARGETS],
 )
 def test_every_target_meets_the_contract(command, kind, tmp_path, finished_run):
     """Each --out and `report` target once, whatever the fuzz test happens to draw."""
