@@ -36,6 +36,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(os.environ.pop("HARNESS_TEST_LOCKS"), ignore_errors=True)
 
 
+def alone(item: pytest.Item) -> bool:
+    """Whether `item` is a Ray test that must have the machine to itself (see
+    `pytest_runtest_protocol`)."""
+    shares = item.get_closest_marker("shares_machine")  # a test's own mark before its module's
+    return bool(item.get_closest_marker("ray")) and (shares is None or shares.args == (False,))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """A Ray test has the machine to itself, unless marked `shares_machine` (a test of a module
@@ -43,12 +50,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     and take every core: a test beside one makes it late (conformance bands missed at a load of
     7). A writer-first lock over the workers (`-n`): a Ray test waits for the tests running to
     end, and no new one starts until it has ended. Ray tests never run two at once either way:
-    one worker runs them all (`xdist_group`)."""
+    those that run alone are one worker's, those that share the machine another's
+    (`xdist_group`), and a shared one holds the machine against one that runs alone."""
     folder = Path(os.environ["HARNESS_TEST_LOCKS"])
-    shares = item.get_closest_marker("shares_machine")  # a test's own mark before its module's
-    alone = item.get_closest_marker("ray") and (shares is None or shares.args == (False,))
     with open(folder / "turnstile", "a") as turnstile, open(folder / "machine", "a") as machine:
-        if alone:
+        if alone(item):
             fcntl.flock(turnstile, fcntl.LOCK_EX)
             fcntl.flock(machine, fcntl.LOCK_EX)
         else:
@@ -72,9 +78,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.ray)
         if item.get_closest_marker("ray"):
             item.add_marker(pytest.mark.slow)
-            # One worker runs them all, one after another (`-n` with `--dist loadgroup`,
-            # pyproject.toml): one Ray at a time, as each sizes itself to the whole machine.
-            item.add_marker(pytest.mark.xdist_group("ray"))
+            # Two groups, each one worker's, run one test after another (`-n` with `--dist
+            # loadgroup`, pyproject.toml): the Ray tests that run alone, and those that share
+            # the machine; a module's Ray is started once per group, not once per worker.
+            item.add_marker(pytest.mark.xdist_group("ray" if alone(item) else "ray-shared"))
 
 
 @pytest.fixture

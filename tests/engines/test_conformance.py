@@ -278,7 +278,7 @@ def compare(config: Config, plan: Plan, virtual: list[SeedResult], got: SeedResu
     kills_failed = [r["kills_failed"] for r in v]
     if not any(kills_failed):
         c.equal("kills_failed", s["kills_failed"], 0)
-    elif any(f.kind == "rpc_error" and f.rpc == "kill" for f in config.faults):
+    elif any(f.kind == "rpc_error" and f.settings.rpc == "kill" for f in config.faults):
         rates = [r["kills_failed"] / max(r["kills"], 1) for r in v]
         c.within("kills_failed", s["kills_failed"], *binomial_band(s["kills"], rates))
     else:  # kills of sandboxes lost to a crash: how many, not a coin flip per kill
