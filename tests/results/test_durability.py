@@ -97,6 +97,23 @@ def _one_line(err: str, *parts: str) -> str:
     return err
 
 
+def _signal_at(monkeypatch: pytest.MonkeyPatch, spec: str) -> None:
+    """The commands this process runs next (`harness.cli.main`) send it the signals of `spec`
+    at their phases (`harness.results.phase_hooks.SIGNAL_AT`), counted from now; none if
+    `spec` is empty."""
+    monkeypatch.setattr(phase_hooks, "_seen", {})
+    monkeypatch.setenv(phase_hooks.SIGNAL_AT, spec)
+
+
+def _command(monkeypatch, capsys, *args: str, signal_at: str = "") -> tuple[int, str]:
+    """`harness ARGS` in this process (`harness.cli.main`), sending itself the signals of
+    `signal_at` at their phases: its exit code, and what it said on stderr."""
+    _signal_at(monkeypatch, signal_at)
+    capsys.readouterr()
+    code = main(list(args))
+    return code, capsys.readouterr().err
+
+
 # -- a write that fails: a stub at the I/O boundary ------------------------------------------
 
 
@@ -180,16 +197,11 @@ def test_a_write_failing_at_any_point_of_a_run_leaves_whole_files_and_resumes(
         assert load_run(out)[0]["completed"] is True
 
 
-def test_the_report_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch, capsys):
+def test_the_report_is_replaced_whole_or_not_at_all(good_run, tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
-    assert (
-        main(
-            ["run", HERD, "--seeds", "1", "--set", "run.duration_s=2", "--quiet", "--out", str(out)]
-        )
-        == 0
-    )
-    before = (out / "report.html").read_bytes()
-    capsys.readouterr()
+    shutil.copytree(good_run, out)
+    before = b"<html>the report drawn before</html>\n"  # what a failed write leaves: any bytes
+    (out / "report.html").write_bytes(before)
     disk = Disk(monkeypatch)
     disk.fail_at = 1
     assert main(["report", str(out)]) == WRITE_FAILED
@@ -261,18 +273,25 @@ def test_a_real_full_disk_is_one_line_and_whole_files(free_kb, small_disk):
 # -- resume -----------------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory) -> Path:
+    """`RUN` run straight through, held still (`_hold_still`), once for every seed a run of it
+    is stopped at."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _hold_still(monkeypatch)
+        out = tmp_path_factory.mktemp("straight") / "straight"
+        assert main(["run", HERD, *RUN, *QUIET, "--out", str(out)]) == 0
+        return out
+
+
 @pytest.mark.parametrize("stop_at", [1, 2, 4, 6])
 def test_a_run_interrupted_after_any_seed_resumes_to_the_files_of_a_straight_run(
-    stop_at, tmp_path, monkeypatch, capsys, still
+    stop_at, straight, tmp_path, monkeypatch, capsys, still
 ):
-    straight = tmp_path / "straight"
-    assert main(["run", HERD, *RUN, *QUIET, "--out", str(straight)]) == 0
     out = tmp_path / "stopped"
-    monkeypatch.setattr(phase_hooks, "_seen", {})
-    monkeypatch.setenv(phase_hooks.SIGNAL_AT, f"seed#{stop_at}=INT")
-    capsys.readouterr()
-    assert main(["run", HERD, *RUN, *QUIET, "--out", str(out)]) == 130
-    said = capsys.readouterr().err
+    run = ["run", HERD, *RUN, *QUIET, "--out", str(out)]
+    code, said = _command(monkeypatch, capsys, *run, signal_at=f"seed#{stop_at}=INT")
+    assert code == 130
     assert f"{stop_at - 1} of 6 seeds finished are kept in {out}" in said
     assert f"harness run --resume {out}" in said
     assert len(_consistent(out)["finished"]) == stop_at - 1
@@ -296,39 +315,29 @@ def _joining(address: str | None) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": address}
 
 
-def _harness(*args: str, signal_at: str = "", address: str | None = None):
-    """`harness ARGS` as its own process (`python -m harness`), sending itself the signals of
-    `signal_at` at their phases (`harness.results.phase_hooks.SIGNAL_AT`), joining the Ray at
-    `address` if given."""
-    env = {**_joining(address), phase_hooks.SIGNAL_AT: signal_at}
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 @pytest.mark.parametrize(
     "engine", ["virtual", pytest.param("ray", marks=[pytest.mark.ray, pytest.mark.slow])]
 )
-def test_a_resumed_run_never_runs_a_kept_seed_again(engine, tmp_path, request):
+def test_a_resumed_run_never_runs_a_kept_seed_again(engine, tmp_path, request, monkeypatch, capsys):
     """An interrupted run closed its files and dropped its parts, so --resume ran
     every seed again. The kept seeds' rows come back byte for byte, their engine_wall_s too:
-    not run again (on Ray a rerun would be another run, not the one the message kept). On Ray
-    both processes join the shared one: the claim is about what is kept, not Ray's start-up."""
+    not run again (on Ray a rerun would be another run, not the one the message kept). Both
+    commands run in this process, on Ray joining the shared one (`local_ray`): the claim is
+    about what is kept, not a process's or Ray's start-up."""
     out = tmp_path / "run"
     run = ["run", HERD, "--seeds", "3", "--set", "run.duration_s=1", "--engine", engine]
-    address = request.getfixturevalue("ray_address") if engine == "ray" else None
-    stopped = _harness(*run, *QUIET, "--out", str(out), signal_at="seed#3=INT", address=address)
-    assert stopped.returncode == 130, stopped.stderr[-2000:]
-    said = " ".join(stopped.stderr.split())
+    if engine == "ray":
+        request.getfixturevalue("local_ray")
+    code, said = _command(
+        monkeypatch, capsys, *run, *QUIET, "--out", str(out), signal_at="seed#3=INT"
+    )
+    assert code == 130, said[-2000:]
+    said = " ".join(said.split())
     assert f"interrupted: 2 of 3 seeds finished are kept in {out}" in said, said
     kept = load_run(out)[1]
     assert sorted(kept["summary"]["seed"]) == [0, 1]
-    resumed = _harness("run", "--resume", str(out), *QUIET, address=address)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    code, said = _command(monkeypatch, capsys, "run", "--resume", str(out), *QUIET)
+    assert code == 0, said[-2000:]
     meta, frames = load_run(out)
     assert meta["completed"] and sorted(frames["summary"]["seed"]) == [0, 1, 2]
     for name in TABLES:
@@ -377,8 +386,7 @@ def test_resume_with_another_config_is_refused_with_one_line(
     change, said, tmp_path, capsys, monkeypatch
 ):
     out = tmp_path / "stopped"
-    monkeypatch.setenv(phase_hooks.SIGNAL_AT, "seed#2=INT")
-    monkeypatch.setattr(phase_hooks, "_seen", {})
+    _signal_at(monkeypatch, "seed#2=INT")
     assert main(["run", HERD, *RUN, *QUIET, "--out", str(out)]) == 130
     monkeypatch.delenv(phase_hooks.SIGNAL_AT)
     capsys.readouterr()
@@ -501,7 +509,9 @@ def stopped_run(tmp_path_factory) -> Path:
     """A run of 3 seeds interrupted as its third began: parts 00000 and 00001 kept."""
     out = tmp_path_factory.mktemp("stopped") / "run"
     args = ["run", HERD, "--seeds", "3", "--set", "run.duration_s=2", *QUIET, "--out", str(out)]
-    assert _harness(*args, signal_at="seed#3=INT").returncode == 130
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _signal_at(monkeypatch, "seed#3=INT")
+        assert main(args) == 130
     return out
 
 
@@ -539,9 +549,16 @@ SEED_JSON_DAMAGE = {
 PART_CASES = [(f"{t}.parquet", d) for t in TABLES for d in PART_DAMAGE] + [
     ("seed.json", d) for d in SEED_JSON_DAMAGE
 ]
+FAST_PART_CASES = {("nodes.parquet", "deleted"), ("seed.json", "checksum-altered")}
+"""The damaged parts the fast tier tries (the table once silently gathered without its file,
+and a record that no longer vouches for its file); the slow tier tries every one."""
 
 
-@pytest.mark.parametrize("file,damage", PART_CASES, ids=[f"{f}-{d}" for f, d in PART_CASES])
+@pytest.mark.parametrize(
+    "file,damage",
+    [case if case in FAST_PART_CASES else slow(*case) for case in PART_CASES],
+    ids=[f"{f}-{d}" for f, d in PART_CASES],
+)
 def test_a_damaged_part_is_named_by_report_and_run_again_by_resume(
     file, damage, stopped_run, tmp_path, capsys
 ):
@@ -627,17 +644,18 @@ def _run_stopped(spec: str, out: Path, *extra: str) -> subprocess.CompletedProce
 
 PHASES = [
     # (spec, exit code, what the line says, what is on disk)
-    ("start=INT", 130, "interrupted: nothing was written", "nothing"),
-    ("start=TERM", 143, "terminated: nothing was written", "nothing"),
-    ("seed=INT", 130, "0 of 6 seeds finished are kept", "incomplete"),
+    # The fast tier's: a signal that stops a run, one that finds it complete; each a process.
     ("seed#3=TERM", 143, "2 of 6 seeds finished are kept", "incomplete"),
-    ("commit=INT", 130, "1 of 6 seeds finished are kept", "incomplete"),
-    ("commit#4=TERM", 143, "4 of 6 seeds finished are kept", "incomplete"),
-    ("commit#2=INT,close=INT", 130, "2 of 6 seeds finished are kept", "incomplete"),
-    ("commit#2=INT,close=TERM", 130, "2 of 6 seeds finished are kept", "incomplete"),
     ("close=INT", 130, "the run had completed", "complete"),
-    ("close=TERM", 143, "the run had completed", "complete"),
-    # The slow tier's: a process that draws its report before the signal.
+    # The slow tier's: the other phases, and a process that draws its report before the signal.
+    slow("start=INT", 130, "interrupted: nothing was written", "nothing"),
+    slow("start=TERM", 143, "terminated: nothing was written", "nothing"),
+    slow("seed=INT", 130, "0 of 6 seeds finished are kept", "incomplete"),
+    slow("commit=INT", 130, "1 of 6 seeds finished are kept", "incomplete"),
+    slow("commit#4=TERM", 143, "4 of 6 seeds finished are kept", "incomplete"),
+    slow("commit#2=INT,close=INT", 130, "2 of 6 seeds finished are kept", "incomplete"),
+    slow("commit#2=INT,close=TERM", 130, "2 of 6 seeds finished are kept", "incomplete"),
+    slow("close=TERM", 143, "the run had completed", "complete"),
     slow("report=INT", 130, "report.html not written", "complete"),
     slow("report=TERM", 143, "report.html not written", "complete"),
     slow("shutdown=INT", 130, "interrupted", "complete+report"),
@@ -763,8 +781,7 @@ def test_a_trace_edited_between_interruption_and_resume_is_refused_in_one_line(
     )
     out = tmp_path / "run"
     run = ["run", str(config), "--seeds", "2", "--set", "run.duration_s=5", *QUIET]
-    monkeypatch.setenv(phase_hooks.SIGNAL_AT, "seed#2=INT")
-    monkeypatch.setattr(phase_hooks, "_seen", {})
+    _signal_at(monkeypatch, "seed#2=INT")
     assert main([*run, "--out", str(out)]) == 130
     monkeypatch.delenv(phase_hooks.SIGNAL_AT)
     assert json.loads((out / "run.json").read_text())["inputs"][str(trace)]
