@@ -13,23 +13,42 @@ import pytest
 
 from tests.support.configs import CONFIGS, SCENARIOS
 from tests.support.golden import GOLDEN, index, mismatches, tables, where
-from tests.support.tiers import tiered
+
+HERD = CONFIGS / "seed-herd.toml"
+FAST = {"seed-herd", "seed-burst", "faults-crash", "faults-lost-reports"}
+"""The scenarios whose digests the fast tier checks: the herd, a burst and two faults (a node
+that dies, reports that are lost), the quickest of the kinds; the others in the slow tier
+only, where every scenario is checked (compiled, in CI) and tests/project/test_compiled.py
+holds pure Python to the same bytes."""
 
 
-@pytest.mark.parametrize("path", tiered(SCENARIOS))
-def test_a_shipped_scenario_gives_the_recorded_parquet_content(path):
+@pytest.fixture(scope="module")
+def herd() -> dict[str, pd.DataFrame]:
+    """seed-herd's tables, run once for the two tests that read them."""
+    return tables(HERD)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(p, marks=[] if p.stem in FAST else [pytest.mark.slow], id=p.stem)
+        for p in SCENARIOS
+    ],
+)
+def test_a_shipped_scenario_gives_the_recorded_parquet_content(path, request):
     recorded = json.loads(GOLDEN.read_text()).get(path.name)
     assert recorded is not None, (
         f"{path.name} has no digests: run python tests/support/golden.py --record"
     )
-    differ = mismatches(path.name, tables(path))
+    found = request.getfixturevalue("herd") if path == HERD else tables(path)
+    differ = mismatches(path.name, found)
     assert not differ, f"{path.name} is not as recorded:\n" + "\n".join(differ)
 
 
-def test_an_altered_table_is_named_with_its_column_and_first_row():
+def test_an_altered_table_is_named_with_its_column_and_first_row(herd):
     """seed-herd as run, then one value of its summary (16 rows: a run of rows is one row)
     changed: the message names the table, the column and the row."""
-    frames = tables(CONFIGS / "seed-herd.toml")
+    frames = {name: frame.copy() for name, frame in herd.items()}
     assert mismatches("seed-herd.toml", frames) == []
     frames["summary"].loc[5, "cv"] += 0.001
     assert mismatches("seed-herd.toml", frames) == [
