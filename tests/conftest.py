@@ -3,6 +3,7 @@ imported from there: pytest loads this file under a module name of its own."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -51,7 +52,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     7). A writer-first lock over the workers (`-n`): a Ray test waits for the tests running to
     end, and no new one starts until it has ended. Ray tests never run two at once either way:
     those that run alone are one worker's, those that share the machine another's
-    (`xdist_group`), and a shared one holds the machine against one that runs alone."""
+    (`xdist_group`), and a shared one holds the machine against one that runs alone.
+
+    Before it waits, a Ray test's module may do the part of its work that needs no quiet
+    machine: its function `before_the_machine(item)`, if it has one (the virtual engine's side
+    of a comparison, the same whenever it is played). Should that raise, the test meets the
+    same error again in its own phases, where it is reported."""
+    ray = item.get_closest_marker("ray")
+    before = getattr(getattr(item, "module", None), "before_the_machine", None) if ray else None
+    if before is not None:
+        with contextlib.suppress(Exception):
+            before(item)
     folder = Path(os.environ["HARNESS_TEST_LOCKS"])
     with open(folder / "turnstile", "a") as turnstile, open(folder / "machine", "a") as machine:
         if alone(item):

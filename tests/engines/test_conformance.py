@@ -1,10 +1,11 @@
 """Cross-engine conformance: every shipped scenario whose Ray run fits in a
 few seconds, played on both engines; what the model decides must agree within stated bands.
 
-The virtual engine plays the scenario over `VIRTUAL_SEEDS` seeds (~0.1 s per scenario) to know
-the spread of each figure; Ray plays one seed, `RAY_SEED`, at the scenario's `run.time_scale`.
-Both run the same config, timeline off (the Ray driver's sampling loads the machine; the time
-scale means nothing to the virtual engine).
+The virtual engine plays the scenario over `VIRTUAL_SEEDS` seeds to know the spread of each
+figure (once per case, before the test waits for the machine: `before_the_machine`); Ray
+plays one seed, `RAY_SEED`, at the scenario's `run.time_scale`. Both run the same config,
+timeline off (the Ray driver's sampling loads the machine; the time scale means nothing to
+the virtual engine).
 
 What is compared, and the general bands (each scenario's numbers and reasons are in `PLANS`):
 
@@ -47,6 +48,7 @@ the file's own time, are on the performance page (docs/performance.md, "Conforma
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Iterator
@@ -334,13 +336,36 @@ CASES = {p.stem: (p, {}) for p in SCENARIOS} | {
 }
 
 
+def case_config(name: str) -> Config:
+    path, values = CASES[name]
+    return load(path).with_values({**values, "run.sample_interval_s": 0.0})
+
+
+@functools.cache
+def virtual_runs(name: str) -> tuple[SeedResult, ...]:
+    """The virtual engine's `VIRTUAL_SEEDS` seeds of case `name`. The same seed gives the same
+    result, so they are played once for the case's tests (beside a CPU hog as well), and
+    before the test waits for the machine (`before_the_machine`)."""
+    config = case_config(name)
+    return tuple(VirtualEngine().run_seed(config, seed) for seed in range(VIRTUAL_SEEDS))
+
+
+def before_the_machine(item: pytest.Item) -> None:
+    """Called by tests/conftest.py before a test of this module waits for the machine: the
+    virtual side of its case needs no quiet machine (seconds of CPU for some cases, the
+    heterogeneous one's most), so it is played while other tests run, not while a worker
+    idles beside the Ray run."""
+    name = getattr(item, "callspec", None) and item.callspec.params.get("name")
+    if name in PLANS:
+        virtual_runs(name)
+
+
 def agree(name: str, engines: dict[Layout, RayEngine]) -> None:
     """Case `name` on both engines: a Ray run that could not keep the model's time skips with
     its own verdict (`skip_unless_kept_time`); one that kept it must agree within the bands."""
     plan = PLANS[name]
-    path, values = CASES[name]
-    config = load(path).with_values({**values, "run.sample_interval_s": 0.0})
-    virtual = [VirtualEngine().run_seed(config, seed) for seed in range(VIRTUAL_SEEDS)]
+    config = case_config(name)
+    virtual = list(virtual_runs(name))
     ray_config = config.with_values({"run.engine": "ray", "run.time_scale": plan.time_scale})
     engine = engines.setdefault(layout(ray_config), RayEngine())
     got = engine.run_seed(ray_config, RAY_SEED)
