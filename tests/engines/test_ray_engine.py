@@ -268,6 +268,7 @@ def row_vcpus(config: Config) -> list[float]:
     return [v if v is not None else by_id.get(t, config.workload.vcpu) for t, v in rows]
 
 
+@pytest.mark.shares_machine  # requests and accounting the trace fixes, not Ray's pace
 def test_a_trace_of_templates_replays_on_ray_as_in_virtual_time():
     """configs/trace-replay.toml for 10 s at time scale 0.2 on two client pools, each reading
     the trace itself: one create per row before the end, at the row's time, as the virtual
