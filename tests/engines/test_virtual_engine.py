@@ -128,7 +128,11 @@ def test_invariants_hold_under_pressure(strategy, too_many_starting):
 
 @pytest.mark.parametrize(
     "path",
-    tiered([CONFIGS / f"{n}.toml" for n in ("churn", "faults-crash", "replicas", "trace-replay")]),
+    [
+        *tiered([CONFIGS / f"{n}.toml" for n in ("churn", "faults-crash", "replicas")]),
+        # faults-crash (every fault path) in the fast tier; the trace's replay in the slow only.
+        pytest.param(CONFIGS / "trace-replay.toml", marks=pytest.mark.slow, id="trace-replay"),
+    ],
 )
 def test_a_seed_leaves_no_reference_cycles(path):
     """The engine runs a seed with the cyclic collector off (`_no_cycle_collection`); that is
