@@ -23,6 +23,9 @@ from tests.support.accounting import beyond_in_flight
 from tests.support.configs import CONFIGS, SCENARIOS
 
 TOL = 1e-9
+pytestmark = pytest.mark.xdist_group("races")
+"""One worker's (`-n`, `--dist loadgroup`): the seeds the tests share (`SHARED_SEEDS`) are kept
+in that worker, run once rather than once per worker."""
 
 
 def _config(name: str, strategy: str, *overrides: str) -> Config:

@@ -28,6 +28,10 @@ from harness.results.comparison import (
 )
 from tests.support.configs import CONFIGS
 
+pytestmark = pytest.mark.xdist_group("comparison")
+"""One worker's (`-n`, `--dist loadgroup`): the module's runs (`runs`) are made once, not once
+per worker that takes one of its tests."""
+
 HERD = str(CONFIGS / "seed-herd.toml")
 SEEDS = ["--seeds", "8"]
 LOPSIDED = 'placement.filters=["tests.results.test_comparison:Lopsided"]'
