@@ -14,6 +14,7 @@ from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import TightLayoutEngine
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from harness.results.statistics import rank_shares
@@ -108,9 +109,10 @@ def _from_zero(ax: Axes, series: list[np.ndarray]) -> None:
 
 
 def _legend_outside(fig: Figure, ax: Axes) -> None:
-    """One legend for the figure, right of every panel, never over the data."""
+    """One legend for the figure, in its top right corner; `_png` keeps the panels left of
+    it, so it is never over the data."""
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right upper", fontsize=8)
+    fig.legend(handles, labels, loc="upper right", fontsize=8)
 
 
 def label(value: object) -> str:
@@ -118,21 +120,69 @@ def label(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+DPI = 100
+"""Pixels per inch of every figure, measured and drawn (whatever a matplotlibrc says)."""
+PAD = 0.4
+"""Room around the panels' labels and between panels, in font sizes."""
+
+
+def new_figure(width: float, height: float) -> Figure:
+    """A figure of `width` x `height` inches with no layout engine: `_png` fits its panels
+    once, where an engine would fit them again at every draw, and savefig draws twice."""
+    return Figure(figsize=(width, height), dpi=DPI)
+
+
+def _title(ax: Axes, text: str) -> None:
+    """A panel's title at its fixed place above the panel: matplotlib would otherwise measure
+    the x axis at every draw to lift the title over top ticks, and these have none."""
+    ax.set_title(text, fontsize=10, y=1.0)
+
+
+def _lay_out(fig: Figure) -> None:
+    """Panels fitted once around their titles, labels and tick labels (a tight layout), left
+    of the figure's legends, which so stay outside every panel."""
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    for ax in fig.axes:  # a frame lies on its panel's edge, its ticks within PAD: not measured
+        for spine in ax.spines.values():
+            spine.set_in_layout(False)
+    room = max(
+        (
+            lg.get_window_extent(renderer).width
+            + lg.borderaxespad * renderer.points_to_pixels(lg.prop.get_size_in_points())
+            for lg in fig.legends
+        ),
+        default=0.0,
+    )
+    TightLayoutEngine(pad=PAD, rect=(0, 0, 1 - room / fig.bbox.width, 1)).execute(fig)
+
+
 def _png(fig: Figure) -> bytes:
-    FigureCanvasAgg(fig)
+    _lay_out(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
+    fig.savefig(buf, format="png", dpi=DPI)
     return buf.getvalue()
 
 
-def _grid(n: int, width: float, height: float, cols: int = 4) -> tuple[Figure, list]:
+BAR = 0.05
+"""A colour bar's width, as a share of a panel's."""
+
+
+def _grid(
+    n: int, width: float, height: float, cols: int = 4, bar: bool = False
+) -> tuple[Figure, list[Axes], Axes | None]:
+    """`n` panels of `width` x `height` inches in rows of `cols`, one value axis shared (its
+    tick labels on the first panel of each row), and with `bar` a narrow column right of them
+    all for a colour bar: in the grid, so that fitting the panels leaves it room."""
     cols = min(n, cols)
     rows = math.ceil(n / cols)
-    fig = Figure(figsize=(width * cols, height * rows), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
-    return fig, list(axes.flat[:n])
+    fig = new_figure(width * cols, height * rows)
+    grid = fig.add_gridspec(rows, cols + bar, width_ratios=[1] * cols + [BAR] * bar)
+    axes: list[Axes] = []
+    for i in range(n):
+        ax = fig.add_subplot(grid[i // cols, i % cols], sharey=axes[0] if axes else None)
+        ax.yaxis.set_tick_params(labelleft=i % cols == 0)
+        axes.append(ax)
+    return fig, axes, fig.add_subplot(grid[:, cols]) if bar else None
 
 
 @dataclass
@@ -154,7 +204,7 @@ def node_counts(panels: list[NodeCounts], palette: dict[str, dict]) -> bytes:
     shares C(n-i, K-1)/C(n, K) of the placed ones (a view that never updates); dotted: the
     even spread. A panel identical to an earlier one (same seed, same counts) says so in its
     title."""
-    fig, axes = _grid(len(panels), 4.2, 3.2)
+    fig, axes, _ = _grid(len(panels), 4.2, 3.2)
     for i, (ax, p) in enumerate(zip(axes, panels, strict=True)):
         counts = np.sort(np.asarray(p.counts))[::-1]
         ranks = np.arange(1, len(counts) + 1)
@@ -168,7 +218,7 @@ def node_counts(panels: list[NodeCounts], palette: dict[str, dict]) -> bytes:
         ax.axhline(p.placed / len(counts), color="0.35", linestyle=":", label="even spread")
         twin = next((q for q in panels[:i] if (q.seed, q.counts) == (p.seed, p.counts)), None)
         same = f" (= {twin.strategy})" if twin else ""
-        ax.set_title(f"{p.strategy}{same}\nseed {p.seed}, CV {p.cv:.3f}", fontsize=10)
+        _title(ax, f"{p.strategy}{same}\nseed {p.seed}, CV {p.cv:.3f}")
         ax.set_xlabel("nodes, busiest first")
     axes[0].set_ylabel("sandboxes on the node")
     _legend_outside(fig, axes[0])
@@ -184,7 +234,7 @@ def cv_over_time(
     """CV of sandboxes per node (or of what `of` names: then no theory line) over the run,
     per strategy (mean over seeds, 95% band), with heartbeat times as vertical lines and the
     uniform-random CV sqrt((n-1)/m) dashed."""
-    fig = Figure(figsize=(10, 4), layout="constrained")
+    fig = new_figure(10, 4)
     ax = fig.subplots()
     for t in beats:
         ax.axvline(t, color="0.8", linewidth=0.8, zorder=0)
@@ -213,7 +263,7 @@ def cv_over_time(
 
 def accounting(frame: pd.DataFrame, palette: dict[str, dict]) -> bytes:
     """Believed minus true allocated vCPUs per node over the run, signed and absolute."""
-    fig = Figure(figsize=(10, 3.4), layout="constrained")
+    fig = new_figure(10, 3.4)
     signed, absolute = fig.subplots(1, 2)
     series = []
     for i, members in enumerate(identical(frame, ["t", "error", "abs_error"])):
@@ -223,8 +273,8 @@ def accounting(frame: pd.DataFrame, palette: dict[str, dict]) -> bytes:
         _line(absolute, g["t"], g["abs_error"], style, None, i)
         series.append(g["abs_error"].to_numpy())
     signed.axhline(0, color="0.5", linewidth=0.8)
-    signed.set_title("mean (view - true) per node", fontsize=10)
-    absolute.set_title("mean |view - true| per node", fontsize=10)
+    _title(signed, "mean (view - true) per node")
+    _title(absolute, "mean |view - true| per node")
     signed.set_ylabel("vCPU")
     _log_if_dwarfed(absolute, series, "vCPU")
     for ax in (signed, absolute):
@@ -236,7 +286,7 @@ def accounting(frame: pd.DataFrame, palette: dict[str, dict]) -> bytes:
 def latency_over_time(frame: pd.DataFrame, palette: dict[str, dict]) -> bytes:
     """p50 and p99 placement latency by when the creates were issued, per strategy, side by
     side on one value axis (`harness.results.statistics.latency_over_time`)."""
-    fig = Figure(figsize=(10, 3.6), layout="constrained")
+    fig = new_figure(10, 3.6)
     axes = fig.subplots(1, 2, sharey=True)
     series = []
     for i, members in enumerate(identical(frame, ["t", "p50", "p99"])):
@@ -246,7 +296,7 @@ def latency_over_time(frame: pd.DataFrame, palette: dict[str, dict]) -> bytes:
             _line(ax, g["t"], g[column], style, group_label(members) if ax is axes[0] else None, i)
             series.append(g[column].to_numpy())
     for ax, column in zip(axes, ("p50", "p99"), strict=True):
-        ax.set_title(f"{column} of the creates issued in each interval", fontsize=10)
+        _title(ax, f"{column} of the creates issued in each interval")
         ax.set_xlabel("time issued (s)")
     _log_if_dwarfed(axes[0], series, "placement latency (ms)")
     _from_zero(axes[0], series)
@@ -266,7 +316,7 @@ def throughput_over_time(frame: pd.DataFrame, palette: dict[str, dict]) -> bytes
     answered, a panel each (`harness.results.statistics.throughput_over_time`); a kind that never
     happened gets no panel."""
     shown = [c for c in THROUGHPUT if frame[c].any()] or ["creates_placed"]
-    fig = Figure(figsize=(3.6 * len(shown) + 2.5, 3.4), layout="constrained")
+    fig = new_figure(3.6 * len(shown) + 2.5, 3.4)
     axes = fig.subplots(1, len(shown), squeeze=False)[0]
     for i, members in enumerate(identical(frame, ["t", *shown])):
         g = frame[frame["strategy"] == members[0]]
@@ -274,7 +324,7 @@ def throughput_over_time(frame: pd.DataFrame, palette: dict[str, dict]) -> bytes
             name = group_label(members) if ax is axes[0] else None
             _line(ax, g["t"], g[column], palette[members[0]], name, i)
     for ax, column in zip(axes, shown, strict=True):
-        ax.set_title(THROUGHPUT[column], fontsize=10)
+        _title(ax, THROUGHPUT[column])
         ax.set_xlabel("time answered (s)")
         _from_zero(ax, [frame[column].to_numpy()])
     axes[0].set_ylabel("per second, mean over seeds")
@@ -294,7 +344,7 @@ def _positions(values: list) -> tuple[np.ndarray, bool]:
 def sweep_lines(frame: pd.DataFrame, key: str, title: str, palette: dict[str, dict]) -> bytes:
     """CV (mean over seeds, 95% band) against one swept key, a line per strategy (identical
     ones as one), and the uniform-random CV for the same nodes and sandboxes."""
-    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    fig = new_figure(10, 4.2)
     ax = fig.subplots()
     values = list(dict.fromkeys(frame[key]))
     x, log = _positions(values)
@@ -323,7 +373,7 @@ def sweep_lines(frame: pd.DataFrame, key: str, title: str, palette: dict[str, di
 def heatmaps(frame: pd.DataFrame, rows: str, cols: str) -> bytes:
     """CV mean over seeds for every pair of two swept keys, one map per strategy, one scale."""
     strategies = list(dict.fromkeys(frame["strategy"]))
-    fig, axes = _grid(len(strategies), 4.4, 3.6, cols=3)
+    fig, axes, bar = _grid(len(strategies), 4.4, 3.6, cols=3, bar=True)
     top = float(np.nanmax(frame["cv_mean"])) if len(frame) else 1.0
     row_values = list(dict.fromkeys(frame[rows]))
     col_values = list(dict.fromkeys(frame[cols]))
@@ -340,10 +390,10 @@ def heatmaps(frame: pd.DataFrame, rows: str, cols: str) -> bytes:
                 ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color=ink)
         ax.set_xticks(range(len(col_values)), [label(v) for v in col_values], fontsize=8)
         ax.set_yticks(range(len(row_values)), [label(v) for v in row_values], fontsize=8)
-        ax.set_title(strategy, fontsize=10)
+        _title(ax, strategy)
         ax.set_xlabel(cols)
     axes[0].set_ylabel(rows)
-    fig.colorbar(image, ax=axes, label="CV mean")
+    fig.colorbar(image, cax=bar, label="CV mean")
     return _png(fig)
 
 
@@ -362,7 +412,7 @@ def forest(rows: pd.DataFrame) -> bytes:
     scale = 100 / shown["base"].abs()
     change, lo, hi = (shown[c] * scale for c in ("change", "change_lo", "change_hi"))
     y = np.arange(len(shown))
-    fig = Figure(figsize=(8, 1 + 0.28 * max(len(shown), 1)), layout="constrained")
+    fig = new_figure(8, 1 + 0.28 * max(len(shown), 1))
     ax = fig.subplots()
     ax.axvline(0, **THEORY)
     for verdict, color in VERDICT_COLORS.items():

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from matplotlib.figure import Figure
 from rich.console import Console
 from rich.table import Table
 
@@ -112,7 +111,7 @@ def print_search(meta: dict[str, Any], trials: pd.DataFrame, console: Console) -
 
 def objective_over_trials(meta: dict[str, Any], trials: pd.DataFrame) -> bytes:
     """Each trial's objective as a dot, the best so far as a line."""
-    fig = Figure(figsize=(8, 3.5), layout="constrained")
+    fig = plots.new_figure(8, 3.5)
     ax = fig.subplots()
     ax.plot(trials["trial"], trials["objective"], "o", ms=3, alpha=0.6, label="trial")
     ax.plot(trials["trial"], best_so_far(trials, meta["direction"]), "-", label="best so far")

@@ -257,6 +257,63 @@ def test_identical_series_are_grouped_and_a_dwarfing_one_turns_the_axis_logarith
     assert (axes["even"].get_yscale(), axes["even"].get_ylabel()) == ("linear", "CV")
 
 
+def _drawn(monkeypatch: pytest.MonkeyPatch) -> list[Figure]:
+    """Every figure `plots` turns into a PNG from now on, laid out as drawn."""
+    drawn: list[Figure] = []
+    real = plots._png
+
+    def keep(fig: Figure) -> bytes:
+        drawn.append(fig)
+        return real(fig)
+
+    monkeypatch.setattr(plots, "_png", keep)
+    return drawn
+
+
+def test_figures_keep_the_legend_right_of_every_panel_and_every_label_uncut(monkeypatch):
+    """The layout, fitted once per figure: no title, label or tick label (wide ones here)
+    crosses the figure's edge, panels and their labels do not overlap, and the figure's
+    legend (a long, wrapped entry) lies right of every panel, over no data; the colour bar
+    of the heat maps likewise."""
+    drawn = _drawn(monkeypatch)
+    names = ["stale", "in_progress", "optimistic", "best_of_k", "power_of_two"]
+    t = np.arange(0.0, 30.0, 2.0)
+    latency = pd.DataFrame(
+        {
+            "strategy": np.repeat(names[:3], len(t)),
+            "t": np.tile(t, 3),
+            "p50": np.tile(t, 3) * 400 + 1,
+            "p99": np.concatenate([t * 4000 + 1, t * 4000 + 1, t + 1]),
+        }
+    )
+    plots.latency_over_time(latency, plots.colors(names))
+    panels = [plots.NodeCounts(s, 1, 0.5, [120_000, 3, 1, 0], 2, 120_004) for s in names]
+    plots.node_counts(panels, plots.colors(names))
+    grid = pd.DataFrame(
+        [(s, r, c, 0.1 * i) for i, s in enumerate(names) for r in (1, 20) for c in (5, 10)],
+        columns=["strategy", "heartbeat.interval_s", "cluster.nodes", "cv_mean"],
+    )
+    plots.heatmaps(grid, "heartbeat.interval_s", "cluster.nodes")
+    for fig in drawn:
+        renderer = fig.canvas.get_renderer()
+        edge = fig.bbox
+        boxes = [ax.get_tightbbox(renderer) for ax in fig.axes]
+        for box in boxes:
+            assert edge.x0 <= box.x0 and box.x1 <= edge.x1, (box, edge)
+            assert edge.y0 <= box.y0 and box.y1 <= edge.y1, (box, edge)
+        frames = [ax.get_window_extent(renderer) for ax in fig.axes]
+        for i, frame in enumerate(frames):  # a panel's labels stay off every other panel
+            assert not any(frame.overlaps(other) for other in boxes[:i] + boxes[i + 1 :])
+        for legend in fig.legends:
+            box = legend.get_window_extent(renderer)
+            assert edge.x0 <= box.x0 and box.x1 <= edge.x1
+            assert all(box.x0 > panel.x1 for panel in boxes)
+    assert len(drawn) == 3 and all(fig.legends for fig in drawn[:2])
+    assert "stale = in_progress (identical)" in [
+        " ".join(t.get_text().split()) for t in drawn[0].legends[0].get_texts()
+    ]
+
+
 def _run_table_cells(page: str) -> dict[str, str]:
     """The report's run table: header -> the first strategy's cell."""
     table = page[page.index("<table") : page.index("</table>")]

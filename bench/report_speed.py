@@ -1,0 +1,66 @@
+"""The time the HTML report adds to `harness run`, on seed-burst and seed-herd.
+
+    PYTHONPATH=. python bench/report_speed.py [--repeat N] [--tiny]
+
+Each config runs (virtual engine) N times with its report and N times with `--no-report`,
+alternately, each in a child process; the medians of their wall time and of their CPU time
+(the child's user + system time, from wait4: less moved by a busy machine than the wall
+clock) are printed, and the report's share as the difference. To compare two builds, run it
+from a folder outside both (`python -m harness` puts the working folder first on the path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ("seed-burst.toml", "seed-herd.toml")
+
+
+def timed(argv: list[str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of `harness argv` in a child process."""
+    began = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "harness", *argv], stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - began
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"harness {' '.join(argv)} exited {proc.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--tiny", action="store_true", help="one seed, once (figures mean nothing)")
+    args = parser.parse_args()
+    extra = ["--seeds", "1"] if args.tiny else []
+    repeat = 1 if args.tiny else args.repeat
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in CONFIGS:
+            config = str(ROOT / "configs" / name)
+            runs: dict[str, list[tuple[float, float]]] = {"report": [], "no report": []}
+            for _ in range(repeat):
+                for kind, flag in (("report", []), ("no report", ["--no-report"])):
+                    out = ["--out", str(Path(tmp) / "run"), "--overwrite", "--quiet"]
+                    runs[kind].append(timed(["run", config, *extra, *out, *flag]))
+            wall, cpu = (
+                {k: statistics.median(v[i] for v in runs[k]) for k in runs} for i in (0, 1)
+            )
+            print(
+                f"{name}: with report {wall['report']:.2f} s wall, {cpu['report']:.2f} s CPU; "
+                f"--no-report {wall['no report']:.2f} s, {cpu['no report']:.2f} s; "
+                f"the report {wall['report'] - wall['no report']:.2f} s wall, "
+                f"{cpu['report'] - cpu['no report']:.2f} s CPU (medians of {repeat})"
+            )
+
+
+if __name__ == "__main__":
+    main()
