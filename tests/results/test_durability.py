@@ -729,7 +729,7 @@ def _sweep_stopped(
     return done, out
 
 
-@pytest.mark.parametrize("signal_name,code", [("INT", 130), ("TERM", 143)])
+@pytest.mark.parametrize("signal_name,code", [("INT", 130), slow("TERM", 143)])  # as PHASES
 def test_a_signal_before_a_sweep_starts_says_nothing_was_written(signal_name, code, tmp_path):
     done, out = _sweep_stopped(f"start={signal_name}", tmp_path)
     text = " ".join((done.stdout + done.stderr).split())
