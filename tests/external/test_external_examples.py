@@ -18,6 +18,7 @@ from harness.external.generate import ROOT
 from tests.external.test_external import NOT_SAID
 from tests.support.golden import folder_digests
 from tests.support.schedulers import GO_MISSING, PYTHON_SCHEDULER, go_scheduler
+from tests.support.tiers import slow
 
 SEEDS = 3
 _go_built = functools.cache(go_scheduler)
@@ -33,8 +34,10 @@ def _example(name: str) -> list[str]:
     return PYTHON_SCHEDULER
 
 
-@pytest.fixture(params=["grpc", "framed"])
+@pytest.fixture(params=["grpc", slow("framed")])
 def transport(request) -> str:
+    """The transport of a scheduler at an address: the framed one in the slow tier only (the
+    fast tier has it through `external.command`, tests/external/test_external.py)."""
     return request.param
 
 
