@@ -25,7 +25,8 @@ def pytest_configure(config: pytest.Config) -> None:
     whatever else is installed. A test about installed plugins registers one itself
     (tests/model/test_strategies.py) or installs the example package apart
     (tests/project/test_plugin_package.py). And the folder of the locks that keep Ray tests apart
-    (`pytest_runtest_protocol`), made once for all workers."""
+    (`pytest_runtest_protocol`), made once for all workers, who also keep there what they make
+    once for all (tests/project/test_plugin_package.py `site`)."""
     _others_hidden.setattr("harness.model.registry.entry_points", own_entry_points)
     if not hasattr(config, "workerinput"):  # this process, or pytest-xdist's controller
         os.environ["HARNESS_TEST_LOCKS"] = tempfile.mkdtemp(prefix="harness-tests-")

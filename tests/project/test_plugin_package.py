@@ -3,10 +3,12 @@ named only in a config, runs on both engines and in a sweep on a two-node Ray cl
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -25,12 +27,21 @@ PLUGINS = ["placement.scorers=['reference', 'idle_first=0.5']"]
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
+def site() -> Path:
     """A fresh folder with only the example package installed in it (its entry points
-    included), put on PYTHONPATH below: the harness finds it as any installed package."""
-    target = tmp_path_factory.mktemp("site")
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target"]
-    subprocess.run([*pip, str(target), str(PACKAGE)], check=True)
+    included), put on PYTHONPATH below: the harness finds it as any installed package.
+    Installed once for the session: in the folder every worker of `-n` shares (made in
+    tests/conftest.py, removed at the end), by the first worker that needs it (this module's
+    Ray tests run on a worker of their own), under a lock."""
+    shared = Path(os.environ["HARNESS_TEST_LOCKS"])
+    target = shared / "idle-first-site"
+    with open(shared / "idle-first-site.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.is_dir():
+            fresh = Path(tempfile.mkdtemp(dir=shared))  # named `target` once whole
+            pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target"]
+            subprocess.run([*pip, str(fresh), str(PACKAGE)], check=True)
+            fresh.rename(target)
     return target
 
 
@@ -87,7 +98,7 @@ def test_the_scorer_brings_part_of_the_herd_back_under_optimistic(env, tmp_path)
 def two_nodes(env, monkeypatch):
     """A two-node Ray cluster whose processes find the installed plugin package."""
     monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])
-    with ray_cluster(2) as cluster:
+    with ray_cluster(2, driver_here=False) as cluster:  # `harness sweep` joins it
         yield cluster
 
 

@@ -18,17 +18,19 @@ from harness.results.time_keeping import OVERLOADED, line, run_verdict
 
 
 @contextlib.contextmanager
-def ray_cluster(nodes: int = 2) -> Iterator[Any]:
+def ray_cluster(nodes: int = 2, driver_here: bool = True) -> Iterator[Any]:
     """A local Ray cluster of `nodes` nodes (one CPU each) for tests that join one with
-    --address; the driver must join it, not an instance another module started (the shared
-    one, `local_ray`, is stopped first)."""
+    --address. A driver in this process (`driver_here`) must join it, not an instance another
+    module started: the shared one, `local_ray`, is stopped first. One in a subprocess joins it
+    whatever runs here, so the shared one is left up for the modules after."""
     import ray
     from ray.cluster_utils import Cluster
 
     from harness.engines.ray_setup import stop_ray
 
-    stop_ray()
-    ray.shutdown()
+    if driver_here:
+        stop_ray()
+        ray.shutdown()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     try:
         for _ in range(nodes - 1):
@@ -36,7 +38,8 @@ def ray_cluster(nodes: int = 2) -> Iterator[Any]:
         cluster.wait_for_nodes()
         yield cluster
     finally:
-        ray.shutdown()
+        if driver_here:
+            ray.shutdown()
         cluster.shutdown()
 
 
