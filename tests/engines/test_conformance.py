@@ -400,7 +400,6 @@ HOG_CASES = ("seed-burst", "faults-crash", "race-erase")
 HARNESS_HOG_ALL=1 (each costs a Ray seed, and the suite must stay under 10 minutes)."""
 
 
-@pytest.mark.shares_machine  # it loads the machine itself: what it checks holds under any load
 @pytest.mark.parametrize(
     "name",
     [n for n in CASES if n not in SKIPS and (n in HOG_CASES or os.environ.get("HARNESS_HOG_ALL"))],
@@ -408,7 +407,9 @@ HARNESS_HOG_ALL=1 (each costs a Ray seed, and the suite must stay under 10 minut
 def test_beside_a_cpu_hog_both_engines_agree_or_the_run_says_it_was_overloaded(name, request):
     """With a busy loop on every core, as on a shared runner: each case agrees within its bands
     or skips with the Ray run's own verdict naming the figure that broke; never a band
-    failure that reads like a bug. Whatever else runs beside it is more of the same load."""
+    failure that reads like a bug. It runs alone all the same, on the worker of this module's
+    other cases: their virtual seeds and their actors, kept per layout (`ray_engines`), serve
+    it, where another worker would play and start them again, the actors beside the hog."""
     engines = request.getfixturevalue("ray_engines")
     with cpu_hog():
         agree(name, engines)
