@@ -5,8 +5,11 @@
 Each config runs (virtual engine) N times with its report and N times with `--no-report`,
 alternately, each in a child process; the medians of their wall time and of their CPU time
 (the child's user + system time, from wait4: less moved by a busy machine than the wall
-clock) are printed, and the report's share as the difference. To compare two builds, run it
-from a folder outside both (`python -m harness` puts the working folder first on the path).
+clock) are printed, and the report's share as the difference. Then the report of the last
+run is written N times more, each in a fresh child that times its own CPU: importing the
+report's modules (matplotlib), writing the report, and of that the figures (`plots._png`:
+layout, drawing, PNG). To compare two builds, run it from a folder outside both
+(`python -m harness` puts the working folder first on the path).
 """
 
 from __future__ import annotations
@@ -36,6 +39,34 @@ def timed(argv: list[str]) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
+SPLIT = """
+import sys, time
+import pandas, pyarrow
+began = time.process_time()
+from harness.presentation import html_report, plots
+imported = time.process_time()
+png, spent = plots._png, [0.0]
+def timed(fig):
+    at = time.process_time()
+    data = png(fig)
+    spent[0] += time.process_time() - at
+    return data
+plots._png = timed
+html_report.write_report(sys.argv[1])
+done = time.process_time()
+print(imported - began, done - imported, spent[0])
+"""
+"""A child's own CPU seconds: importing the report's modules, writing it, and its figures."""
+
+
+def split(folder: Path) -> tuple[float, float, float]:
+    done = subprocess.run(
+        [sys.executable, "-c", SPLIT, str(folder)], capture_output=True, text=True, check=True
+    )
+    imported, written, figures = map(float, done.stdout.split())
+    return imported, written, figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -59,6 +90,12 @@ def main() -> None:
                 f"--no-report {wall['no report']:.2f} s, {cpu['no report']:.2f} s; "
                 f"the report {wall['report'] - wall['no report']:.2f} s wall, "
                 f"{cpu['report'] - cpu['no report']:.2f} s CPU (medians of {repeat})"
+            )
+            parts = [split(Path(tmp) / "run") for _ in range(repeat)]
+            imported, written, figures = (statistics.median(p[i] for p in parts) for i in range(3))
+            print(
+                f"{name}: the report's own CPU: import {imported:.2f} s, writing {written:.2f} "
+                f"s, of which the figures {figures:.2f} s (medians of {repeat})"
             )
 
 
