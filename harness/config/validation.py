@@ -123,7 +123,7 @@ def entry_class(tp: Any) -> type | None:
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
+def key_types(cls: type) -> dict[str, Any]:
     """The type of each key of a section's class, read once: its annotations are strings, and
     evaluating them for every section of every config loaded took a sixth of loading one."""
     return get_type_hints(cls)
@@ -132,7 +132,7 @@ def _hints(cls: type) -> dict[str, Any]:
 def _section(name: str, cls: type, raw: Any, header: str) -> Any:
     if not isinstance(raw, dict):
         raise not_a_table(name, raw, header)
-    hints = _hints(cls)
+    hints = key_types(cls)
     known = {f.name: f for f in fields(cls) if not f.metadata.get("plugin_tables")}
     values = {}
     for key, value in raw.items():

@@ -6,11 +6,10 @@ ranges (negative, zero, wrong types, unknown keys) and runs are kept small.
 
 from __future__ import annotations
 
-import functools
 import io
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import fields
-from typing import Any, get_type_hints
+from typing import Any
 
 import tomli_w
 from hypothesis import HealthCheck, event, given, settings
@@ -20,6 +19,7 @@ from harness.cli import main
 from harness.config import Config, ConfigError, from_dict
 from harness.config import trace_file as trace
 from harness.config.search_file import load_search
+from harness.config.validation import key_types
 from harness.engines.virtual import VirtualEngine
 from harness.model.tunables import choice_names
 from harness.model.workload.arrivals import ARRIVALS
@@ -40,13 +40,6 @@ from tests.support.generated_configs import (
 from tests.support.tiers import examples
 
 
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    """The type of each key of `cls`, read once: its annotations are strings, and evaluating
-    them again for each key drawn took about a fifth of the workloads test's time."""
-    return get_type_hints(cls)
-
-
 def in_range(cls: type, name: str) -> st.SearchStrategy:
     """Values of a key of `cls` that its declaration allows (its bounds, its choices), or the
     key's own kind (`KEY_VALUES`): most of what `workloads` draws passes the key checks, so the
@@ -58,7 +51,7 @@ def in_range(cls: type, name: str) -> st.SearchStrategy:
     names = choice_names(meta)
     if names:
         return st.sampled_from(names)
-    tp = _hints(cls)[name]
+    tp = key_types(cls)[name]
     lo = meta["ge"] if meta["ge"] is not None else 0
     if meta["gt"] is not None:
         lo = meta["gt"] + 0.05
