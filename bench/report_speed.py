@@ -70,12 +70,14 @@ def split(folder: Path) -> tuple[float, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--tiny", action="store_true", help="one seed, once (figures mean nothing)")
+    parser.add_argument(
+        "--tiny", action="store_true", help="seed-burst, one seed, once (figures mean nothing)"
+    )
     args = parser.parse_args()
     extra = ["--seeds", "1"] if args.tiny else []
     repeat = 1 if args.tiny else args.repeat
     with tempfile.TemporaryDirectory() as tmp:
-        for name in CONFIGS:
+        for name in CONFIGS[:1] if args.tiny else CONFIGS:  # tiny: each part once
             config = str(ROOT / "configs" / name)
             runs: dict[str, list[tuple[float, float]]] = {"report": [], "no report": []}
             for _ in range(repeat):

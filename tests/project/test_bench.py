@@ -23,7 +23,7 @@ ENDS = {
     "make_trace.py": (["--out", "{tmp}/trace.csv"], "trace.csv: 100 rows"),
     "ray_throughput.py": ([], "load average at the end"),
     "report_memory.py": ([], "harness report: peak"),
-    "report_speed.py": ([], "seed-herd.toml: the report's own CPU"),
+    "report_speed.py": ([], "seed-burst.toml: the report's own CPU"),
     "search_speed.py": ([], "the search's own cost"),
     "sweep_scaling.py": ([], "1 worker(s):"),
     "trace_replay.py": ([], "poisson"),
