@@ -157,7 +157,8 @@ def _lay_out(fig: Figure) -> None:
 
 
 COMPRESS = 3
-"""zlib's level for the PNGs: a third less time than its default 6, for 3% more bytes."""
+"""zlib's level for the PNGs: below its default 6, which costs more time than the bytes it
+saves are worth in a report (docs/performance.md, the report's drawing)."""
 
 
 def _png(fig: Figure) -> bytes:

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("local_ray")
 
 def before_the_machine(item: pytest.Item) -> None:
     """Called by tests/conftest.py before a test of this module waits for the machine: the Go
-    example is built (on a clean clone, tens of seconds of compiling) or found built."""
+    example is built (on a clean clone, a compile of its own) or found built."""
     callspec = getattr(item, "callspec", None)
     if callspec is not None and callspec.params.get("which") == "go" and not GO_MISSING:
         go_scheduler()
