@@ -2,9 +2,9 @@
 
 Node groups, scheduler replicas and client pools (see `actors/`) run concurrently, so the races
 are real rather than scheduled. The driver only sets up, polls and collects: request rows and
-timeline samples stream back as Arrow batches while the run goes, onto local spool files, and
-the runner writes the same Parquet files as for the virtual engine. The actors are built once
-per run (an `ActorSet`, some seconds: a process each) and reset for every seed.
+timeline samples stream back as Arrow batches while the run goes, straight into the seed's rows
+(`harness.results.seed_rows`: its part's Parquet files), as for the virtual engine. The actors
+are built once per run (an `ActorSet`, some seconds: a process each) and reset for every seed.
 """
 
 from __future__ import annotations
@@ -13,20 +13,17 @@ import contextlib
 import itertools
 import math
 import os
-import tempfile
 import time
 import weakref
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.host import ClientPool, NodeGroup, Replica, Restarted
-from actors.spool import Spool
 from actors.wall_clock import WallClock
 from harness.config import Config
 from harness.engines import Engine, EngineError, Progress, Snapshot
@@ -35,8 +32,8 @@ from harness.engines.ray_setup import connect, plugin_sources
 from harness.external import SchedulerError
 from harness.model.recording import TimelineLog, Truth
 from harness.results import percentiles, phase_hooks
-from harness.results.arrow_schemas import REQUESTS, TIMELINE, table
 from harness.results.seed_result import SeedResult, partial_result, seed_result
+from harness.results.seed_rows import SeedRows
 from harness.wiring import scenario
 
 POLL_S = 0.25
@@ -268,27 +265,27 @@ class RaySeedRun:
         cpu, counts, used = ([v for part in parts for v in part[i]] for i in range(3))
         return cpu, counts, used
 
-    def _sample(self, t: float, timeline: Spool) -> None:
+    def _sample(self, t: float, rows: SeedRows) -> None:
         truth = self._truth()
         log = TimelineLog()
         log.sample(t, truth, self._get(self.replicas, "view"))
-        timeline.write(table(TIMELINE, self.config.placement.strategy, self.seed, log.take()))
+        rows.add("timeline", log.take())
 
-    def _rows(self, requests: Spool, meter: LoadMeter) -> bool:
-        """Request rows that arrived, into the spool and the live view's meter; True once
+    def _rows(self, rows: SeedRows, meter: LoadMeter) -> bool:
+        """Request rows that arrived, into the seed's rows and the live view's meter; True once
         every pool is done."""
         had = meter.creates + meter.kills
         finished = True
         for batches, pool_done in self._get(self.pools, "rows"):
             for batch in batches:
-                requests.write(batch)
+                rows.add("requests", batch)
                 meter.add(batch)
             finished = finished and pool_done
         if not had and meter.creates + meter.kills:
-            phase_hooks.at("rows")  # the seed's first rows are on the spool
+            phase_hooks.at("rows")  # the seed's first rows are written
         return finished
 
-    def _salvage(self, requests: Spool) -> None:
+    def _salvage(self, rows: SeedRows) -> None:
         """When the seed stops early: the rows every live pool recorded since the last poll
         (a pool that died took its own with it)."""
         refs = [p.rows.remote() for p in self.pools]
@@ -299,9 +296,9 @@ class RaySeedRun:
             except ray.exceptions.RayError:
                 continue
             for batch in batches:
-                requests.write(batch)
+                rows.add("requests", batch)
 
-    def _play(self, requests: Spool, timeline: Spool, progress: Progress | None) -> None:
+    def _play(self, rows: SeedRows, progress: Progress | None) -> None:
         """From t = 0 until every client is done and the scenario's duration has passed; what
         the driver and its host went through meanwhile (`driver_cpu`, `host_load`: the time
         keeping's evidence, `harness.results.time_keeping`)."""
@@ -323,9 +320,9 @@ class RaySeedRun:
                 _answers(("scheduler replica", replicas), ("client pool", pools))
                 self._on_groups("check")
                 while sample is not None and sample <= min(now, duration):
-                    self._sample(sample, timeline)
+                    self._sample(sample, rows)
                     sample = lifecycle.sample_after(sample)
-                finished = self._rows(requests, meter)
+                finished = self._rows(rows, meter)
                 if progress is not None:
                     counts = self._truth()[1]
                     snapshot = Snapshot(time.time() - self.epoch, counts, meter.load(now))
@@ -354,39 +351,27 @@ class RaySeedRun:
         rpc = percentiles.merged(self._get(self.replicas, "rpc_times"))
         return finals, drained, rpc
 
-    def run(self, progress: Progress | None = None) -> SeedResult:
+    def run(self, rows: SeedRows, progress: Progress | None = None) -> SeedResult:
         config = self.config
         wall = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="harness-spool-") as spool_dir:
-            requests_spool = Spool(Path(spool_dir) / "requests.arrow", REQUESTS)
-            timeline_spool = Spool(Path(spool_dir) / "timeline.arrow", TIMELINE)
-            try:
-                self._actors()
-                self._play(requests_spool, timeline_spool, progress)
-                finals, drained, rpc = self._collect()
-            except (KeyboardInterrupt, EngineError, ray.exceptions.RayError) as e:
-                self._salvage(requests_spool)
-                partial = partial_result(
-                    RayEngine.name,
-                    config,
-                    self.seed,
-                    requests_spool.table(),
-                    timeline_spool.table(),
-                )
-                if isinstance(e, EngineError | KeyboardInterrupt):
-                    e.partial = partial
-                    raise
-                error = EngineError(f"the run stopped: {type(e).__name__}")
-                error.partial = partial
-                raise error from e
-            finally:
-                if self.config.external.active:  # the replicas' scheduler processes stop
-                    _release(self.replicas)
-                if self.own:
-                    self.actors.kill()
-            # Mapped files stay readable after the folder is removed (the pages are held).
-            requests = requests_spool.table()
-            timeline = timeline_spool.table()
+        try:
+            self._actors()
+            self._play(rows, progress)
+            finals, drained, rpc = self._collect()
+        except (KeyboardInterrupt, EngineError, ray.exceptions.RayError) as e:
+            self._salvage(rows)
+            partial = partial_result(RayEngine.name, config, self.seed, rows)
+            if isinstance(e, EngineError | KeyboardInterrupt):
+                e.partial = partial
+                raise
+            error = EngineError(f"the run stopped: {type(e).__name__}")
+            error.partial = partial
+            raise error from e
+        finally:
+            if self.config.external.active:  # the replicas' scheduler processes stop
+                _release(self.replicas)
+            if self.own:
+                self.actors.kill()
         if self.lives != self.actors.processes:
             self.actors.worn = True
         columns: dict[str, list] = {}
@@ -402,8 +387,7 @@ class RaySeedRun:
             config,
             self.seed,
             columns,
-            requests,
-            timeline,
+            rows,
             engine_wall_s=time.perf_counter() - wall,
             faults=faults,
             extra={
@@ -492,7 +476,14 @@ class RayEngine(Engine):
         a cluster gets the import-path plugins of every strategy with the job."""
         connect(config.ray.address, plugin_sources([config], strategies))
 
-    def run_seed(self, config: Config, seed: int, progress: Progress | None = None) -> SeedResult:
+    def run_seed(
+        self,
+        config: Config,
+        seed: int,
+        progress: Progress | None = None,
+        rows: SeedRows | None = None,
+    ) -> SeedResult:
+        rows = SeedRows(config.placement.strategy, seed) if rows is None else rows
         connect(config.ray.address, plugin_sources([config]))
         shape = layout(config)
         if self._kept is not None and self._kept.layout != shape:
@@ -500,7 +491,7 @@ class RayEngine(Engine):
         if self._kept is None:
             self._kept = ActorSet(shape)
         try:
-            result = RaySeedRun(config, seed, self._kept).run(progress)
+            result = RaySeedRun(config, seed, self._kept).run(rows, progress)
         except BaseException:
             self.close()
             raise

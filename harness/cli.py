@@ -29,7 +29,6 @@ from harness.external import SchedulerError
 from harness.model.catalogue import catalogue
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
-from harness.presentation import REPORTED
 from harness.results import phase_hooks
 from harness.results.failures import InvariantError, ResultsError, WriteFailed
 from harness.results.thresholds import FORM, not_run
@@ -589,15 +588,17 @@ def _write_report(folder: Path, console: Console) -> None:
 
 
 def _print_run(folder: Path, console: Console) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Print a run's tables; its run.json and its summary (all a caller needs after). Only
-    the columns shown are read, and the large tables are let go before the report reads them
-    again: a large run's requests are in memory once, not twice."""
+    """Print a run's tables; its run.json and its summary (all a caller needs after). Of the
+    large tables, only the load figures pooled over seeds are read, a batch at a time."""
     from harness.presentation.terminal import print_run
-    from harness.results.run_folder import load_run
+    from harness.results.run_folder import open_run
+    from harness.results.statistics import pooled_load
 
-    meta, frames = load_run(folder, columns=REPORTED)
-    print_run(meta, frames, console)
-    return meta, {"summary": frames["summary"]}
+    run = open_run(folder)
+    frames = {name: run.frame(name) for name in ("summary", "nodes")}
+    frames["pooled"] = pooled_load(frames["summary"], run.batches)
+    print_run(run.meta, frames, console)
+    return run.meta, {"summary": frames["summary"]}
 
 
 def _cmd_report(args: argparse.Namespace, console: Console) -> int:

@@ -42,6 +42,14 @@ class RunConfig:
         gt=0,
     )
     sample_interval_s: float = key(1.0, "Timeline sampling period; 0 turns the timeline off.", ge=0)
+    workers: int = key(
+        0,
+        "Seeds run at once by an engine that runs in this process (virtual), each a Ray task on "
+        "a core of its own (a cluster's, with ray.address): 0 lets the harness choose (every "
+        "core when the run is long enough to repay starting Ray, else 1); 1 runs them one after "
+        "another in this process. The results are the same either way.",
+        ge=0,
+    )
 
     @property
     def seed_numbers(self) -> list[int]:

@@ -21,11 +21,15 @@ from harness.model.event_queue import EventQueue
 from harness.model.protocol import IS_TIMER, KINDS, PARTY, Party, Recipient
 from harness.model.protocol.replica_party import Replicas
 from harness.model.recording import TimelineLog
-from harness.results.seed_result import SeedResult, seed_result
+from harness.results.seed_result import SeedResult, partial_result, seed_result
+from harness.results.seed_rows import SeedRows
 from harness.wiring import scenario
 
 PROGRESS_EVERY = 8192
-"""Messages between two progress calls."""
+"""Messages between two progress calls, and two looks at how many rows the logs hold."""
+FLUSH_ROWS = 1 << 16
+"""Rows a log holds before they go to the seed's rows (`SeedRows`): what a seed keeps of its
+results in memory, however long it runs."""
 SAMPLE = len(KINDS)
 """The engine's own message: take a timeline sample."""
 
@@ -34,8 +38,9 @@ class _World(Recipient):
     """One (strategy, seed): every party in one process, and the heap that carries their
     messages. It takes the engine's own message (a timeline sample) itself."""
 
-    def __init__(self, config: Config, seed: int, kept: dict | None = None) -> None:
+    def __init__(self, config: Config, seed: int, rows: SeedRows, kept: dict | None = None) -> None:
         self.config = config
+        self.rows = rows
         self.clock = EventQueue(IS_TIMER)
         self.nodes = scenario.nodes(config, seed)
         self.node_host = scenario.node_host(config, seed, self.nodes, self.clock)
@@ -59,6 +64,13 @@ class _World(Recipient):
         if nxt is not None:
             self.clock.at(nxt, SAMPLE, 0, None)
 
+    def flush(self, at_least: int = 1) -> None:
+        """The rows the logs hold, to the seed's rows, once there are `at_least` of them."""
+        if len(self.clients.log) >= at_least:
+            self.rows.add("requests", self.clients.log.take())
+        if len(self.timeline) >= at_least:
+            self.rows.add("timeline", self.timeline.take())
+
     def run(self, progress: Progress | None) -> None:
         self.node_host.sync()
         self.node_host.start()
@@ -66,8 +78,14 @@ class _World(Recipient):
         if first is not None:
             self.clock.at(first, SAMPLE, 0, None)
         self.clients.start()
-        tick = None if progress is None else lambda t: progress(t, None, self.refused_again())
+
+        def tick(t: float) -> None:
+            self.flush(FLUSH_ROWS)
+            if progress is not None:
+                progress(t, None, self.refused_again())
+
         self.clock.run(tick, PROGRESS_EVERY)
+        self.flush()
         # Nothing is left to deliver, and virtual time runs on to the end for free: the rule the
         # Ray driver polls must agree that the run is over.
         end = max(self.clock.now(), self.config.run.duration_s)
@@ -136,17 +154,29 @@ class VirtualEngine(Engine):
         for process in kept.values():
             process.stop()
 
-    def run_seed(self, config: Config, seed: int, progress: Progress | None = None) -> SeedResult:
+    def run_seed(
+        self,
+        config: Config,
+        seed: int,
+        progress: Progress | None = None,
+        rows: SeedRows | None = None,
+    ) -> SeedResult:
+        rows = SeedRows(config.placement.strategy, seed) if rows is None else rows
         with _no_cycle_collection():
-            return self._run_seed(config, seed, progress)
+            return self._run_seed(config, seed, progress, rows)
 
-    def _run_seed(self, config: Config, seed: int, progress: Progress | None) -> SeedResult:
+    def _run_seed(
+        self, config: Config, seed: int, progress: Progress | None, rows: SeedRows
+    ) -> SeedResult:
         wall = time.perf_counter()
-        world = _World(config, seed, self.kept)
+        world = _World(config, seed, rows, self.kept)
         try:
             world.run(progress)
             wall = time.perf_counter() - wall
             return self._result(world, config, seed, wall)
+        except BaseException as e:
+            e.partial = partial_result(self.name, config, seed, rows)  # type: ignore[attr-defined]
+            raise
         finally:
             world.close()
 
@@ -157,8 +187,7 @@ class VirtualEngine(Engine):
             config,
             seed,
             host.end_state(),
-            world.clients.log.take(),
-            world.timeline.take(),
+            world.rows,
             engine_wall_s=wall,
             faults=host.faults.counts,
             sandbox_ids=host.sandbox_ids(),

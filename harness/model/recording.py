@@ -32,6 +32,7 @@ REQUEST_FIELDS: Final = (
     ("outcome", "code"),
     ("reason", "str"),
     ("asks", "i32"),
+    ("in_flight", "i32"),
     ("violated", "str"),
 )
 """The request log's columns and the width of each: the one declaration the log's vectors and
@@ -94,10 +95,10 @@ class Coded:
         return len(self.codes)
 
 
-CreateAnswer = tuple[int, str, int, int, int, int, str | None, object, int, str | None]
-"""(sandbox_id, step, node, rpcs, skips, attempts, failure, context, asks, violated) of a
-finished create; `failure` is None for a placed one (a null `reason`, not an empty string), and
-`violated` None for one whose placements broke no eligibility rule."""
+CreateAnswer = tuple[int, str, int, int, int, int, str | None, object, int, str | None, int]
+"""(sandbox_id, step, node, rpcs, skips, attempts, failure, context, asks, violated, in_flight)
+of a finished create; `failure` is None for a placed one (a null `reason`, not an empty string),
+and `violated` None for one whose placements broke no eligibility rule."""
 Truth = tuple[list[float], list[int], list[float]]
 """True allocated vCPUs, sandbox counts and CPU use (`cpu_percent`), node by node
 (`NodeHost.truth`)."""
@@ -139,6 +140,7 @@ class RequestLog:
         self.outcome = vec[u8]()
         self.reason: list[str | None] = []
         self.asks = vec[i32]()
+        self.in_flight = vec[i32]()
         self.violated: list[str | None] = []
 
     def create(
@@ -150,10 +152,10 @@ class RequestLog:
         sent_at: float,
         done_at: float,
     ) -> None:
-        sandbox_id, step, node, rpcs, skips, attempts, failure, _, asks, violated = answer
+        sandbox_id, step, node, rpcs, skips, attempts, failure, _, asks, violated, flying = answer
         self._add(
             _CREATE, sandbox_id, client, replica, issued_at, sent_at, done_at, node,
-            rpcs, skips, attempts, _OUTCOME[step], failure, asks, violated,
+            rpcs, skips, attempts, _OUTCOME[step], failure, asks, flying, violated,
         )  # fmt: skip
 
     def kill(
@@ -172,7 +174,7 @@ class RequestLog:
         self._add(
             _KILL, sandbox_id, client, replica, issued_at, sent_at, done_at, node,
             1, 0, 1, _OUTCOME["killed" if ok else "failed"], None if ok else outcome.value, 0,
-            None,
+            0, None,
         )  # fmt: skip
 
     def _add(
@@ -191,6 +193,7 @@ class RequestLog:
         outcome: int,
         reason: str | None,
         asks: int,
+        in_flight: int,
         violated: str | None,
     ) -> None:
         self.kind = append(self.kind, kind)
@@ -208,7 +211,11 @@ class RequestLog:
         self.outcome = append(self.outcome, outcome)
         self.reason.append(reason)
         self.asks = append(self.asks, asks)
+        self.in_flight = append(self.in_flight, in_flight)
         self.violated.append(violated)
+
+    def __len__(self) -> int:
+        return len(self.kind)
 
     def take(self) -> dict[str, Any]:
         """The rows recorded so far, column by column (a list, a vector of numbers with the
@@ -256,6 +263,9 @@ class TimelineLog:
             c["in_progress_cpu"].extend(in_progress_cpu)
             c["kill_in_progress_cpu"].extend(killing)
             c["cpu_error"].extend([v - true for v, true in zip(believed, cpu, strict=True)])
+
+    def __len__(self) -> int:
+        return len(self.columns["t"])
 
     def take(self) -> dict[str, list]:
         """The samples taken so far, column by column; the log starts empty again."""

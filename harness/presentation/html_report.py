@@ -14,7 +14,7 @@ from harness.config.sweep_file import get_value
 from harness.model.cluster.heartbeat import HeartbeatPlan
 from harness.model.cluster.phases import PHASES
 from harness.model.scheduling.placement.record import drawn
-from harness.presentation import REPORTED, plots
+from harness.presentation import plots, series
 from harness.presentation.headline import headline, plugins_line, same_as
 from harness.presentation.search_report import search_page
 from harness.results import phase_hooks
@@ -22,25 +22,21 @@ from harness.results.atomic_files import write_text
 from harness.results.comparison import FILE as COMPARISON_FILE
 from harness.results.comparison import UNCHANGED
 from harness.results.comparison import read as read_comparison
-from harness.results.run_folder import load_run
+from harness.results.run_folder import open_run
 from harness.results.search_folder import is_search
 from harness.results.statistics import (
     FLAT_TOLERANCE,
     Comparison,
-    accounting_over_time,
     bin_width,
     by_strategy,
     comparisons,
     cv_by,
-    cv_over_time,
     flat,
-    latency_over_time,
     median_seed,
-    throughput_over_time,
-    utilisation_over_time,
+    pooled_load,
     utilisation_varies,
 )
-from harness.results.sweep_folder import is_sweep, load_sweep_results, read_cells
+from harness.results.sweep_folder import cell_batches, is_sweep, load_sweep_results, read_cells
 from harness.results.time_keeping import run_verdict
 
 STYLE = """
@@ -214,8 +210,7 @@ def _chart(title: str, figure: str, same: bool) -> str:
 def _scenario(
     summary: pd.DataFrame,
     nodes: pd.DataFrame,
-    requests: pd.DataFrame,
-    timeline: pd.DataFrame,
+    batches: series.Batches,
     config: Config,
     found: list[Comparison],
     uniform: bool,
@@ -229,10 +224,6 @@ def _scenario(
     seeds = int(summary.groupby("strategy")["seed"].nunique().min())
     seeds_text = "the one seed" if seeds == 1 else f"the {seeds} seeds"
     per_seed = "in the one seed" if seeds == 1 else f"mean over the {seeds} seeds"
-    finished = pd.MultiIndex.from_frame(summary[["strategy", "seed"]])
-    kept = pd.MultiIndex.from_frame(requests[["strategy", "seed"]]).isin(finished)
-    if not kept.all():  # a partial seed's requests (it has no summary) are left out; a copy
-        requests = requests[kept].reset_index(drop=True)  # of a large table only then
     palette = plots.colors(strategies)
     panels = []
     for strategy in strategies:
@@ -266,9 +257,11 @@ def _scenario(
         ),
     ]
     charts: list[tuple[str, str, bool]] = []  # (heading, figure, the same for every strategy)
-    if not timeline.empty:
+    run = config.run
+    samples = series.timeline_samples(batches, nodes, run.sample_interval_s, run.duration_s)
+    if not samples.empty:
         beats, note = _beats(config)
-        over_time = cv_over_time(timeline)
+        over_time = series.cv_over_time(samples)
         charts.append(
             (
                 "CV over time",
@@ -283,8 +276,8 @@ def _scenario(
                 flat(over_time, ["cv_mean"]),
             )
         )
-        if utilisation_varies(summary) and "cpu_percent" in timeline:
-            utilisation = utilisation_over_time(timeline, nodes)
+        if utilisation_varies(summary):
+            utilisation = series.cv_over_time(samples, "util_cv")
             charts.append(
                 (
                     "Utilisation CV over time",
@@ -299,8 +292,8 @@ def _scenario(
                     flat(utilisation, ["cv_mean"]),
                 )
             )
-        if timeline["view_cpu_allocated"].notna().any():  # an engine may not know the view
-            accounting = accounting_over_time(timeline)
+        if samples["error"].notna().any():  # an engine may not know the view
+            accounting = series.accounting_over_time(samples)
             charts.append(
                 (
                     "Accounting error over time",
@@ -315,9 +308,8 @@ def _scenario(
                 )
             )
     width = bin_width(config.run.duration_s)
-    if not requests.empty:
-        latency = latency_over_time(requests, width)
-        throughput = throughput_over_time(requests, width)
+    latency, throughput = series.request_series(batches, summary, width)
+    if not throughput.empty:
         charts += [
             (
                 "Placement latency over time",
@@ -325,7 +317,8 @@ def _scenario(
                     plots.latency_over_time(latency, palette),
                     "placement latency over time for each strategy",
                     f"p50 and p99 latency of the placed creates issued in each {width:g} s "
-                    f"interval, over every request of {seeds_text} at once. The value axis is "
+                    f"interval, over every request of {seeds_text} at once (read off "
+                    f"buckets {series.LATENCY_ACCURACY:.1%} apart). The value axis is "
                     "logarithmic (and says so) when a strategy's line would sit in the bottom "
                     "tenth of a linear one. " + SAME,
                 ),
@@ -344,16 +337,17 @@ def _scenario(
             ),
         ]
     parts += [_chart(*chart) for chart in charts if not chart[2]]
-    if timeline.empty:
+    if samples.empty:
         parts.append('<p class="note">No timeline was recorded (run.sample_interval_s = 0).</p>')
     parts += [_chart(*chart) for chart in charts if chart[2]]
     return "\n".join(parts)
 
 
 def _run(folder: Path) -> tuple[str, str]:
-    meta, frames = load_run(folder, columns=REPORTED)
+    run = open_run(folder)
+    meta = run.meta
     config = stored_config(meta["config"], folder / "run.json")
-    summary = frames["summary"]
+    summary, nodes = run.frame("summary"), run.frame("nodes")
     title = f"{config.run.name}: {meta.get('engine')} engine, {config.cluster.node_count} nodes"
     state = "" if meta.get("completed") else ' <span class="bad">(incomplete run)</span>'
     plugins = meta.get("plugins", {})
@@ -361,7 +355,7 @@ def _run(folder: Path) -> tuple[str, str]:
     head = f"<p>{len(meta.get('seeds', []))} seeds{k}{state}</p>"
     if summary.empty:
         return title, head + '<p class="bad">No seed finished: nothing to show.</p>'
-    found = comparisons(summary, frames["nodes"], frames["requests"])
+    found = comparisons(summary, nodes)
     pipeline = plugins_line(plugins)
     story = "".join(
         f"<li>{html.escape(line)}</li>" for line in headline(found, run_verdict(summary))
@@ -369,12 +363,11 @@ def _run(folder: Path) -> tuple[str, str]:
     head += (f'<p class="note">{html.escape(pipeline)}</p>' if pipeline else "") + (
         f'<ul class="story">{story}</ul>'
     )
-    table = _run_table(by_strategy(summary, frames["requests"]))
+    table = _run_table(by_strategy(summary, pooled_load(summary, run.batches)))
     scenario = _scenario(
         summary,
-        frames["nodes"],
-        frames["requests"],
-        frames["timeline"],
+        nodes,
+        run.batches,
         config,
         found,
         bool(plugins.get("uniform")),
@@ -439,15 +432,13 @@ def _sweep(folder: Path) -> tuple[str, str]:
     parts.append(f"<h2>One point of the grid</h2><p>{html.escape(why)}</p>")
     featured_summary = summary[summary["cell"].isin(chosen)]
     nodes = read_cells(folder, "nodes", chosen)
-    requests = read_cells(folder, "requests", chosen, REPORTED["requests"])
     parts.append(
         _scenario(
             featured_summary,
             nodes,
-            requests,
-            read_cells(folder, "timeline", chosen),
+            cell_batches(folder, chosen),
             config,
-            comparisons(featured_summary, nodes, requests),
+            comparisons(featured_summary, nodes),
             bool(drawn(config.placement, config.cluster.node_count, config.external.active)[1]),
         )
     )

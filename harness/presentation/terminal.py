@@ -30,10 +30,10 @@ from harness.config.key_tables import (
 from harness.engines import Snapshot
 from harness.model.protocol.replica_party import REFUSED_AGAIN
 from harness.presentation.headline import headline, plugins_line
+from harness.results.seed_figures import cv
 from harness.results.statistics import (
     by_strategy,
     comparisons,
-    cv,
     median_seed,
     utilisation_varies,
 )
@@ -149,12 +149,12 @@ def fitted(
 
 
 def strategy_tables(
-    summary: pd.DataFrame, requests: pd.DataFrame, title: str, width: int
+    summary: pd.DataFrame, pooled: pd.DataFrame, title: str, width: int
 ) -> list[RenderableType]:
     """The table over seeds, one row per strategy, fitted to `width`; rates and latency
     percentiles are pooled over every request of every seed
     (`harness.results.statistics.pooled_load`)."""
-    rows = by_strategy(summary, requests)
+    rows = by_strategy(summary, pooled)
     columns = [
         Column("seeds", [str(n) for n in rows["seeds"]]),
         Column("CV\nmean", [_fmt(x) for x in rows["cv_mean"]]),
@@ -163,6 +163,8 @@ def strategy_tables(
             [_interval(lo, hi) for lo, hi in zip(rows["cv_lo"], rows["cv_hi"], strict=True)],
         ),
         Column("CV\nmed", [_fmt(x) for x in rows["cv_median"]]),
+        Column("CV\ntime", [_fmt(x) for x in rows["cv_time_mean"]]),
+        Column("herd\nx", [_fmt(x, 2) for x in rows["herd_ratio"]]),
         *_utilisation_columns(summary, rows),
         Column("max", _counts(rows["max_count"])),
         Column("min", _counts(rows["min_count"])),
@@ -210,6 +212,12 @@ def _utilisation_columns(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Colu
 
 
 CAPTIONS: tuple[tuple[str | None, str], ...] = (
+    (
+        None,
+        "CV time: the CV of sandboxes per node over the run, time-weighted, rather than at its "
+        "end. herd x: in each report interval, the most chosen node's share of the "
+        "placements over what an even spread gives it (1: even).",
+    ),
     (
         None,
         "max, min: the busiest and idlest node's sandboxes, placed and failed: creates, each "
@@ -274,7 +282,7 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
     pipeline = plugins_line(plugins)
     if pipeline:
         console.print(Text(pipeline, style="dim"))
-    found = comparisons(summary, nodes, frames["requests"])
+    found = comparisons(summary, nodes)
     for told in headline(found, run_verdict(summary)):
         console.print(Text(told))
     panels = []
@@ -300,7 +308,7 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
     console.print(Columns(panels))
     seeds = len(summary["seed"].unique())
     title = f"each strategy over {seeds} seed{'s' if seeds > 1 else ''}"
-    tables = strategy_tables(summary, frames["requests"], title, console.width)
+    tables = strategy_tables(summary, frames["pooled"], title, console.width)
     if meta.get("thresholds"):
         tables += threshold_table(meta["thresholds"], console.width)
     for table in tables:

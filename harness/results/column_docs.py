@@ -65,6 +65,12 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
             "Times the scheduler was asked for a node for the create (its RPCs, plus a last ask "
             "that found none); 0 for a kill.",
         ),
+        "in_flight": (
+            "count",
+            "Other creates of its replica in flight (sent to a node, not yet answered) when the "
+            "replica placed it, the most over its placements: what a strategy counting creates "
+            "in progress adds to its score; 0 for a kill.",
+        ),
         "violated": (
             "names",
             "The eligibility rules the create's placements broke (`excluded`, `labels`, "

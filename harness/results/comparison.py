@@ -59,8 +59,20 @@ EXACT_FLIPS = 12
 UNCHANGED, BETTER, WORSE, CHANGED = "~", "better", "worse", "changed"
 VERDICTS = (WORSE, BETTER, CHANGED, UNCHANGED)
 """In the order a table shows them."""
-IGNORED_KEYS = ("thresholds",)
-"""Config keys that judge results without changing them: never a difference."""
+IGNORED_KEYS = ("thresholds", "run.workers")
+"""Config keys (or sections) that judge results, or set how fast they come, without changing
+them: never a difference."""
+
+
+def _comparable(config: dict[str, Any]) -> dict[str, Any]:
+    """A dotted config without `IGNORED_KEYS`."""
+    return {
+        k: v
+        for k, v in config.items()
+        if not any(k == ignored or k.startswith(f"{ignored}.") for ignored in IGNORED_KEYS)
+    }
+
+
 FILE = "comparison.parquet"
 
 
@@ -95,9 +107,8 @@ def load_side(path: str | Path) -> Side:
         return Side(folder, kind, meta, summary, run_config(meta["config"]))
     meta, summary = load_sweep_results(folder)
     identity = meta["identity"]
-    base = {k: v for k, v in identity.get("base", {}).items() if k not in IGNORED_KEYS}
     config = {
-        **flatten(base),
+        **_comparable(flatten(identity.get("base", {}))),
         **flatten({k: v for k, v in identity.items() if k != "base"}, "sweep"),
     }
     return Side(folder, kind, meta, summary, config)
@@ -163,7 +174,7 @@ def check_configs(base: dict[str, Any], new: dict[str, Any], allowed: list[str])
 def run_config(config: dict[str, Any]) -> dict[str, Any]:
     """A run's config (`Config.to_dict()`, as run.json stores it) as `Side.config` has it."""
     stored = json.loads(json.dumps(config, default=str))
-    return flatten({k: v for k, v in stored.items() if k not in IGNORED_KEYS})
+    return _comparable(flatten(stored))
 
 
 def _engines(side: Side, rows: pd.DataFrame) -> set[str]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.eligibility import RULES
+from harness.results.seed_figures import matches
 from harness.results.seed_result import SeedResult
 
 if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
@@ -28,22 +29,39 @@ def _first(items: list[Any], n: int = 5) -> str:
     return ", ".join(map(str, items[:n])) + (", ..." if len(items) > n else "")
 
 
+def _pairs(node: np.ndarray, sandbox: np.ndarray, rows: np.ndarray) -> list[tuple[int, int]]:
+    return list(zip(node[rows].tolist(), sandbox[rows].tolist(), strict=True))
+
+
+def _acknowledged(
+    result: SeedResult, truth: set[tuple[int, int]]
+) -> tuple[set[tuple[int, int]], list[int]]:
+    """From the request rows, in the order they were recorded (a sandbox's kill after its
+    create): the (node, sandbox) pairs placed and not killed, and the sandboxes killed yet in
+    `truth` (still on a node at the end). What is held is the pairs alive at once, not every
+    row."""
+    alive: set[tuple[int, int]] = set()
+    still_there: list[int] = []
+    columns = ("kind", "outcome", "sandbox_id", "node_id")
+    for batch in result.rows.batches("requests", columns):
+        create, placed = matches(batch["kind"], "create"), matches(batch["outcome"], "placed")
+        kill, done = matches(batch["kind"], "kill"), matches(batch["outcome"], "killed")
+        node, sandbox = batch["node_id"].to_numpy(), batch["sandbox_id"].to_numpy()
+        # A batch's creates before its kills: a sandbox is killed only once its create
+        # was answered, so its kill is never recorded before it.
+        alive.update(_pairs(node, sandbox, create & placed))
+        gone = _pairs(node, sandbox, kill & done)
+        alive.difference_update(gone)
+        still_there.extend(pair[1] for pair in gone if pair in truth)
+    return alive, sorted(still_there)
+
+
 def check(config: Config, result: SeedResult) -> list[dict[str, Any]]:
     """The checks (name, ok, detail); what they found goes into the result's summary
     (`lost_sandboxes`, `unknown_sandboxes`, `orphans`, `invariants_ok`), so every engine's
     summary has it."""
-    req = result.requests
-    kind = req.column("kind").to_numpy(zero_copy_only=False)
-    outcome = req.column("outcome").to_numpy(zero_copy_only=False)
-    ids = req.column("sandbox_id").to_numpy()
-    node_ids = req.column("node_id").to_numpy()
-
-    def pairs(rows: np.ndarray) -> set[tuple[int, int]]:
-        return set(zip(node_ids[rows].tolist(), ids[rows].tolist(), strict=True))
-
-    killed = pairs((kind == "kill") & (outcome == "killed"))
-    alive = pairs((kind == "create") & (outcome == "placed")) - killed
     truth = {(n, i) for n, on_node in enumerate(result.sandbox_ids) for i in on_node}
+    alive, still_there = _acknowledged(result, truth)
     lost = set(result.lost_ids)
     unknown_nodes = set(
         np.flatnonzero(result.nodes.column("lost_unknown").to_numpy(zero_copy_only=False)).tolist()
@@ -52,7 +70,6 @@ def check(config: Config, result: SeedResult) -> list[dict[str, Any]]:
     # On a node whose process died, what was lost is not known: counted apart, not missing.
     unknown = [i for n, i in gone if n in unknown_nodes]
     missing = sorted(i for n, i in gone if n not in unknown_nodes)
-    still_there = sorted(i for _, i in killed & truth)
     orphans = len(truth - alive)
     timeouts = int(result.summary.get("fault_timeouts", 0))
     checks = [

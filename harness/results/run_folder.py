@@ -36,6 +36,7 @@ import signal
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ from harness.results.atomic_files import (
 )
 from harness.results.failures import ResultsError
 from harness.results.seed_result import SeedResult
+from harness.results.seed_rows import READ_ROWS, RECORDED, SeedRows
 
 MARKS = {"run.json": "run", "sweep.json": "sweep", "search.json": "search"}
 """The file that says what a results folder holds."""
@@ -472,29 +474,47 @@ class RunWriter:
         took = time.monotonic() - began
         self._meta_due = began + max(META_MIN_INTERVAL_S, took / META_MAX_SHARE)
 
+    def seed_rows(self, strategy: str, seed: int) -> SeedRows:
+        """Where the rows of (strategy, seed) go while it runs: the Parquet files of its part,
+        in a temporary folder of `parts/` that `add` commits (a seed stopped midway leaves one
+        that `--resume` removes)."""
+        folder = self.out_dir / PARTS / f".{self._next:05d}.tmp"
+        self._next += 1
+        return SeedRows(strategy, seed, folder, self.run_id)
+
     def add(
         self, result: SeedResult, checks: list[dict[str, Any]] | None = None, partial: bool = False
     ) -> None:
         """Commit one (strategy, seed); `checks` are its invariant checks, kept in run.json.
+        Its rows are in the part folder `seed_rows` gave (or in memory, then written here).
         A `partial` seed (stopped midway, unchecked) is listed under "partial", not "finished",
         and only its requests and samples are kept: a summary of half a seed would mix into
         the statistics over seeds. A signal while it is written waits for the commit."""
-        parts = {"requests": result.requests, "timeline": result.timeline}
-        if not partial:
-            parts |= {"summary": summary_table([result.summary]), "nodes": result.nodes}
+        rows = result.rows
         key = [result.summary["strategy"], result.summary["seed"]]
         record = {"strategy": key[0], "seed": key[1], "partial": partial}
         record["invariants"] = checks or []
         record["files"] = {}
-        folder = self.out_dir / PARTS / f"{self._next:05d}"
-        tmp = folder.with_name(f".{folder.name}.tmp")
         with phase_hooks.uncut():
+            if rows.folder is None:  # rows kept in memory: written into a part of their own
+                tmp = self.seed_rows(*key).folder
+                assert tmp is not None
+            else:
+                tmp = rows.folder
+            folder = tmp.with_name(tmp.name[1:].removesuffix(".tmp"))
             try:
-                tmp.mkdir(parents=True)
-                for name, part in parts.items():
+                tmp.mkdir(parents=True, exist_ok=True)
+                tables = {}
+                if rows.folder is None:
+                    tables = {name: rows.table(name) for name in RECORDED}
+                if not partial:
+                    tables |= {"summary": summary_table([result.summary]), "nodes": result.nodes}
+                for name, part in tables.items():
                     pq.write_table(stamped(part, self.run_id), tmp / f"{name}.parquet")
-                    sha256 = sha256_of(tmp / f"{name}.parquet")
-                    record["files"][name] = {"rows": part.num_rows, "sha256": sha256}
+                for name in tables_of(record):
+                    path = tmp / f"{name}.parquet"
+                    rows_in = pq.read_metadata(path).num_rows
+                    record["files"][name] = {"rows": rows_in, "sha256": sha256_of(path)}
                 (tmp / SEED_FILE).write_text(json.dumps(record, default=str))
                 phase_hooks.at("commit")
                 os.rename(tmp, folder)
@@ -502,7 +522,6 @@ class RunWriter:
                 raise failed(e, tmp) from None
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
-            self._next += 1
             self.meta["partial" if partial else "finished"].append(key)
             for check in checks or ():
                 entry = {"strategy": key[0], "seed": key[1]}
@@ -557,6 +576,9 @@ class RunWriter:
             raise
         if completed:  # an unfinished run keeps its parts: `--resume` reads them
             shutil.rmtree(self.out_dir / PARTS, ignore_errors=True)
+        else:  # but not the rows of seeds stopped before they were committed
+            for tmp in (self.out_dir / PARTS).glob(".*.tmp"):
+                shutil.rmtree(tmp, ignore_errors=True)
 
     def __enter__(self) -> RunWriter:
         return self
@@ -572,11 +594,11 @@ class RunWriter:
 
 
 def _tables(seeds: list[tuple[Path, dict[str, Any]]], name: str) -> Iterator[pa.Table]:
-    """Table `name` of each of `seeds` that has it (a partial seed has no summary), read one at
-    a time as the writer asks."""
+    """Table `name` of each of `seeds` that has it (a partial seed has no summary), a batch
+    at a time as the writer asks: the gather holds a row group, not a seed."""
     for part, record in seeds:
         if name in tables_of(record):
-            yield _read_table(part / f"{name}.parquet", TABLES[name])
+            yield from _read_batches(part / f"{name}.parquet", TABLES[name])
 
 
 def stopped_by(exc: BaseException | None) -> str:
@@ -647,6 +669,66 @@ def state_of(folder: Path) -> str:
     )
 
 
+@dataclass(frozen=True)
+class RunFiles:
+    """A run folder as read: its run.json and each table's files, the parts' while it has
+    them (a run that has not closed), in run order, else the gathered file."""
+
+    folder: Path
+    meta: dict[str, Any]
+    files: dict[str, list[Path]]
+    partial: frozenset[tuple[str, int]]
+    """The (strategy, seed) of seeds stopped midway, whose rows the large tables hold too."""
+
+    def frame(self, name: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """Table `name` whole (of `columns` only, if given), as pandas: for the small tables
+        (summary, nodes), or a reader who wants a large one whole."""
+        schema = TABLES[name]
+        parts = [_read_table(f, schema, columns) for f in self.files[name]]
+        empty = schema.empty_table() if columns is None else schema.empty_table().select(columns)
+        return pa.concat_tables([empty, *parts]).to_pandas()
+
+    def batches(self, name: str, columns: Sequence[str]) -> Iterator[pa.Table]:
+        """Table `name`'s rows of the finished seeds, `columns` only, a batch at a time: what
+        a report reads of the large tables, in bounded memory however long the run."""
+        schema = TABLES[name]
+        keys = ["strategy", "seed"]
+        read = pa.schema([schema.field(c) for c in dict.fromkeys([*columns, *keys])])
+        for path in self.files[name]:
+            for batch in _read_batches(path, read):
+                if self.partial:
+                    pairs = zip(
+                        batch["strategy"].to_pylist(), batch["seed"].to_pylist(), strict=True
+                    )
+                    keep = [pair not in self.partial for pair in pairs]
+                    if not all(keep):
+                        batch = batch.filter(pa.array(keep))
+                yield batch.select(list(columns))
+
+
+def open_run(path: str | Path) -> RunFiles:
+    """The files of a run folder, or ResultsError naming the file and what is wrong with it.
+    While the folder holds parts, they are read (each checked), and run.json's lists are
+    brought in line with them."""
+    folder = Path(path)
+    meta = read_meta(folder)
+    seeds = verified(folder) if (folder / PARTS).is_dir() else None
+    files = {}
+    if seeds is not None:
+        seeds = _in_run_order(seeds, meta)
+        _listed(meta, seeds)
+        for name in TABLES:
+            files[name] = [p / f"{name}.parquet" for p, r in seeds if name in tables_of(r)]
+    else:
+        for name in TABLES:
+            file = folder / f"{name}.parquet"
+            if not file.is_file():
+                raise ResultsError(f"{folder} is missing {file.name}")
+            files[name] = [file]
+    partial = frozenset((str(s), int(n)) for s, n in meta.get("partial", []))
+    return RunFiles(folder, meta, files, partial)
+
+
 def load_run(
     path: str | Path,
     tables: Iterable[str] = tuple(TABLES),
@@ -654,29 +736,11 @@ def load_run(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(run.json, {table name: DataFrame}) of a run folder, of every table or those named, or
     ResultsError naming the file and what is wrong with it; a table `columns` names holds only
-    those columns. While the folder holds parts (a run
-    that has not closed), they are read, and run.json's lists are brought in line with them."""
-    folder = Path(path)
-    meta = read_meta(folder)
-    seeds = verified(folder) if (folder / PARTS).is_dir() else None
-    if seeds is not None:
-        seeds = _in_run_order(seeds, meta)
-        _listed(meta, seeds)
-    frames = {}
-    for name in tables:
-        schema = TABLES[name]
-        file = folder / f"{name}.parquet"
-        if seeds is not None:
-            files = [p / file.name for p, r in seeds if name in tables_of(r)]
-        elif file.is_file():
-            files = [file]
-        else:
-            raise ResultsError(f"{folder} is missing {file.name}")
-        only = (columns or {}).get(name)
-        parts = [_read_table(f, schema, only) for f in files]
-        empty = schema.empty_table() if only is None else schema.empty_table().select(only)
-        frames[name] = pa.concat_tables([empty, *parts]).to_pandas()
-    return meta, frames
+    those columns. While the folder holds parts (a run that has not closed), they are read,
+    and run.json's lists are brought in line with them. The large tables are read whole:
+    a report reads them a batch at a time (`open_run`)."""
+    run = open_run(path)
+    return run.meta, {name: run.frame(name, (columns or {}).get(name)) for name in tables}
 
 
 def read_columns(path: Path, names: list[str], only: bool = False) -> pa.Table:
@@ -704,6 +768,26 @@ def _names(path: Path) -> list[str]:
         return pq.read_schema(path).names
     except (pa.ArrowException, OSError, ValueError):
         return []
+
+
+def _read_batches(path: Path, schema: pa.Schema) -> Iterator[pa.Table]:
+    """A results table of `schema` a batch at a time, or ResultsError naming the file and
+    what is wrong."""
+    try:
+        f = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise ResultsError(f"{path} is not a readable Parquet file: {_first_line(e)}") from None
+    with f:
+        missing = [n for n in schema.names if n not in f.schema_arrow.names]
+        if missing:
+            raise ResultsError(f"{path} lacks the column {missing[0]!r}: not a {path.stem} table")
+        try:
+            for batch in f.iter_batches(batch_size=READ_ROWS, columns=schema.names):
+                yield pa.Table.from_batches([batch]).cast(schema)
+        except (pa.ArrowException, ValueError) as e:
+            raise ResultsError(
+                f"{path} cannot be read as a {path.stem} table: {_first_line(e)}"
+            ) from None
 
 
 def _read_table(path: Path, schema: pa.Schema, columns: Sequence[str] | None = None) -> pa.Table:

@@ -12,8 +12,9 @@ import pyarrow as pa
 from harness.model.cluster.faults import COUNTS
 from harness.model.scheduling.placement.record import drawn
 from harness.results import percentiles
-from harness.results.arrow_schemas import NODES, REQUESTS, TIMELINE, table
-from harness.results.statistics import seed_summary
+from harness.results.arrow_schemas import NODES, table
+from harness.results.seed_figures import seed_summary
+from harness.results.seed_rows import SeedRows
 from harness.results.summary_columns import SKETCHED
 from harness.results.time_keeping import seed_verdict
 
@@ -30,8 +31,8 @@ class SeedResult:
 
     summary: dict[str, Any]
     nodes: pa.Table
-    requests: pa.Table
-    timeline: pa.Table
+    rows: SeedRows
+    """Its request rows and timeline samples, on disk in its part or in memory."""
     sandbox_ids: list[list[int]] = field(default_factory=list)
     """The sandbox IDs each node runs at the end, node by node."""
     lost_ids: list[int] = field(default_factory=list)
@@ -40,14 +41,24 @@ class SeedResult:
     """Believed vCPUs per replica and node after the run drained and every live node sent one
     last report; None when the engine could not take it."""
 
+    @property
+    def requests(self) -> pa.Table:
+        """The request rows whole: for tests and small runs, not where memory must stay
+        bounded (read `rows` a batch at a time there)."""
+        return self.rows.table("requests")
+
+    @property
+    def timeline(self) -> pa.Table:
+        """The timeline samples whole (see `requests`)."""
+        return self.rows.table("timeline")
+
 
 def seed_result(
     engine: str,
     config: Config,
     seed: int,
     nodes: Mapping[str, Sequence],
-    requests: pa.Table | Mapping[str, Sequence],
-    timeline: pa.Table | Mapping[str, Sequence],
+    rows: SeedRows,
     engine_wall_s: float,
     faults: Mapping[str, int],
     extra: Mapping[str, Any] | None = None,
@@ -56,7 +67,8 @@ def seed_result(
     **end_state: Any,
 ) -> SeedResult:
     """Tables and summary row of one finished seed. `nodes` are the end state's columns,
-    `requests` and `timeline` tables or columns, `faults` the injected-fault counters,
+    `rows` the seed's request rows and samples (closed here: the seed is over), `faults` the
+    injected-fault counters,
     `extra` what only some engines measure, and `sketches` the figures they measured in many
     places (`SKETCHED`: each becomes its p50, p99 and the sketch itself); `scheduler` the
     name an external scheduler gave itself, where the engine heard it; `end_state` goes
@@ -66,16 +78,7 @@ def seed_result(
         raise ValueError(f"fault counters no fault kind declares: {', '.join(uncounted)}")
     strategy = config.placement.strategy
     nodes_t = table(NODES, strategy, seed, dict(nodes))
-    requests_t = (
-        requests
-        if isinstance(requests, pa.Table)
-        else table(REQUESTS, strategy, seed, dict(requests))
-    )
-    timeline_t = (
-        timeline
-        if isinstance(timeline, pa.Table)
-        else table(TIMELINE, strategy, seed, dict(timeline))
-    )
+    rows.close()
     summary = {
         "engine": engine,
         "strategy": strategy,
@@ -84,15 +87,15 @@ def seed_result(
         "k": drawn(config.placement, config.cluster.node_count, config.external.active)[0],
         "replicas": config.placement.replicas,
         "scheduler": scheduler if config.external.active else "in-process",
-        **seed_summary(nodes_t, requests_t, timeline_t, config.run.duration_s),
+        **seed_summary(nodes_t, rows, config.run.duration_s, config.heartbeat.interval_s),
         "engine_wall_s": engine_wall_s,
         **{name: int(faults.get(name, 0)) for name in COUNTS},
         **(extra or {}),
         **_sketched(sketches or {}),
     }
     if extra:  # an engine in real time: did it keep the model's time?
-        summary |= seed_verdict(config, summary, requests_t)
-    return SeedResult(summary, nodes_t, requests_t, timeline_t, **end_state)
+        summary |= seed_verdict(config, summary, rows)
+    return SeedResult(summary, nodes_t, rows, **end_state)
 
 
 def _sketched(sketches: Mapping[str, DDSketch]) -> dict[str, Any]:
@@ -109,10 +112,12 @@ def _sketched(sketches: Mapping[str, DDSketch]) -> dict[str, Any]:
     return row
 
 
-def partial_result(
-    engine: str, config: Config, seed: int, requests: pa.Table, timeline: pa.Table
-) -> SeedResult:
+def partial_result(engine: str, config: Config, seed: int, rows: SeedRows) -> SeedResult:
     """What an engine holds of a seed that did not finish: the requests and samples that had
-    arrived, and no summary figures; the nodes' end state is unknown."""
+    arrived (their files closed), and no summary figures; the nodes' end state is unknown."""
+    try:
+        rows.close()
+    finally:
+        rows.abandon()
     summary = {"engine": engine, "strategy": config.placement.strategy, "seed": seed}
-    return SeedResult(summary, NODES.empty_table(), requests, timeline)
+    return SeedResult(summary, NODES.empty_table(), rows)

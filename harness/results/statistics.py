@@ -1,10 +1,12 @@
-"""Numbers drawn from results: CV, per-seed summaries, intervals over seeds, and theory lines."""
+"""Numbers drawn from a run's summary rows: intervals over seeds, figures pooled over seeds,
+what each strategy changed against the first, and theory lines (a seed's own figures are
+`harness.results.seed_figures`)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,153 +18,9 @@ from harness.model.scheduling.ledger import Ledger
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.eligibility import RULES
 from harness.results import percentiles
+from harness.results.order_statistics import grouped_percentiles
+from harness.results.seed_figures import FAILURE_REASONS, PERCENTILES
 from harness.results.summary_columns import SKETCHED
-
-
-def cv(counts: np.ndarray | list[float]) -> float:
-    """Coefficient of variation: population std / mean (the reference benchmark's measure)."""
-    a = np.asarray(counts, dtype=float)
-    mean = a.mean() if a.size else 0.0
-    return float(a.std() / mean) if mean > 0 else float("nan")
-
-
-ERROR_TOLERANCE = 1e-6
-"""vCPUs of believed-minus-true below which a sample counts as exact (float residue)."""
-
-
-def accounting_error(timeline: pa.Table) -> dict[str, float]:
-    """How wrong the scheduler's belief was over one run, from the timeline's `cpu_error`.
-
-    Each sample holds until the next sample of the same (replica, node), so the mean and the
-    fraction are time-weighted (the last sample of a series closes it and weighs nothing).
-    Over- and under-count are reported as positive vCPUs; NaN when nothing was sampled.
-    """
-    if timeline.num_rows == 0:
-        return dict.fromkeys(
-            ("err_mean_abs", "err_over_max", "err_under_max", "err_nonzero_frac"), math.nan
-        )
-    replica = timeline.column("replica").to_numpy()
-    node = timeline.column("node_id").to_numpy()
-    t = timeline.column("t").to_numpy()
-    error = timeline.column("cpu_error").to_numpy()
-    order = np.lexsort((t, node, replica))
-    replica, node, t, error = replica[order], node[order], t[order], error[order]
-    same_series = (replica[1:] == replica[:-1]) & (node[1:] == node[:-1])
-    weight = np.append(np.where(same_series, np.diff(t), 0.0), 0.0)
-    if weight.sum() <= 0:
-        weight = np.ones_like(t)
-    wrong = np.abs(error) > ERROR_TOLERANCE
-    return {
-        "err_mean_abs": float(np.average(np.abs(error), weights=weight)),
-        "err_over_max": float(max(0.0, error.max())),  # 0.0 first: never print -0.0
-        "err_under_max": float(max(0.0, -error.min())),
-        "err_nonzero_frac": float(weight[wrong].sum() / weight.sum()),
-    }
-
-
-FAILURE_REASONS = ("no_candidate", "attempts_exhausted", "deadline", "refused", "asks_exhausted")
-"""Why a create failed (`harness.model.scheduling.scheduler`); each has a `failed_<reason>` summary
-column."""
-
-
-def violations(requests: pa.Table, creates: np.ndarray) -> dict[str, int]:
-    """Creates whose placement broke an eligibility rule, in all and by rule (a create that
-    broke two counts under both): `violated` holds the rules joined by "+"."""
-    violated = requests.column("violated")
-    found = {
-        "violations": int((creates & pc.is_valid(violated).to_numpy(zero_copy_only=False)).sum())
-    }
-    for rule in RULES:
-        hit = pc.fill_null(pc.match_substring_regex(violated, f"(^|\\+){rule}($|\\+)"), False)
-        found[f"violations_{rule}"] = int((creates & hit.to_numpy(zero_copy_only=False)).sum())
-    return found
-
-
-def asks(requests: pa.Table, creates: np.ndarray) -> dict[str, float]:
-    """How often the scheduler was asked to place a create, on average and at most: a node
-    that keeps refusing shows as a create asked about again and again."""
-    per_create = requests.column("asks").to_numpy()[creates]
-    if not per_create.size:
-        return {"asks_mean": math.nan, "asks_max": 0}
-    return {"asks_mean": float(per_create.mean()), "asks_max": int(per_create.max())}
-
-
-def _equals(table: pa.Table, name: str, value: str) -> np.ndarray:
-    """Where string column `name` is `value` (a null is not), compared by Arrow: turning the
-    column into numpy would first make a Python string of every row."""
-    return pc.fill_null(pc.equal(table.column(name), value), False).to_numpy(zero_copy_only=False)
-
-
-def seed_summary(
-    nodes: pa.Table, requests: pa.Table, timeline: pa.Table, duration_s: float
-) -> dict[str, Any]:
-    """Counts, load, latency and accounting error of one (strategy, seed); sandboxes per node
-    are the final true ones. Rates are per second of model time covered: the run's
-    `duration_s`, or later if answers kept coming."""
-    counts = nodes.column("sandboxes").to_numpy()
-    latency = requests.column("latency_ms").to_numpy()
-    creates = _equals(requests, "kind", "create")
-    kills = _equals(requests, "kind", "kill")
-    placed = creates & _equals(requests, "outcome", "placed")
-    failed_call = _equals(requests, "outcome", "failed")
-    failed = creates & failed_call
-    sim_duration = max(duration_s, requests.column("done_at").to_numpy().max(initial=0.0))
-    p50, p90, p99 = latency_percentiles(latency[placed])
-    return {
-        "requests": int(creates.sum()),
-        "placed": int(placed.sum()),
-        "failed": int(failed.sum()),
-        "failed_frac": float(failed.sum() / creates.sum()) if creates.any() else math.nan,
-        **{
-            f"failed_{r}": int((failed & _equals(requests, "reason", r)).sum())
-            for r in FAILURE_REASONS
-        },
-        **violations(requests, creates),
-        **asks(requests, creates),
-        "kills": int(kills.sum()),
-        "kills_failed": int((kills & failed_call).sum()),
-        "creates_per_s": float(creates.sum() / sim_duration),
-        "kills_per_s": float(kills.sum() / sim_duration),
-        "cv": cv(counts),
-        "max_count": int(counts.max()) if counts.size else 0,
-        "min_count": int(counts.min()) if counts.size else 0,
-        **utilisation(nodes),
-        "p50_place_ms": p50,
-        "p90_place_ms": p90,
-        "p99_place_ms": p99,
-        "sim_duration_s": float(sim_duration),
-        **accounting_error(timeline),
-    }
-
-
-def utilisation(nodes: pa.Table) -> dict[str, float]:
-    """How evenly the nodes' end state spreads: `alloc_cv`, the CV of allocated vCPUs, and the
-    CV (upstream's LoadImbalanceCoefficient: population std / mean), mean, min and max of
-    utilisation, a node's actual CPU use over its vCPUs in per cent
-    (`cpu_percent / 100 / cpu_count * 100`). With sandboxes of one size and one usage all
-    three CVs agree; where sizes and usage differ, utilisation is what operators watch."""
-    used = nodes.column("cpu_percent").to_numpy() / nodes.column("cpu_count").to_numpy()
-    empty = used.size == 0
-    return {
-        "alloc_cv": cv(nodes.column("cpu_allocated").to_numpy()),
-        "util_cv": cv(used),
-        "util_mean": math.nan if empty else float(used.mean()),
-        "util_min": math.nan if empty else float(used.min()),
-        "util_max": math.nan if empty else float(used.max()),
-    }
-
-
-PERCENTILES = (50, 90, 99)
-"""The latency percentiles every table and summary reports."""
-
-
-def latency_percentiles(latency_ms: np.ndarray | pd.Series) -> tuple[float, float, float]:
-    """p50, p90 and p99 of latencies (exact, linear interpolation); NaN for none."""
-    a = np.asarray(latency_ms, dtype=float)
-    if a.size == 0:
-        return math.nan, math.nan, math.nan
-    p50, p90, p99 = np.percentile(a, PERCENTILES)
-    return float(p50), float(p90), float(p99)
 
 
 def mean_interval(
@@ -182,9 +40,9 @@ def mean_interval(
     return float(a.mean()), float(lo), float(hi)
 
 
-def by_strategy(summary: pd.DataFrame, requests: pd.DataFrame | None = None) -> pd.DataFrame:
+def by_strategy(summary: pd.DataFrame, pooled: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per strategy (in first-seen order): CV mean with 95% interval, and the rest;
-    with `requests`, the load figures pooled over all seeds (`pooled_load`) too."""
+    with `pooled` (`pooled_load`), the load figures pooled over all seeds too."""
     rows = []
     for strategy, group in summary.groupby("strategy", sort=False):
         mean, lo, hi = mean_interval(group["cv"])
@@ -210,12 +68,14 @@ def by_strategy(summary: pd.DataFrame, requests: pd.DataFrame | None = None) -> 
                 "err_over_max": float(group["err_over_max"].max()),
                 "err_under_max": float(group["err_under_max"].max()),
                 "err_nonzero_frac": float(group["err_nonzero_frac"].mean()),
+                "cv_time_mean": _mean_of(group, "cv_time_mean"),
+                "herd_ratio": _mean_of(group, "herd_ratio"),
             }
         )
     table = pd.DataFrame(rows)
-    if requests is None:
+    if pooled is None:
         return table
-    return table.merge(pooled_load(summary, requests), on="strategy", how="left")
+    return table.merge(pooled, on="strategy", how="left")
 
 
 def _mean_of(group: pd.DataFrame, column: str) -> float:
@@ -223,32 +83,42 @@ def _mean_of(group: pd.DataFrame, column: str) -> float:
     return float(group[column].mean()) if column in group else math.nan
 
 
-def pooled_load(summary: pd.DataFrame, requests: pd.DataFrame) -> pd.DataFrame:
+Batches = Callable[[str, Sequence[str]], Iterable[pa.Table]]
+"""A run's large table, some columns of it, a batch at a time, finished seeds only
+(`harness.results.run_folder.RunFiles.batches`)."""
+
+
+def pooled_load(summary: pd.DataFrame, batches: Batches) -> pd.DataFrame:
     """Per strategy, over every finished seed at once: creates and kills per second of model
     time, failed creates, the placed creates' p50/p90/p99 latency over all their requests
-    (not a mean of per-seed percentiles), and where the engine measured them (Ray) the create
-    RPC and heartbeat lateness p50/p99 of the merged per-seed sketches."""
-    finished = summary[["strategy", "seed"]]
-    requests = requests.merge(finished, on=["strategy", "seed"])  # not a partial seed's rows
+    (not a mean of per-seed percentiles: exact, read a batch at a time), and where the engine
+    measured them (Ray) the create RPC and heartbeat lateness p50/p99 of the merged per-seed
+    sketches."""
+    strategies = list(dict.fromkeys(summary["strategy"]))
+    code = {s: i for i, s in enumerate(strategies)}
+
+    def placed() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for batch in batches("requests", ("strategy", "kind", "outcome", "latency_ms")):
+            keep = pc.and_(
+                pc.equal(batch["kind"], "create"), pc.equal(batch["outcome"], "placed")
+            ).to_numpy(zero_copy_only=False)
+            names = np.asarray(batch["strategy"].to_pylist(), dtype=object)[keep]
+            codes = np.fromiter((code.get(n, -1) for n in names), np.intp, len(names))
+            mine = codes >= 0
+            yield codes[mine], batch["latency_ms"].to_numpy()[keep][mine]
+
+    latency = grouped_percentiles(placed, len(strategies), PERCENTILES)
     rows = []
     for strategy, group in summary.groupby("strategy", sort=False):
-        mine = requests[requests["strategy"] == strategy]
-        creates = mine[mine["kind"] == "create"]
-        placed = creates.loc[creates["outcome"] == "placed", "latency_ms"]
         duration = float(group["sim_duration_s"].sum())
+        creates, kills = int(group["requests"].sum()), int(group["kills"].sum())
         row = {
             "strategy": strategy,
-            "creates_per_s": len(creates) / duration if duration > 0 else math.nan,
-            "kills_per_s": (len(mine) - len(creates)) / duration if duration > 0 else math.nan,
-            "failed_frac": float((creates["outcome"] == "failed").mean())
-            if len(creates)
-            else math.nan,
+            "creates_per_s": creates / duration if duration > 0 else math.nan,
+            "kills_per_s": kills / duration if duration > 0 else math.nan,
+            "failed_frac": float(group["failed"].sum() / creates) if creates else math.nan,
             **dict(
-                zip(
-                    [f"p{p}_place_ms" for p in PERCENTILES],
-                    latency_percentiles(placed),
-                    strict=True,
-                )
+                zip([f"p{p}_place_ms" for p in PERCENTILES], latency[code[strategy]], strict=True)
             ),
         }
         for figure in SKETCHED:
@@ -300,43 +170,6 @@ def cv_shift(base: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def cv_over_time(timeline: pd.DataFrame, value: str = "sandboxes") -> pd.DataFrame:
-    """CV of the true sandboxes per node (or of another per-node column, `value`) at each
-    sample, per strategy: mean over seeds with its 95% interval, and the mean total of `value`
-    (for sandboxes, the m of the uniform-random line)."""
-    true = timeline[timeline["replica"] == timeline["replica"].min()]
-    per_seed = true.groupby(["strategy", "seed", "t"], sort=False)[value].agg(
-        mean="mean", std=lambda s: s.std(ddof=0), total="sum", nodes="size"
-    )
-    per_seed["cv"] = (per_seed["std"] / per_seed["mean"]).where(per_seed["mean"] > 0)
-    rows = []
-    for (strategy, t), group in per_seed.groupby(["strategy", "t"], sort=False):
-        mean, lo, hi = mean_interval(group["cv"])
-        rows.append(
-            {
-                "strategy": strategy,
-                "t": t,
-                "cv_mean": mean,
-                "cv_lo": lo,
-                "cv_hi": hi,
-                "sandboxes": float(group["total"].mean()),
-                "nodes": int(group["nodes"].iloc[0]),
-            }
-        )
-    return pd.DataFrame(
-        rows, columns=["strategy", "t", "cv_mean", "cv_lo", "cv_hi", "sandboxes", "nodes"]
-    )
-
-
-def utilisation_over_time(timeline: pd.DataFrame, nodes: pd.DataFrame) -> pd.DataFrame:
-    """`cv_over_time` of utilisation, each node's `cpu_percent / cpu_count` at each sample (a
-    node's vCPUs from the nodes table): how upstream's load imbalance evolves over the run."""
-    counts = nodes[["strategy", "seed", "node_id", "cpu_count"]]
-    frame = timeline.merge(counts, on=["strategy", "seed", "node_id"])
-    frame["utilisation"] = frame["cpu_percent"] / frame["cpu_count"]
-    return cv_over_time(frame, "utilisation")
-
-
 def utilisation_varies(summary: pd.DataFrame) -> bool:
     """Whether utilisation says what sandbox counts do not (sandboxes differ in size or
     usage): then tables and reports show its CV (upstream's LoadImbalanceCoefficient) and the
@@ -346,16 +179,6 @@ def utilisation_varies(summary: pd.DataFrame) -> bool:
     return bool(((summary["util_cv"] - summary["cv"]).abs() > 1e-9).any())
 
 
-def accounting_over_time(timeline: pd.DataFrame) -> pd.DataFrame:
-    """How far each scheduler's view of a node is from the node's true allocated vCPUs, at each
-    sample, per strategy: the mean signed error (+: counted twice, -: invisible) and the mean
-    absolute error per node, both averaged over seeds."""
-    error = timeline["cpu_error"]
-    frame = timeline[["strategy", "seed", "t"]].assign(error=error, abs_error=error.abs())
-    per_seed = frame.groupby(["strategy", "seed", "t"], sort=False).mean()
-    return per_seed.groupby(["strategy", "t"], sort=False).mean().reset_index()
-
-
 BIN_WIDTHS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800)
 """Bin widths (s) a chart over time may use: round numbers a reader can count with."""
 
@@ -363,32 +186,6 @@ BIN_WIDTHS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300
 def bin_width(duration_s: float, bins: int = 50) -> float:
     """The smallest round bin width that cuts `duration_s` into at most `bins` bins."""
     return next((w for w in BIN_WIDTHS if w * bins >= duration_s), BIN_WIDTHS[-1])
-
-
-def latency_over_time(requests: pd.DataFrame, width: float) -> pd.DataFrame:
-    """p50 and p99 of the placed creates' latency by when they were issued, in bins of
-    `width` seconds, per strategy, pooled over seeds (every request of a bin at once)."""
-    creates = requests[(requests["kind"] == "create") & (requests["outcome"] == "placed")]
-    t = (creates["issued_at"] // width) * width
-    grouped = creates.groupby([creates["strategy"], t.rename("t")], sort=False)["latency_ms"]
-    # Both columns even when nothing was placed (no quantile to unstack).
-    frame = grouped.quantile([0.5, 0.99]).unstack().reindex(columns=[0.5, 0.99])
-    frame.columns = ["p50", "p99"]
-    return frame.reset_index().sort_values("t", kind="stable", ignore_index=True)
-
-
-def throughput_over_time(requests: pd.DataFrame, width: float) -> pd.DataFrame:
-    """Creates placed, creates failed and kills answered per second, by when they were
-    answered, in bins of `width` seconds, per strategy: the mean over its seeds."""
-    seeds = requests.groupby("strategy", sort=False)["seed"].nunique()
-    what = np.where(requests["kind"] == "kill", "kills", "creates_" + requests["outcome"])
-    t = (requests["done_at"] // width) * width
-    counts = requests.groupby([requests["strategy"], t.rename("t"), what], sort=False).size()
-    frame = counts.unstack(fill_value=0).reindex(
-        columns=["creates_placed", "creates_failed", "kills"], fill_value=0
-    )
-    frame = frame.div(frame.index.get_level_values("strategy").map(seeds) * width, axis=0)
-    return frame.reset_index().sort_values("t", kind="stable", ignore_index=True)
 
 
 def cv_by(summary: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -410,45 +207,6 @@ def cv_by(summary: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
-
-
-def in_flight_at_once(requests: pd.DataFrame) -> pd.DataFrame:
-    """Per strategy and seed: the most creates of one replica in flight at once (sent, not yet
-    answered; `max_in_flight`), the share of creates sent while another of its replica was
-    (`in_flight_frac`), and whether every replica had all its creates in flight at once
-    (`all_in_flight`: none answered before its last was sent). Creates sent at the same
-    instant are in flight together. This is all a strategy that counts creates in progress
-    adds to the score, so with at most 1 at once it places as one that does not."""
-    sent = requests[(requests["kind"] == "create") & (requests["rpcs"] > 0)]
-    rows = []
-    for (strategy, seed), group in sent.groupby(["strategy", "seed"], sort=False):
-        others, whole = [], True
-        for _, mine in group.groupby("replica", sort=False):
-            sent_at, done_at = mine["sent_at"].to_numpy(), mine["done_at"].to_numpy()
-            starts, ends = np.sort(sent_at), np.sort(done_at)
-            # Sent at or before its send and answered after it, less itself (one answered at
-            # the instant it was sent was never in flight): the others in flight beside it.
-            flying = np.searchsorted(starts, sent_at, "right") - np.searchsorted(
-                ends, sent_at, "right"
-            )
-            mine_others = flying - (done_at > sent_at)
-            whole = whole and int(mine_others.max()) + 1 == len(mine)
-            others.append(mine_others)
-        counts = np.concatenate(others)
-        rows.append(
-            {
-                "strategy": strategy,
-                "seed": seed,
-                "max_in_flight": int(counts.max()) + 1,
-                "in_flight_frac": float((counts > 0).mean()),
-                "all_in_flight": whole,
-            }
-        )
-    return pd.DataFrame(rows, columns=["strategy", "seed", *IN_FLIGHT])
-
-
-IN_FLIGHT = ("max_in_flight", "in_flight_frac", "all_in_flight")
-"""What `in_flight_at_once` gives for each strategy and seed."""
 
 
 def same_placements(summary: pd.DataFrame, nodes: pd.DataFrame) -> dict[str, str]:
@@ -563,9 +321,7 @@ def _counts_in_progress(strategy: str) -> bool | None:
     return issubclass(ledger, Ledger) and ledger.counts_in_progress
 
 
-def comparisons(
-    summary: pd.DataFrame, nodes: pd.DataFrame, requests: pd.DataFrame
-) -> list[Comparison]:
+def comparisons(summary: pd.DataFrame, nodes: pd.DataFrame) -> list[Comparison]:
     """The run's first strategy with its own figures, then every other against it on the
     same seeds: CV, busiest and idlest node, failed creates (and for what reason), how wrong
     each view was, whether it placed exactly as an earlier strategy, and how many creates were
@@ -575,7 +331,7 @@ def comparisons(
     first = summary[summary["strategy"] == base]
     paired = pd.concat([first.assign(strategy=s) for s in strategies])  # base vs each, by seed
     shifts = cv_shift(paired, summary).set_index("strategy")
-    flying = in_flight_at_once(requests).groupby("strategy", sort=False)
+    flying = summary.groupby("strategy", sort=False)
     same = same_placements(summary, nodes)
     means = summary.groupby("strategy", sort=False).mean(numeric_only=True)
     worst = summary.groupby("strategy", sort=False)["err_under_max"].max()
@@ -586,7 +342,7 @@ def comparisons(
 
     found = []
     for strategy in strategies:
-        mine = flying.get_group(strategy) if strategy in flying.groups else None
+        mine = flying.get_group(strategy)
         pair = [strategy, base, *([same[strategy]] if strategy in same else [])]
         found.append(
             Comparison(
@@ -605,10 +361,10 @@ def comparisons(
                 err_under_max=change("err_under_max", strategy, worst),
                 same_as=same.get(strategy),
                 counts_in_progress={s: _counts_in_progress(s) for s in pair},
-                max_in_flight=int(mine["max_in_flight"].max()) if mine is not None else 0,
-                in_flight_frac=float(mine["in_flight_frac"].mean()) if mine is not None else 0.0,
-                all_in_flight=bool(mine["all_in_flight"].all()) if mine is not None else False,
-                replicas=int(requests["replica"].nunique()) if len(requests) else 1,
+                max_in_flight=int(mine["max_in_flight"].max()),
+                in_flight_frac=float(mine["in_flight_frac"].mean()),
+                all_in_flight=bool(mine["all_in_flight"].all()),
+                replicas=int(summary["replicas"].max()),
                 violations={
                     c: float(means.loc[strategy, c])
                     for c in ("violations", *(f"violations_{r}" for r in RULES))

@@ -80,7 +80,7 @@ class Source(Enum):
     RUN = "run"
     """`harness.results.seed_result`, from the engine's name, the config and the seed."""
     SEED = "seed"
-    """`harness.results.statistics.seed_summary`, from the seed's tables."""
+    """`harness.results.seed_figures.seed_summary`, from the seed's rows."""
     ENGINE = "engine"
     """The engine that ran the seed (`seed_result`'s `engine_wall_s`)."""
     FAULTS = "faults"
@@ -230,6 +230,34 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         "refusal or failed RPC; a node refusing again and again shows here.",
     ),
     _count("asks_max", LOWER, "The most asks one create took."),
+    _count(
+        "max_in_flight",
+        NEUTRAL,
+        "The most creates of one replica in flight at once (sent to a node, not yet answered) "
+        "when it placed one of them, that one included (`requests.in_flight` + 1): what a "
+        "strategy counting creates in progress can act on; at most 1, it places as one that "
+        "does not.",
+    ),
+    Column(
+        "in_flight_frac",
+        "f64",
+        "fraction 0-1",
+        NEUTRAL,
+        FRACTION,
+        Source.SEED,
+        "Share of the creates sent to a node that were placed while another of their replica "
+        "was in flight.",
+    ),
+    Column(
+        "all_in_flight",
+        "bool",
+        "flag",
+        NEUTRAL,
+        FLAG,
+        Source.SEED,
+        "Whether each replica placed its last create with all its others in flight (none "
+        "answered before the last was sent): a burst, every create counted by the others.",
+    ),
     _count("kills", NEUTRAL, "Kill calls issued."),
     _count("kills_failed", LOWER, "Kill calls that failed."),
     Column(
@@ -307,6 +335,68 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         UTILISATION,
         Source.SEED,
         "The most utilised node's utilisation at the end.",
+    ),
+    Column(
+        "cv_time_mean",
+        "f64",
+        "ratio",
+        LOWER,
+        RATIO,
+        Source.SEED,
+        "The balance over the run rather than at its end: the CV of the true sandboxes per node "
+        "at each timeline sample, weighted by the time until the next, over the samples where "
+        "the cluster held at least one sandbox per node (fewer, and a CV measures how few there "
+        "are, not how they spread); NaN without a timeline (`run.sample_interval_s = 0`).",
+    ),
+    Column(
+        "cv_time_peak",
+        "f64",
+        "ratio",
+        LOWER,
+        RATIO,
+        Source.SEED,
+        "The highest CV of the true sandboxes per node at any of those samples.",
+    ),
+    Column(
+        "alloc_cv_time_mean",
+        "f64",
+        "ratio",
+        LOWER,
+        RATIO,
+        Source.SEED,
+        "As `cv_time_mean`, of the nodes' allocated vCPUs (initial load included).",
+    ),
+    Column(
+        "alloc_cv_time_peak",
+        "f64",
+        "ratio",
+        LOWER,
+        RATIO,
+        Source.SEED,
+        "As `cv_time_peak`, of the nodes' allocated vCPUs.",
+    ),
+    Column(
+        "herd_share",
+        "f64",
+        "fraction 0-1",
+        LOWER,
+        FRACTION,
+        Source.SEED,
+        "The herd itself: in each report interval (`heartbeat.interval_s`, from 0; a create "
+        "counts when its answer came), the share of the interval's placements that went to its "
+        "most chosen node, over every interval, each weighing its placements.",
+    ),
+    Column(
+        "herd_ratio",
+        "f64",
+        "ratio",
+        LOWER,
+        RATIO,
+        Source.SEED,
+        "`herd_share` over what the most chosen node would get were each interval's placements "
+        "spread as evenly as they can be (`ceil(placed / nodes)` each): 1 is even, `nodes` "
+        "every placement on one node. Unlike `cv`, an almost empty cluster cannot make it look "
+        "bad or good: it counts placements, not what is left.",
     ),
     Column(
         "p50_place_ms",

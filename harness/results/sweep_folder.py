@@ -18,7 +18,8 @@ run again, never half counted."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import shutil
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,12 +45,16 @@ from harness.results.run_folder import (
     read_record,
 )
 from harness.results.seed_result import SeedResult
+from harness.results.seed_rows import RECORDED, SeedRows
 from harness.results.thresholds import evaluate
 
 if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
     from harness.config.sweep_file import Cell, Sweep
 
 CELL_TABLES = ("nodes", "requests", "timeline")
+SEEDS = ".seeds"
+"""The scratch folder of the seeds running, each seed's rows in a folder of its own until its
+cell is written (a dot name: datasets and `harness report` pass over it)."""
 PARTITIONING = ds.partitioning(pa.schema([("cell", pa.int32())]), flavor="hive")
 COMPLETE, FAILED, PENDING = "complete", "failed", "pending"
 
@@ -122,26 +127,46 @@ class SweepStore:
         done = self.complete()
         return [cell for cell in self.sweep.cells if cell.index not in done]
 
+    def seed_rows(self, cell: Cell, seed: int) -> SeedRows:
+        """Where the rows of one seed of a cell go while it runs: Parquet files in a scratch
+        folder of the sweep's (`SEEDS`), gathered into the cell's partitions once its seeds
+        are in, then removed."""
+        folder = self.out_dir / SEEDS / f"{cell.index}-{seed}"
+        return SeedRows(cell.config.placement.strategy, seed, folder, self.run_id)
+
     def add_cell(self, cell: Cell, results: list[SeedResult], wall_s: float) -> None:
         """Write a finished cell; `results` in seed order, so reruns give identical files. Its
         partition of each table is one file, replaced whole (an earlier, interrupted attempt's
-        file included). A signal meanwhile waits for the cell to be written."""
+        file included), streamed from its seeds' rows a batch at a time. A signal meanwhile
+        waits for the cell to be written."""
         with phase_hooks.uncut():
             phase_hooks.at("cell")
             self._add_cell(cell, results, wall_s)
 
     def _add_cell(self, cell: Cell, results: list[SeedResult], wall_s: float) -> None:
         for name in CELL_TABLES:
-            parts = [self._stamped(getattr(r, name), cell) for r in results]
+            schema = self._stamped(TABLES[name].empty_table().drop_columns(["run_id"]), cell).schema
             folder = self.out_dir / name / f"cell={cell.index}"
             folder.mkdir(parents=True, exist_ok=True)
-            write_parquet(folder / "part-0.parquet", parts[0].schema, parts)
+            write_parquet(folder / "part-0.parquet", schema, self._cell_parts(name, cell, results))
+        for result in results:  # the seeds' scratch files, now in the cell's partitions
+            if result.rows.folder is not None:
+                shutil.rmtree(result.rows.folder, ignore_errors=True)
         rows = summary_table([r.summary for r in results])
         rows = rows.append_column("cell", pa.array([cell.index] * len(rows), pa.int32()))
         self._summaries[cell.index] = self._stamped(rows, cell)
         self._write_summary()
         self._judge(cell)
         self._set(cell, status=COMPLETE, error=None, traceback=None, wall_s=round(wall_s, 3))
+
+    def _cell_parts(self, name: str, cell: Cell, results: list[SeedResult]) -> Iterator[pa.Table]:
+        """Table `name` of each seed of a cell, in seed order, stamped, a batch at a time."""
+        for result in results:
+            if name == "nodes":
+                yield self._stamped(result.nodes, cell)
+                continue
+            for batch in result.rows.batches(name, RECORDED[name].names):
+                yield self._stamped(pa.Table.from_batches([batch]), cell)
 
     def _judge(self, cell: Cell) -> None:
         """The cell's threshold checks, on its summary rows, into its entry of sweep.json."""
@@ -153,8 +178,10 @@ class SweepStore:
         self._set(cell, status=FAILED, error=error, traceback=trace)
 
     def close(self) -> None:
-        """Write the summary and sweep.json in full, then let the folder go."""
+        """Write the summary and sweep.json in full, then let the folder go; the scratch rows
+        of seeds whose cell did not finish go."""
         try:
+            shutil.rmtree(self.out_dir / SEEDS, ignore_errors=True)
             self.meta["completed"] = len(self.complete()) == len(self.sweep.cells)
             self.meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
             self._write_summary()
@@ -235,6 +262,24 @@ def load_sweep_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:
     summary = read_columns(summary_path, columns).to_pandas()
     complete = {c["cell"] for c in meta["cells"] if c["status"] == COMPLETE}
     return meta, summary[summary["cell"].isin(complete)].reset_index(drop=True)
+
+
+def cell_batches(
+    path: str | Path, cells: list[int]
+) -> Callable[[str, Sequence[str]], Iterator[pa.Table]]:
+    """A large table's rows for some cells, some columns of it, a batch at a time: what a
+    report reads of them, in bounded memory however long the cells ran."""
+
+    def batches(table: str, columns: Sequence[str]) -> Iterator[pa.Table]:
+        folder = Path(path) / table
+        if not folder.is_dir():
+            return
+        dataset = ds.dataset(folder, format="parquet", partitioning=PARTITIONING)
+        for cell in sorted(cells):
+            for batch in dataset.to_batches(columns=list(columns), filter=ds.field("cell") == cell):
+                yield pa.Table.from_batches([batch])
+
+    return batches
 
 
 def read_cells(

@@ -16,13 +16,15 @@ and a machine whose load stalls the engine leaves them by a wide margin."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
+from harness.results.order_statistics import percentiles
+from harness.results.seed_rows import SeedRows
 from harness.results.summary_columns import FAITHFUL, OVERLOADED
 
 if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
@@ -71,26 +73,27 @@ class Figure:
         return self.value / self.limit if self.limit > 0 else math.inf
 
 
-def send_delay_p99_ms(requests: pa.Table) -> float:
+def _send_delays(rows: SeedRows) -> Iterator[np.ndarray]:
+    for batch in rows.batches("requests", ("kind", "rpcs", "sent_at", "issued_at")):
+        sent = pc.fill_null(
+            pc.and_(pc.equal(batch["kind"], "create"), pc.greater(batch["rpcs"], 0)), False
+        ).to_numpy(zero_copy_only=False)
+        yield (batch["sent_at"].to_numpy() - batch["issued_at"].to_numpy())[sent]
+
+
+def send_delay_p99_ms(rows: SeedRows) -> float:
     """p99 of the model ms from a create's issue to its first RPC: 0 in the model, the
     engine's own delivery and queueing on Ray; NaN when no create was sent."""
-    sent = pc.fill_null(
-        pc.and_(pc.equal(requests["kind"], "create"), pc.greater(requests["rpcs"], 0)), False
-    )
-    rows = requests.filter(sent)
-    if rows.num_rows == 0:
-        return math.nan
-    delay = rows["sent_at"].to_numpy() - rows["issued_at"].to_numpy()
-    return float(np.percentile(delay, 99) * 1000.0)
+    (p99,) = percentiles(lambda: _send_delays(rows), (99,))
+    return p99 * 1000.0
 
 
-def _gap_ms(requests: pa.Table, duration_s: float) -> float:
+def _gap_ms(creates: int, duration_s: float) -> float:
     """The mean model ms between two creates issued (the run's duration over its creates)."""
-    creates = int(pc.sum(pc.equal(requests["kind"], "create")).as_py() or 0)
     return duration_s * 1000.0 / creates if creates else math.inf
 
 
-def figures(config: Config, summary: dict[str, Any], requests: pa.Table) -> list[Figure]:
+def figures(config: Config, summary: dict[str, Any]) -> list[Figure]:
     """What the engine measured on one seed against the scenario's time scales."""
     interval_ms = config.heartbeat.interval_s * 1000.0
     rpc_excess = summary["create_rpc_p99_ms"] - config.cluster.create_latency_ms
@@ -99,8 +102,8 @@ def figures(config: Config, summary: dict[str, Any], requests: pa.Table) -> list
         Figure("rpc_excess_p99_ms", rpc_excess, RPC_SHARE * interval_ms),
         Figure(
             "send_delay_p99_ms",
-            send_delay_p99_ms(requests),
-            SEND_GAPS * _gap_ms(requests, config.run.duration_s),
+            summary["send_delay_p99_ms"],
+            SEND_GAPS * _gap_ms(summary["requests"], config.run.duration_s),
         ),
         Figure("driver_cpu", summary["driver_cpu"], DRIVER_CPU),
     ]
@@ -118,13 +121,14 @@ def fitting_scale(time_scale: float, broken: list[Figure]) -> float:
     return math.ceil(needed / step - 1e-9) * step
 
 
-def seed_verdict(config: Config, summary: dict[str, Any], requests: pa.Table) -> dict[str, Any]:
+def seed_verdict(config: Config, summary: dict[str, Any], rows: SeedRows) -> dict[str, Any]:
     """The time-keeping columns of one seed an engine in real time ran."""
-    found = figures(config, summary, requests)
+    summary = {**summary, "send_delay_p99_ms": send_delay_p99_ms(rows)}
+    found = figures(config, summary)
     broken = sorted((f for f in found if f.broke), key=lambda f: f.ratio, reverse=True)
     worst = broken[0] if broken else None
     return {
-        "send_delay_p99_ms": send_delay_p99_ms(requests),
+        "send_delay_p99_ms": summary["send_delay_p99_ms"],
         "time_keeping": OVERLOADED if broken else FAITHFUL,
         "overload_figure": worst.name if worst else None,
         "overload_value": worst.value if worst else math.nan,

@@ -5,20 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
-from typing import Any
 
 from harness.config import Config
-from harness.engines import Engine, Progress, Snapshot, get_engine
+from harness.engines import Engine, Snapshot, get_engine
+from harness.engines.ray_setup import connect, plugin_sources
 from harness.model.cluster.faults.kinds import record as fault_record
 from harness.model.scheduling.placement.record import placement_record
 from harness.results import phase_hooks
 from harness.results.failures import InvariantError
-from harness.results.invariants import check
 from harness.results.run_folder import ResultsError, RunWriter, check_out_dir, resumable
 from harness.results.seed_result import SeedResult
 from harness.results.thresholds import evaluate
 from harness.results.time_keeping import run_verdict
+from harness.running.cost_check import seed_terms, this_machine
 from harness.running.inputs import fingerprint, first_changed
+from harness.running.seed_tasks import InProcess, OnRay, Unit, broken_lines, workers
 
 # progress(units_done, units_total, fraction_of_current_unit, live snapshot or None, creates
 # stuck in refusals)
@@ -33,21 +34,6 @@ def _plugins(config: Config, strategies: list[str]) -> dict[str, object]:
     if c.faults:
         found["faults"] = fault_record(c.faults)
     return found
-
-
-def run_checked(
-    engine: Engine, config: Config, seed: int, progress: Progress | None = None
-) -> tuple[SeedResult, list[dict[str, Any]], list[str]]:
-    """One seed on `engine`, then its invariant checks (`harness.results.invariants`): the result,
-    the checks, and a line for each broken one."""
-    result = engine.run_seed(config, seed, progress)
-    checks = check(config, result)
-    return result, checks, broken_lines(checks)
-
-
-def broken_lines(checks: list[dict[str, Any]]) -> list[str]:
-    """A line for each broken one of invariant `checks`."""
-    return [f"{c['check']} ({c['detail']})" for c in checks if not c["ok"]]
 
 
 def run(
@@ -107,31 +93,30 @@ def run(
             inputs,
         ) as writer,
     ):
+        variants = {s: config.with_values({"placement.strategy": s, **logs}) for s in strategies}
+        units = [
+            Unit(variants[s], seed)
+            for s in strategies
+            for seed in seeds
+            if (s, seed) not in writer.done
+        ]
         done = len(writer.done)
-        for strategy in strategies:
-            variant = config.with_values({"placement.strategy": strategy, **logs})
-            for seed in seeds:
-                if (strategy, seed) in writer.done:
-                    continue
+        pool = _pool(config, engine, len(units))
+        if progress is not None:
+            progress(done, total, 0.0, None, 0)
+
+        def moved(index: int, fraction: float, snapshot: Snapshot | None, refused: int) -> None:
+            if progress is not None and fraction < 1.0:
+                progress(done, total, fraction, snapshot, refused)
+
+        phase_hooks.at("seed")
+        for result, checks in pool.results(units, writer.seed_rows, moved, _partial(writer)):
+            writer.add(result, checks)
+            done += 1
+            if progress is not None:
+                progress(done, total, 0.0, None, 0)
+            if done < total:
                 phase_hooks.at("seed")
-
-                def tick(
-                    t: float, snapshot: Snapshot | None = None, refused: int = 0, done: int = done
-                ) -> None:
-                    if progress is not None:
-                        progress(done, total, t / config.run.duration_s, snapshot, refused)
-
-                try:
-                    result, checks, _ = run_checked(engine, variant, seed, tick)
-                except BaseException as e:
-                    partial = getattr(e, "partial", None)
-                    if partial is not None:
-                        writer.add(partial, partial=True)
-                    raise
-                writer.add(result, checks)
-                done += 1
-                if progress is not None:
-                    progress(done, total, 0.0, None, 0)
         summaries = writer.summaries()
         writer.meta["time_keeping"] = run_verdict(summaries)
         writer.set_thresholds(evaluate(config.thresholds, summaries))
@@ -143,3 +128,18 @@ def run(
     if broken:
         raise InvariantError(str(out_dir), broken)
     return out_dir
+
+
+def _partial(writer: RunWriter) -> Callable[[SeedResult], None]:
+    """What keeps a seed stopped midway: its rows so far, marked partial."""
+    return lambda result: writer.add(result, partial=True)
+
+
+def _pool(config: Config, engine: Engine, units: int) -> InProcess | OnRay:
+    """This process, or Ray tasks on every core (`harness.running.seed_tasks.workers`)."""
+    estimate = sum(t.seconds for t in seed_terms(config)) * units
+    n = workers(config, units, estimate, this_machine().cpus)
+    if n <= 1:
+        return InProcess(engine)
+    connect(config.ray.address, plugin_sources([config]))
+    return OnRay(n)

@@ -40,7 +40,7 @@ from harness.results.arrow_schemas import summary_table
 from harness.results.failures import InvariantError, ResultsError
 from harness.results.search_folder import COMPLETE, FAILED, SearchStore
 from harness.results.thresholds import COLUMNS
-from harness.running.runner import run_checked
+from harness.running.seed_tasks import run_checked
 from harness.wiring.demand_estimate import demand
 
 # progress(trials done, trial budget or None, best objective so far or None, trials/s)

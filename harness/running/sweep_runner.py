@@ -12,34 +12,32 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from contextlib import closing
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from harness.config import Config
 from harness.config.sweep_file import Cell, Sweep
-from harness.engines import get_engine
 from harness.engines.ray_setup import connect, plugin_sources, stop_ray
 from harness.results import phase_hooks
 from harness.results.failures import InvariantError
 from harness.results.seed_result import SeedResult
+from harness.results.seed_rows import SeedRows
 from harness.results.sweep_folder import SweepStore
-from harness.running.runner import run_checked
+from harness.running.seed_tasks import broken_lines, run_unit
 
 # progress(cells complete, cells failed, cells in the sweep)
 SweepProgress = Callable[[int, int, int], None]
 
 
-def run_seed(config: Config, seed: int) -> SeedResult:
-    """The body of one task: one seed of one cell on the config's engine, checked where it
-    ran (`harness.results.invariants`): a broken check fails the cell with its message. The end
-    state the checks needed stays here rather than travelling back."""
-    with closing(get_engine(config.run.engine)) as engine:  # stops what it kept for the seed
-        result, _, broken = run_checked(engine, config, seed)
+def run_seed(config: Config, seed: int, rows: SeedRows | None = None) -> SeedResult:
+    """The body of one task: one seed of one cell on the config's engine, its rows written
+    into `rows`' folder (kept in memory without), checked where it ran (`harness.results.invariants`): a broken check
+    fails the cell with its message."""
+    result, checks = run_unit(config, seed, rows)
+    broken = broken_lines(checks)
     if broken:
         raise InvariantError(f"seed {seed}", broken)
-    return replace(result, sandbox_ids=[], lost_ids=[], drained_views=None)
+    return result
 
 
 def run_sweep(
@@ -95,7 +93,8 @@ def _drive(store: SweepStore, progress: SweepProgress | None) -> None:
             cell, seed = queue.popleft()
             if cell.index not in dead:
                 began.setdefault(cell.index, time.monotonic())
-                in_flight[task.remote(cell.config, seed)] = (cell, seed)
+                rows = store.seed_rows(cell, seed)
+                in_flight[task.remote(cell.config, seed, rows)] = (cell, seed)
         if not in_flight:
             continue
         (ref,), _ = ray.wait(list(in_flight), num_returns=1)

@@ -171,12 +171,12 @@ def test_an_interrupted_run_leaves_readable_partial_results(tmp_path, monkeypatc
     real = VirtualEngine.run_seed
     calls = 0
 
-    def interrupted(self, config, seed, progress=None):
+    def interrupted(self, config, seed, progress=None, rows=None):
         nonlocal calls
         calls += 1
         if calls == 3:
             raise KeyboardInterrupt
-        return real(self, config, seed, progress)
+        return real(self, config, seed, progress, rows)
 
     monkeypatch.setattr(VirtualEngine, "run_seed", interrupted)
     out = tmp_path / "partial"

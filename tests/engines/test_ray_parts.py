@@ -15,7 +15,7 @@ from harness.engines.live_load import LoadMeter
 from harness.presentation.terminal import live_detail
 from harness.results import percentiles as sketch
 from harness.results.arrow_schemas import REQUESTS, table
-from harness.results.statistics import cv
+from harness.results.seed_figures import cv
 
 
 def test_sketches_merge_across_actors_and_seeds_within_their_relative_accuracy():

@@ -52,8 +52,8 @@ def test_a_broken_invariant_fails_the_run_loudly(tmp_path, monkeypatch, capsys):
     """An engine that loses a sandbox (simulated here) must not produce a quiet result."""
     run_seed = VirtualEngine.run_seed
 
-    def losing(self, config, seed, progress=None):
-        result = run_seed(self, config, seed, progress)
+    def losing(self, config, seed, progress=None, rows=None):
+        result = run_seed(self, config, seed, progress, rows)
         busiest = max(range(len(result.sandbox_ids)), key=lambda n: len(result.sandbox_ids[n]))
         result.sandbox_ids[busiest] = result.sandbox_ids[busiest][1:]
         return result

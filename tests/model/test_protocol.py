@@ -150,7 +150,7 @@ def test_double_count_race(strategy: str) -> None:
     # the last report applied is still the beat's (sync_response drops the answer's older one)
     assert p.replica.scheduler.ledger.views[0].seq == report[3].seq
     assert p.sink.take() == [
-        (20.75, Kind.CREATE_DONE, 0, (7, "placed", 0, 1, 0, 1, None, ("ctx", 7), 1, None))
+        (20.75, Kind.CREATE_DONE, 0, (7, "placed", 0, 1, 0, 1, None, ("ctx", 7), 1, None, 0))
     ]
     assert p.replica.view(20.75)[1:] == ([0], [0.0], [0.0])
     step(20.75)
@@ -202,7 +202,7 @@ def test_erase_race(strategy: str) -> None:
     step(21.25)
     p.replica.on_create_answer(0, answer, 22.25)
     assert p.sink.take() == [
-        (22.25, Kind.CREATE_DONE, 0, (7, "placed", 0, 1, 0, 1, None, ("ctx", 7), 1, None))
+        (22.25, Kind.CREATE_DONE, 0, (7, "placed", 0, 1, 0, 1, None, ("ctx", 7), 1, None, 0))
     ]
     assert p.replica.view(22.25)[1:] == ([0], [0.0], [0.0])
     step(22.25)
@@ -300,7 +300,7 @@ def test_resource_exhausted_is_a_skip_and_the_node_is_chosen_again() -> None:
     p.replica.on_create_answer(0, (7, Outcome.OK, None), 3.0)
     # (sandbox, step, node, rpcs, skips, attempts, failure, context)
     assert p.sink.take() == [
-        (3.0, Kind.CREATE_DONE, 0, (7, "placed", 0, 2, 1, 1, None, ("ctx", 7), 2, None))
+        (3.0, Kind.CREATE_DONE, 0, (7, "placed", 0, 2, 1, 1, None, ("ctx", 7), 2, None, 0))
     ]
 
 
@@ -316,7 +316,7 @@ def test_a_failure_excludes_the_node_and_counts_an_attempt_up_to_max_attempts() 
     assert answer_of(p, 1, 7, 2.5) == (3.0, Kind.CREATE_ANSWER, 0, (7, Outcome.FAILED, None))
     p.replica.on_create_answer(0, (7, Outcome.FAILED, None), 3.0)
     # two attempts: over, although node 2 was never tried
-    done = (7, "failed", -1, 2, 0, 2, "attempts_exhausted", ("ctx", 7), 2, None)
+    done = (7, "failed", -1, 2, 0, 2, "attempts_exhausted", ("ctx", 7), 2, None, 0)
     assert p.sink.take() == [(3.0, Kind.CREATE_DONE, 0, done)]
     assert p.replica.creating == {} and p.replica.placed == {}
     assert [n.cpu_allocated for n in p.node] == [0, 1, 2]
@@ -330,7 +330,7 @@ def test_the_deadline_ends_a_create_that_keeps_being_skipped() -> None:
     p.replica.on_create_answer(0, answer_of(p, 0, 7, 1.5)[3], 2.0)
     assert p.sink.take() == [(2.5, Kind.CREATE_RPC, 0, rpc(7))]  # 2.0 < 2.5: again
     p.replica.on_create_answer(0, answer_of(p, 0, 7, 2.5)[3], 3.0)
-    done = (7, "failed", -1, 2, 2, 0, "deadline", ("ctx", 7), 2, None)
+    done = (7, "failed", -1, 2, 2, 0, "deadline", ("ctx", 7), 2, None, 0)
     assert p.sink.take() == [(3.0, Kind.CREATE_DONE, 0, done)]
 
 
@@ -609,7 +609,7 @@ def test_closed_loop_cycle() -> None:
     # client 1 creates (sandbox 0) through replica 1; placed at 0.125; dies at 1.625
     host.on_client_start(1, 0.0, 0.0)
     assert sink.take() == [(0.0, Kind.SUBMIT_CREATE, 1, (1, 0, SHAPE, 0.0, (0.0, 0.0, 1.5)))]
-    host.on_create_done(1, (0, "placed", 2, 1, 0, 1, None, (0.0, 0.0, 1.5), 1, None), 0.125)
+    host.on_create_done(1, (0, "placed", 2, 1, 0, 1, None, (0.0, 0.0, 1.5), 1, None, 0), 0.125)
     assert sink.take() == [(1.625, Kind.KILL_DUE, 1, (0, 1.625))]
     host.on_kill_due(1, (0, 1.625), 1.625)
     assert sink.take() == [(1.625, Kind.SUBMIT_KILL, 1, (0, (1.625, 1.625)))]
@@ -619,19 +619,19 @@ def test_closed_loop_cycle() -> None:
     host.on_client_start(1, 2.0, 2.0)
     assert sink.take() == [(2.0, Kind.SUBMIT_CREATE, 1, (1, 1, SHAPE, 2.0, (2.0, 2.0, 1.5)))]
     host.on_create_done(
-        1, (1, "failed", -1, 1, 0, 1, "no_candidate", (2.0, 2.0, 1.5), 1, None), 2.25
+        1, (1, "failed", -1, 1, 0, 1, "no_candidate", (2.0, 2.0, 1.5), 1, None, 0), 2.25
     )
     assert sink.take() == [(2.75, Kind.CLIENT_START, 1, 2.75)]
     # sandbox 2 placed at 2.875: it would die at 4.375, after the run's end: no kill, no cycle
     host.on_client_start(1, 2.75, 2.75)
     sink.take()
-    host.on_create_done(1, (2, "placed", 0, 1, 0, 1, None, (2.75, 2.75, 1.5), 1, None), 2.875)
+    host.on_create_done(1, (2, "placed", 0, 1, 0, 1, None, (2.75, 2.75, 1.5), 1, None, 0), 2.875)
     assert sink.take() == []
     # client 0 (replica 0): sandbox 3 placed at 1.375, killed at 2.875, answered at 2.9375;
     # its next cycle would start at 3.1875, after the run's end: none
     host.on_client_start(0, 1.25, 1.25)
     sink.take()
-    host.on_create_done(0, (3, "placed", 1, 1, 0, 1, None, (1.25, 1.25, 1.5), 1, None), 1.375)
+    host.on_create_done(0, (3, "placed", 1, 1, 0, 1, None, (1.25, 1.25, 1.5), 1, None, 0), 1.375)
     assert sink.take() == [(2.875, Kind.KILL_DUE, 0, (3, 2.875))]
     host.on_kill_due(0, (3, 2.875), 2.875)
     assert sink.take() == [(2.875, Kind.SUBMIT_KILL, 0, (3, (2.875, 2.875)))]
@@ -681,3 +681,32 @@ def test_two_client_hosts_issue_exactly_what_one_does(arrival: str) -> None:
     one = creates(0, 1)
     assert len(one) > 5 and len({c[-1][2] for c in one}) == len(one)  # distinct lifetimes
     assert sorted(creates(0, 2) + creates(1, 2)) == sorted(one)
+
+
+def _in_flight(**workload: Any) -> list[int]:
+    """Each create's `in_flight`, in the order their answers came, on a virtual run of 3 nodes
+    and one replica."""
+    from harness.engines.virtual import VirtualEngine
+
+    cluster = {"nodes": 3, **workload.pop("cluster", {})}
+    placement = workload.pop("placement", {})
+    config = scenario(
+        cluster=cluster, placement=placement, run={"duration_s": 2.0, "seeds": 1}, workload=workload
+    )
+    requests = VirtualEngine().run_seed(config, 0).requests.to_pandas()
+    return requests.loc[requests["kind"] == "create", "in_flight"].tolist()
+
+
+def test_a_replica_records_the_others_in_flight_when_it_places_a_create() -> None:
+    """What a strategy that counts creates in progress sees when it places: a burst's creates
+    each see all the earlier ones still on the wire; creates apart see none."""
+    assert sorted(_in_flight(arrival="burst", burst=4, lifetime_s="none")) == [0, 1, 2, 3]
+    assert set(_in_flight(arrival="constant", rate_per_s=5.0, lifetime_s="none")) == {0}
+
+
+def test_a_create_answered_the_instant_it_is_sent_is_never_in_flight() -> None:
+    """0 ms RPCs (as upstream's second benchmark): each create is answered before the next is
+    placed, burst or not."""
+    instant = {"create_latency_ms": 0.0}
+    no_retry = {"retry_refused": False}
+    assert set(_in_flight(arrival="burst", burst=3, cluster=instant, placement=no_retry)) == {0}

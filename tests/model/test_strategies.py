@@ -5,25 +5,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 from importlib.metadata import EntryPoint, EntryPoints
 
 import pandas as pd
-import pyarrow as pa
 import pytest
 
 from harness.config import ConfigError, from_dict, load
 from harness.config.validation import set_dotted
 from harness.model import registry
 from harness.model.cluster.node import Node, Outcome
-from harness.model.recording import TIMELINE_COLUMNS
 from harness.model.scheduling.ledgers import LEDGERS, make_ledger
 from harness.model.scheduling.placement.placement_keys import PlacementSpec
 from harness.model.scheduling.plugin_settings import TtlSettings
 from harness.model.workload.request import CreateRequest, Shape
-from harness.results.arrow_schemas import TIMELINE, table
 from harness.results.failures import InvariantError
-from harness.results.statistics import accounting_error, cv_shift
+from harness.results.statistics import cv_shift
 from harness.running.runner import run
 from tests.support.configs import CONFIGS
 
@@ -280,31 +276,6 @@ def test_reconcile_keeps_a_create_a_report_taken_before_its_answer_does_not_list
     ledger.apply_report(before_the_node, 3.5)
     assert 1 in ledger.creates[0]
     assert ledger.believed_cpu(0, 3.5) == node.cpu_allocated == 6.0
-
-
-def _timeline(rows: list[tuple[float, int, int, float, float]]) -> pa.Table:
-    """(t, node, replica, true, believed) rows as a timeline table."""
-    full = [
-        (t, n, r, true, 0, 0.0, believed, 0, 0.0, 0.0, believed - true)
-        for t, n, r, true, believed in rows
-    ]
-    columns = list(zip(*full, strict=True)) or [()] * len(TIMELINE_COLUMNS)
-    return table(TIMELINE, "x", 0, dict(zip(TIMELINE_COLUMNS, columns, strict=True)))
-
-
-def test_accounting_error_is_time_weighted_and_signed() -> None:
-    # Node 0: error +4 for 1 s, then 0 for 3 s; node 1: -2 for 2 s, 0 for 2 s (rows shuffled).
-    rows = [(t, 0, 0, 10.0, 10.0) for t in (1.0, 2.0, 3.0, 4.0)] + [(0.0, 0, 0, 10.0, 14.0)]
-    rows += [(0.0, 1, 0, 5.0, 3.0), (2.0, 1, 0, 5.0, 5.0), (4.0, 1, 0, 5.0, 5.0)]
-    err = accounting_error(_timeline(rows))
-    assert err["err_mean_abs"] == pytest.approx((4 * 1 + 2 * 2) / 8)
-    assert err["err_over_max"] == 4.0
-    assert err["err_under_max"] == 2.0
-    assert err["err_nonzero_frac"] == pytest.approx(3 / 8)
-
-
-def test_accounting_error_of_an_empty_timeline_is_nan() -> None:
-    assert all(math.isnan(v) for v in accounting_error(_timeline([])).values())
 
 
 @pytest.mark.parametrize(

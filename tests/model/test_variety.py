@@ -22,7 +22,7 @@ from harness.model.workload.request import Shape
 from harness.model.workload.templates import Templates
 from harness.model.workload.variety import VarietyStreams, varied
 from harness.model.workload.workload_keys import SandboxSpec, WorkloadSpec
-from harness.results.statistics import cv
+from harness.results.seed_figures import cv
 from harness.results.thresholds import evaluate, parse
 from harness.wiring import scenario as sc
 from tests.support.configs import CONFIGS, refused, scenario

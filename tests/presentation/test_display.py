@@ -23,8 +23,8 @@ from harness.config.sweep_file import load_sweep
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.presentation.html_report import _table
 from harness.presentation.terminal import SweepBar, clock, print_keys, print_run, print_sweep
-from harness.results.run_folder import load_run
-from harness.results.statistics import by_strategy
+from harness.results.run_folder import load_run, open_run
+from harness.results.statistics import by_strategy, pooled_load
 from harness.results.sweep_folder import SweepStore, load_sweep_results
 from harness.running.sweep_runner import run_seed
 from tests.support.configs import CONFIGS
@@ -58,10 +58,11 @@ def every_strategy(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_run_tables_fit_and_show_every_number(every_strategy, width):
-    meta, frames = load_run(every_strategy)
+    meta, frames = load_run(every_strategy, ("summary", "nodes"))
+    frames["pooled"] = pooled_load(frames["summary"], open_run(every_strategy).batches)
     text = _render(lambda console: print_run(meta, frames, console), width)
     _fits(text, width)
-    rows = by_strategy(frames["summary"], frames["requests"])
+    rows = by_strategy(frames["summary"], frames["pooled"])
     for _, r in rows.iterrows():
         for number in (
             r["strategy"],

@@ -16,7 +16,7 @@ import pytest
 
 from harness.cli import main
 from harness.results.run_folder import load_run
-from harness.results.statistics import by_strategy, flat, in_flight_at_once
+from harness.results.statistics import by_strategy, flat
 from tests.support.configs import CONFIGS
 
 EQUAL = (
@@ -109,34 +109,6 @@ def test_the_run_names_its_placement_pipeline_and_where_each_plugin_is_from(tmp_
         "tests.model.test_pipeline:PreferHighIds); selector lowest; strategy "
         f"{own} (from {own})"
     ) in printed
-
-
-def _requests(rows: list[tuple[int, float, float]]) -> pd.DataFrame:
-    """Creates of one strategy and seed: (replica, sent_at, done_at) each."""
-    frame = pd.DataFrame(rows, columns=["replica", "sent_at", "done_at"])
-    return frame.assign(strategy="s", seed=0, kind="create", rpcs=1)
-
-
-def test_in_flight_at_once_counts_the_creates_of_the_same_replica_still_unanswered():
-    apart = _requests([(0, 0.0, 0.001), (0, 0.05, 0.051), (0, 0.051, 0.052)])
-    row = in_flight_at_once(apart).iloc[0]
-    assert row[["max_in_flight", "in_flight_frac", "all_in_flight"]].tolist() == [1, 0, False]
-    # Three sent before the first is answered; a fourth on another replica does not count.
-    overlapping = _requests([(0, 0.0, 1.0), (0, 0.1, 0.2), (0, 0.3, 1.0), (1, 0.4, 0.5)])
-    row = in_flight_at_once(overlapping).iloc[0]
-    assert row["max_in_flight"] == 2  # at the third: the first still in flight, the second not
-    assert row["in_flight_frac"] == pytest.approx(2 / 4)
-    assert not row["all_in_flight"]
-
-
-def test_creates_sent_at_the_same_instant_are_in_flight_together():
-    burst = _requests([(0, 0.0, 0.001)] * 4 + [(1, 0.0, 0.001)] * 2)
-    row = in_flight_at_once(burst).iloc[0]
-    assert row[["max_in_flight", "in_flight_frac", "all_in_flight"]].tolist() == [4, 1, True]
-    # Answered at the instant they were sent (0 ms RPCs): never in flight.
-    instant = _requests([(0, 0.0, 0.0)] * 3)
-    row = in_flight_at_once(instant).iloc[0]
-    assert row[["max_in_flight", "in_flight_frac"]].tolist() == [1, 0]
 
 
 def _series(values: dict[str, list[float]]) -> pd.DataFrame:

@@ -32,6 +32,7 @@ from harness.model.workload.lifetimes import LIFETIMES
 from harness.model.workload.request import Shape
 from harness.results.arrow_schemas import SUMMARY, summary_table
 from harness.results.seed_result import seed_result
+from harness.results.seed_rows import SeedRows
 from tests.support.configs import scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,7 +157,7 @@ def test_a_fault_counter_or_summary_figure_without_a_column_is_refused():
     config = scenario()
     columns = {"node_id": [0], "sandboxes": [0], "cpu_allocated": [0.0]}
     with pytest.raises(ValueError, match="fault_flaky"):
-        seed_result("virtual", config, 0, columns, {}, {}, 0.0, {"fault_flaky": 1})
+        seed_result("virtual", config, 0, columns, SeedRows("stale", 0), 0.0, {"fault_flaky": 1})
     with pytest.raises(ValueError, match="no_such_column"):
         summary_table([{"engine": "virtual", "no_such_column": 1}])
 

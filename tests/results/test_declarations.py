@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _one_request_row() -> dict:
     log = RequestLog()
-    log.create((7, "placed", 2, 1, 0, 1, None, None, 1, None), 0, 0, 0.5, 0.5, 0.75)
+    log.create((7, "placed", 2, 1, 0, 1, None, None, 1, None, 0), 0, 0, 0.5, 0.5, 0.75)
     return log.take()
 
 

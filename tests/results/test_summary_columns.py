@@ -16,7 +16,7 @@ from harness.results.arrow_schemas import SUMMARY, WIDTHS, summary_table
 from harness.results.column_docs import COLUMNS, COMMON
 from harness.results.invariants import check
 from harness.results.seed_result import _sketched
-from harness.results.statistics import seed_summary
+from harness.results.seed_figures import seed_summary
 from harness.results.summary_columns import (
     KINDS,
     SKETCHED,
@@ -66,7 +66,7 @@ def test_a_virtual_seed_computes_exactly_the_columns_its_parts_declare():
     """Each part computes the columns that name it as their source, no more and no fewer."""
     config = scenario(cluster={"nodes": 4}, run={"duration_s": 1.0, "seeds": 1})
     result = VirtualEngine().run_seed(config, 0)
-    seed_parts = seed_summary(result.nodes, result.requests, result.timeline, 1.0)
+    seed_parts = seed_summary(result.nodes, result.rows, 1.0, config.heartbeat.interval_s)
     assert set(seed_parts) == set(names(Source.SEED))
     before = set(result.summary)
     check(config, result)

@@ -18,6 +18,7 @@ from harness.cli import main
 from harness.config import load
 from harness.results import thresholds
 from harness.results.arrow_schemas import REQUESTS
+from harness.results.seed_rows import SeedRows
 from harness.results.time_keeping import (
     DRIVER_CPU,
     FAITHFUL,
@@ -36,7 +37,7 @@ HERD = load(CONFIGS / "seed-herd.toml", ["run.engine=ray", "run.time_scale=0.2"]
 """20 creates a second for 25 s (a gap of 50 ms), reports every 20 s, 1 ms create RPCs."""
 
 
-def _requests(delay_s: float, creates: int = 500, gap_s: float = 0.05) -> pa.Table:
+def _requests(delay_s: float, creates: int = 500, gap_s: float = 0.05) -> SeedRows:
     """Creates issued every `gap_s`, each sent `delay_s` later."""
     issued = [i * gap_s for i in range(creates)]
     columns = {name: [None] * creates for name in REQUESTS.names}
@@ -47,12 +48,16 @@ def _requests(delay_s: float, creates: int = 500, gap_s: float = 0.05) -> pa.Tab
         "done_at": [t + delay_s + 0.001 for t in issued],
         "rpcs": [1] * creates,
     }
-    return pa.table({name: columns[name] for name in REQUESTS.names}, schema=REQUESTS)
+    rows = SeedRows("stale", 0)
+    rows.add("requests", pa.table({name: columns[name] for name in REQUESTS.names}, REQUESTS))
+    return rows
 
 
 def _summary(**figures: float) -> dict[str, float]:
+    """What the seed's summary holds when its verdict is made: its figures, and its 500
+    creates (`_requests`)."""
     quiet = {"heartbeat_late_p99_ms": 2.0, "create_rpc_p99_ms": 20.0, "driver_cpu": 0.05}
-    return {"time_scale": 0.2, "host_load": 0.5, **quiet, **figures}
+    return {"time_scale": 0.2, "host_load": 0.5, "requests": 500, **quiet, **figures}
 
 
 def test_a_quiet_seed_is_faithful():

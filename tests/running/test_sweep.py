@@ -37,10 +37,10 @@ def ray_instance():
 
         run_seed = VirtualEngine.run_seed
 
-        def failing(self, config, seed, progress=None):
+        def failing(self, config, seed, progress=None, rows=None):
             if config.cluster.cpu_count == FAILING_CPU_COUNT and seed == 1:
                 raise RuntimeError("injected failure")
-            return run_seed(self, config, seed, progress)
+            return run_seed(self, config, seed, progress, rows)
 
         VirtualEngine.run_seed = failing
 

@@ -12,7 +12,7 @@ whose digests differ and the first run of rows that does (one row where a table 
 than BLOCKS rows).
 
 Columns added to a table after its digests were first recorded (`ADDED`, then `CHECKED` and
-`CAPPED`, `PLACER`, `TIMED`) are digested on their own, as `<table>+added`, `<table>+checked`, ...:
+`CAPPED`, `PLACER`, `TIMED`, `STREAMED`) are digested on their own, as `<table>+added`, `<table>+checked`, ...:
 the table's own digest then still proves every older column unchanged."""
 
 from __future__ import annotations
@@ -80,12 +80,30 @@ TIMED = {
 }
 """What an engine in real time measured of its own time keeping (empty on the virtual
 engine): `<table>+timed`."""
+STREAMED = {
+    "summary": (
+        "max_in_flight",
+        "in_flight_frac",
+        "all_in_flight",
+        "cv_time_mean",
+        "cv_time_peak",
+        "alloc_cv_time_mean",
+        "alloc_cv_time_peak",
+        "herd_share",
+        "herd_ratio",
+    ),
+    "requests": ("in_flight",),
+}
+"""Figures that hold over a run rather than at its end, and creates in flight as each replica
+saw them when it placed, added with the results read back a batch at a time:
+`<table>+streamed`."""
 GROUPS = {
     "added": ADDED,
     "checked": CHECKED,
     "capped": CAPPED,
     "placer": PLACER,
     "timed": TIMED,
+    "streamed": STREAMED,
 }
 
 BLOCKS = 64

@@ -80,7 +80,10 @@ class ReplicaHost(Recipient):
         if self.scheduler.start_create(req, now) is None:
             self._done(req, Step.FAILED, now)
             return
-        self.creating[req.sandbox_id] = req
+        creating = self.creating
+        if len(creating) > req.in_flight:
+            req.in_flight = len(creating)
+        creating[req.sandbox_id] = req
         at = now + self.rpc.leg(Rpc.CREATE, req.node, now)
         self.sink.emit(at, Kind.CREATE_RPC, req.node, (req.sandbox_id, req.shape, self.index))
 
@@ -108,6 +111,7 @@ class ReplicaHost(Recipient):
             req.context,
             req.asks,
             req.violated or None,
+            req.in_flight,
         )
         req.context = None  # the client's, not needed here any more
         self.sink.emit(now, Kind.CREATE_DONE, req.client, answer)

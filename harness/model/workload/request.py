@@ -40,6 +40,7 @@ class CreateRequest:
         "deadline",
         "excluded",
         "failure",
+        "in_flight",
         "issued_at",
         "memory_mib",
         "node",
@@ -77,3 +78,6 @@ class CreateRequest:
         (`harness.model.scheduling.placement.eligibility`); "" while none has."""
         self.failure: str | None = None
         """Why the create failed (`harness.model.scheduling.scheduler`); None while it has not."""
+        self.in_flight = 0
+        """The most other creates of its replica in flight (sent to a node, not yet answered)
+        when it was placed: what a strategy counting creates in progress adds to its score."""
