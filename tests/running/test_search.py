@@ -7,6 +7,10 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import math
+import re
+import sys
+import warnings
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -16,6 +20,7 @@ import pytest
 from harness.cli import main
 from harness.config import ConfigError
 from harness.config.search_file import load_search
+from harness.presentation.search_report import bias_text
 from harness.results import phase_hooks
 from harness.results.run_folder import load_run
 from harness.results.search_folder import load_search_results
@@ -302,3 +307,90 @@ def test_points_over_max_creates_fail_without_running(tmp_path):
     assert trials.loc[over, "error"].str.startswith("over max_creates").all()
     assert (trials.loc[~over, "state"] == "complete").all()
     assert trials.loc[over, "wall_s"].eq(0).all()
+
+
+def test_a_search_whose_every_trial_fails_exits_1_with_the_first_failure(tmp_path):
+    """Every trial's scheduler dies before it serves (a Python without grpc, say): the search
+    says so in one line naming the first failure, and exits 1, never 0 on nothing."""
+    script = tmp_path / "scheduler.py"
+    script.write_text('import sys\nsys.exit("No module named grpc")\n')
+    path = search_file(tmp_path, REPLICAS, "trials = 2")
+    command = f'external.command=["{sys.executable}", "{script}"]'
+    out = tmp_path / "out"
+    argv = ["search", str(path), "--in-process", "--quiet", "--no-report", "--out", str(out)]
+    code, err = quiet([*argv, "--set", command])
+    assert code == 1, err
+    assert err.count("\n") == 1 and err.startswith("harness: error: all 2 trials failed"), err
+    assert "the first: trial 0:" in err and "No module named grpc" in err
+    accepted = ["search", "--resume", str(out), "--in-process", "--quiet", "--no-report"]
+    assert quiet([*accepted, "--accept-failed"])[0] == 1  # none finished: never accepted
+
+
+def test_a_search_some_of_whose_trials_fail_says_how_many_and_exits_1_unless_accepted(tmp_path):
+    space = '"workload.rate_per_s" = { low = 10.0, high = 100.0 }\n'
+    path = search_file(tmp_path, space, "trials = 8\nmax_creates = 400")
+    argv = ["search", str(path), "--in-process", "--quiet", "--no-report"]
+    code, err = quiet([*argv, "--out", str(tmp_path / "out")])
+    _, trials = load_search_results(tmp_path / "out")
+    failed = int((trials["state"] == "failed").sum())
+    assert 0 < failed < len(trials)
+    assert code == 1
+    assert err.startswith(f"harness: {failed} of 8 trials failed; the first: trial "), err
+    assert "over max_creates" in err
+    code, err = quiet([*argv, "--out", str(tmp_path / "accepted"), "--accept-failed"])
+    assert code == 0 and f"{failed} of 8 trials failed" in err
+
+
+def test_a_constant_objective_is_said_in_one_line(tmp_path):
+    """Nothing fails on seed-herd: every trial scores 0, and the search says just that (no
+    `nan%`, no share of importance per key, no warning from the searcher's library)."""
+    path = search_file(
+        tmp_path, REPLICAS, "trials = 3", objective="maximize optimistic.failed_mean"
+    )
+    out = tmp_path / "out"
+    stdout = io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, redirect_stdout(stdout):
+        warnings.simplefilter("always")
+        err = io.StringIO()
+        with redirect_stderr(err):
+            code = main(["search", str(path), "--in-process", "--quiet", "--out", str(out)])
+    assert code == 0 and err.getvalue() == "" and not caught, (err.getvalue(), caught)
+    said = stdout.getvalue().splitlines()
+    assert said[1] == (
+        "the objective was 0 on every one of 3 finished trials: no scenario of the space is "
+        "worse than another, so there is nothing to shrink or confirm"
+    ), said
+    assert "nan" not in stdout.getvalue().lower() and "%" not in stdout.getvalue()
+    assert not (out / "best.toml").exists()
+    page = (out / "report.html").read_text()
+    assert "the objective was 0 on every one of 3 finished trials" in page
+
+
+def test_the_bias_reads_right_whichever_its_sign():
+    entry = {"bias": -0.159, "bias_frac": -0.1}
+    assert bias_text(entry) == "the search's value is 0.159 below (-10%)"
+    assert bias_text({"bias": 0.159, "bias_frac": 0.1}) == "the search's value is 0.159 above (10%)"
+    assert bias_text({"bias": 0.2, "bias_frac": math.nan}) == "the search's value is 0.2 above"
+    assert bias_text({"bias": 0.0, "bias_frac": 0.0}) == "the search's value is equal"
+
+
+def test_every_key_the_minimal_scenario_needs_is_shown_to_matter(tmp_path):
+    """Each key still moved in minimal.toml, alone back at its base, loses more than the
+    shrink's tolerance (measured on the minimal scenario itself), and the output says by how
+    much: never 0%."""
+    space = f'{REPLICAS}"heartbeat.interval_s" = {{ low = 1.0, high = 30.0, log = true }}\n'
+    path = search_file(tmp_path, space, "trials = 6")
+    out = tmp_path / "out"
+    stdout = io.StringIO()
+    with redirect_stdout(stdout), redirect_stderr(io.StringIO()):
+        assert main(["search", str(path), "--in-process", "--quiet", "--out", str(out)]) == 0
+    meta, _ = load_search_results(out)
+    minimal, best = meta["minimal"], meta["best"]["objective"]
+    assert minimal["needs"] and set(minimal["without"]) == set(minimal["needs"])
+    floor = best - load_search(path).shrink_tolerance * abs(best)
+    for key in minimal["needs"]:
+        assert minimal["without"][key] < floor, key  # a maximised objective
+    line = next(x for x in stdout.getvalue().splitlines() if x.startswith("what matters"))
+    for key in minimal["needs"]:
+        assert f"{key} {minimal['values'][key]!r}->" in line
+    assert not re.search(r": -?0%", line), line
