@@ -27,6 +27,11 @@ def _fmt(x: Any) -> str:
     return f"{x:.4g}" if isinstance(x, float) else str(x)
 
 
+def _value(x: Any) -> str:
+    """A key's value as a person reads it: a float to 4 digits (the files hold it whole)."""
+    return _fmt(x) if isinstance(x, float) else repr(x)
+
+
 class SearchLine:
     """One line on stderr, rewritten in place: trials done, best so far, trials/s."""
 
@@ -134,7 +139,7 @@ def mattering(meta: dict[str, Any]) -> str | None:
         return f"+{_share(share)}" if share > 0 else _share(share)
 
     parts = [
-        f"{key} {minimal['values'][key]!r}->{base[key]!r}: {change(score)}"
+        f"{key} {_value(minimal['values'][key])}->{_value(base[key])}: {change(score)}"
         for key, score in without.items()
     ]
     return "what matters, each needed key alone back at its base: " + ", ".join(parts)
@@ -148,13 +153,14 @@ def print_search(meta: dict[str, Any], trials: pd.DataFrame, console: Console) -
         console.print(said, markup=False)
         return
     best = meta["best"]
-    moved = ", ".join(f"{k}={v!r}" for k, v in best["values"].items())
+    moved = ", ".join(f"{k}={_value(v)}" for k, v in best["values"].items())
     console.print(f"best: trial {best['trial']}, {_fmt(best['objective'])}: {moved}", markup=False)
     minimal = meta.get("minimal")
     if minimal is not None:
-        needs = ", ".join(f"{k}={minimal['values'][k]!r}" for k in minimal["needs"]) or "none"
+        needs = ", ".join(f"{k}={_value(minimal['values'][k])}" for k in minimal["needs"])
         console.print(
-            f"minimal: {_fmt(minimal['objective'])}, needs {needs} (the rest as the base)",
+            f"minimal: {_fmt(minimal['objective'])}, needs {needs or 'none'} (the rest as the "
+            "base)",
             markup=False,
         )
     for line in confirmation_lines(meta):
