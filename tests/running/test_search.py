@@ -402,3 +402,12 @@ def test_every_key_the_minimal_scenario_needs_is_shown_to_matter(tmp_path):
     for key in minimal["needs"]:
         assert f"{key} " in line and "->" in line.split(key, 1)[1].split(",")[0]
     assert not re.search(r": -?0%", line), line
+
+
+def test_a_search_on_an_engine_in_real_time_is_refused_before_it_starts(tmp_path):
+    path = search_file(tmp_path, REPLICAS, "trials = 2")
+    out = tmp_path / "out"
+    code, err = quiet(["search", str(path), "--set", "run.engine=ray", "--out", str(out)])
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("harness: error: search.base: ") and "real time" in err
+    assert not out.exists()
