@@ -115,10 +115,12 @@ def outcome_line(meta: dict[str, Any], trials: pd.DataFrame) -> str | None:
             "trials: no scenario of the space is worse than another, so there is nothing to "
             "shrink or confirm"
         )
-    return (
-        f"no trial gave a value of the objective ({meta['objective']}): its column has no "
-        "value on these trials' seeds"
-    )
+    if done["objective"].astype(float).isna().all():
+        return (
+            f"no trial gave a value of the objective ({meta['objective']}): its column has no "
+            "value on these trials' seeds"
+        )
+    return "the search stopped before it chose its best: harness search --resume goes on"
 
 
 def mattering(meta: dict[str, Any]) -> str | None:

@@ -142,6 +142,10 @@ def test_an_interrupted_search_resumed_gives_the_trials_of_an_uninterrupted_one(
     meta, trials = load_search_results(stopped)
     assert len(trials) == 6 and not meta["completed"]
     monkeypatch.delenv(phase_hooks.SIGNAL_AT)
+    shown = io.StringIO()
+    with redirect_stdout(shown):
+        assert main(["report", str(stopped)]) == 0
+    assert "the search stopped before it chose its best" in shown.getvalue()
     resume = ["search", "--resume", str(stopped), "--in-process", "--quiet", "--no-report"]
     assert quiet(resume)[0] == 0
     meta, trials = load_search_results(stopped)
