@@ -467,6 +467,7 @@ class RayEngine(Engine):
 
     name = "ray"
     on_ray = True
+    real_time = True
 
     def __init__(self) -> None:
         self._kept: ActorSet | None = None

@@ -31,6 +31,7 @@ import pandas as pd
 
 from harness.api import Selector
 from harness.config import load
+from harness.engines import real_time
 from harness.results.comparison import UNCHANGED, WORSE, Side, compare
 from harness.results.run_folder import load_run
 from harness.running.runner import run
@@ -92,7 +93,7 @@ def false_alarms(pool: pd.DataFrame, comparisons: int, seeds: int) -> None:
         b = pool[pool["seed"].isin(drawn[seeds:])]
         for band in ("default", "none"):
             effect = [] if band == "default" else ["0"]
-            found = compare(side(a, "A"), side(b, "B"), min_effect=effect).rows
+            found = compare(side(a, "A"), side(b, "B"), min_effect=effect, real_time=real_time).rows
             rows.append(found.assign(band=band, comparison=len(rows) // 2))
     frame = pd.concat(rows)
     varying = {c for c in pool.columns if pool[c].dtype != object and pool[c].nunique() > 1}
@@ -124,11 +125,15 @@ def sensitivity(blocks: int, seeds: int, shares: tuple[float, ...] = SHARES) -> 
             b, n = base[base["seed"].isin(mine)], new[new["seed"].isin(mine)]
             changes.append(n["cv"].mean() / b["cv"].mean() - 1)
             cv = ["cv"]
-            found = compare(side(b, "A"), side(n, "B"), cv, min_effect=["0"]).rows
+            found = compare(
+                side(b, "A"), side(n, "B"), cv, min_effect=["0"], real_time=real_time
+            ).rows
             paired += bool((found["verdict"] != UNCHANGED).any())
             if blocks > 1:  # the next block's baseline: other seeds
                 b_other = base[base["seed"].isin(other)]
-                found = compare(side(b_other, "A"), side(n, "B"), cv, min_effect=["0"]).rows
+                found = compare(
+                    side(b_other, "A"), side(n, "B"), cv, min_effect=["0"], real_time=real_time
+                ).rows
                 unpaired += bool((found["verdict"] != UNCHANGED).any())
         print(
             f"  {share:>6.2%} {np.mean(changes):>+10.2%} {paired / blocks:>7.0%} "

@@ -4,6 +4,7 @@ figure differs from what this makes.
 
     PYTHONPATH=. python docs/generate.py          # rewrite every generated file
     PYTHONPATH=. python docs/generate.py --check  # exit 1, naming them, where one differs
+    PYTHONPATH=. python docs/generate.py --long   # the long blocks too (minutes: searches)
 
 `docs/assets/report.png` (README and the home page) is the main job's whole report.html,
 captured by a headless Chromium 1280 px wide when one is installed: made by a plain run, never
@@ -11,7 +12,10 @@ checked (a browser draws text a little differently on every machine).
 
 Output blocks: a fenced block right after `<!-- output: harness ... -->` in a docs page or the
 README is what that command prints in an 80-column terminal (`COLUMNS=80`), run from the
-project root; its `--out DIR` is a temporary folder, named DIR in the text. Figures:
+project root; its `--out DIR` is a temporary folder, named DIR in the text. A block marked
+`<!-- output (long): harness ... -->` takes minutes (a whole search and its confirmation on
+hundreds of fresh seeds, `docs/explanation/worst-cases.md`): it is made, or checked, only with
+`--long`, after a change to the model or to what a search prints. Figures:
 `docs/assets/herd-cv-over-time.png`, the chart "The herd, and why" describes: the
 report's "CV over time" of the reference benchmark (configs/seed-herd.toml) under stale,
 in_progress and optimistic, on the virtual engine (the same bytes on every machine with the
@@ -60,8 +64,11 @@ FIGURES: dict[str, Callable[[], bytes]] = {
     "docs/assets/herd-cv-over-time.png": herd_chart,
 }
 """Each generated figure (from the project root) and what makes it."""
-OUTPUT = re.compile(r"(<!-- output: (?P<command>.+?) -->\n```[a-z]*\n)(?P<shown>.*?)(```)", re.S)
-"""A marked output block: the marker and opening fence, what the page shows, the closing fence."""
+OUTPUT = re.compile(
+    r"(<!-- output(?P<long> \(long\))?: (?P<command>.+?) -->\n```[a-z]*\n)(?P<shown>.*?)(```)", re.S
+)
+"""A marked output block: the marker and opening fence (`(long)`: made only with `--long`),
+what the page shows, the closing fence."""
 COLUMNS = 80
 """The terminal width the blocks are printed for."""
 
@@ -94,18 +101,22 @@ def pages() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
-def with_outputs(page: Path) -> bytes:
-    """`page` with each marked output block as its command prints it now."""
-    text = page.read_text()
-    return OUTPUT.sub(lambda m: m[1] + output(m["command"]) + m[4], text).encode()
+def with_outputs(page: Path, long: bool = False) -> bytes:
+    """`page` with each marked output block as its command prints it now (a long one only
+    with `long`; else as the page has it)."""
+
+    def block(m: re.Match[str]) -> str:
+        return m[0] if m["long"] and not long else m[1] + output(m["command"]) + m[5]
+
+    return OUTPUT.sub(block, page.read_text()).encode()
 
 
-def generated() -> dict[str, Callable[[], bytes]]:
+def generated(long: bool = False) -> dict[str, Callable[[], bytes]]:
     """Every generated file (from the project root) and what makes it."""
     made: dict[str, Callable[[], bytes]] = dict(FIGURES)
     for page in pages():
         if OUTPUT.search(page.read_text()):
-            made[str(page.relative_to(ROOT))] = lambda page=page: with_outputs(page)
+            made[str(page.relative_to(ROOT))] = lambda page=page: with_outputs(page, long)
     return made
 
 
@@ -162,9 +173,11 @@ def report_image(browser: str) -> bytes:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare, write nothing")
-    check = parser.parse_args().check
+    parser.add_argument("--long", action="store_true", help="the long output blocks too")
+    args = parser.parse_args()
+    check = args.check
     stale = []
-    makers = generated()
+    makers = generated(args.long)
     # Each output block is a process of its own: they run side by side, and beside the figures.
     with ThreadPoolExecutor(max_workers=len(makers)) as pool:
         futures = {name: pool.submit(make) for name, make in makers.items()}

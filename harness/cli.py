@@ -1,9 +1,10 @@
 """`harness run`, `harness sweep`, `harness report`, `harness compare` and `harness keys`. Exit
-codes: 0 ok, 1 an engine failure, a broken invariant or a failed sweep cell, 2 a user mistake or
-a damaged results folder (one line), 3 the external scheduler misbehaved (one line;
+codes: 0 ok, 1 an engine failure, a broken invariant, a failed sweep cell or search trial, 2 a
+user mistake or a damaged results folder (one line), 3 the external scheduler misbehaved (one line;
 `harness.external`), 74 a results file could not be written (disk full, permission lost: one
-line naming the file and the reason; what is on disk is whole), 99 a threshold failed (as k6) or
-a comparison with `--fail-on` found a column worse than the baseline, 130 interrupted by SIGINT
+line naming the file and the reason; what is on disk is whole), 98 a comparison judged nothing
+(a run was overloaded), 99 a threshold failed (as k6) or a comparison with `--fail-on` found a
+column worse than the baseline, 130 interrupted by SIGINT
 (Ctrl-C), 143 by SIGTERM (128 + the signal, as a shell reports it). A signal after the command
 has finished changes nothing."""
 
@@ -22,7 +23,7 @@ from rich.console import Console
 import harness
 from harness.config import Config, ConfigError, load, stored_config
 from harness.config.sweep_file import load_sweep
-from harness.engines import ENGINES, EngineError
+from harness.engines import ENGINES, EngineError, real_time
 from harness.engines.ray_setup import ray_scope
 from harness.external import EXIT_CODE as SCHEDULER_FAILED
 from harness.external import SchedulerError
@@ -44,10 +45,15 @@ THRESHOLD_FAILED = 99
 """Exit code of a run or sweep that finished but failed a threshold (k6 uses 99 too)."""
 WRITE_FAILED = 74
 """Exit code of a command whose results could not be written (EX_IOERR of sysexits.h)."""
+NOT_JUDGED = 98
+"""Exit code of a comparison that refused to judge: a run it compares was overloaded."""
 EXIT_CODES = {
     0: "done; every threshold passed",
-    1: "an engine failure or a broken invariant; for a sweep, any failed cell (a task that "
-    "raised, a broken invariant)",
+    1: "an engine failure or a broken invariant; for a sweep or a search, a failed cell or "
+    "trial (a task that raised, a broken invariant, a scheduler that would not start), said on "
+    "stderr with how many failed and the first one's error: with `--accept-failed` a sweep or "
+    "search some of whose cells or trials finished exits as if none had failed; one where "
+    "none finished exits 1 always",
     2: "a user mistake (config, `--set`, arguments, `--out` or a results folder), or a damaged "
     "results folder: one line `harness: error: KEY: reason` on stderr, nothing run",
     SCHEDULER_FAILED: "the external scheduler misbehaved (died, hung past its timeout, answered "
@@ -56,6 +62,10 @@ EXIT_CODES = {
     WRITE_FAILED: "a results file could not be written (disk full, permission lost): one line "
     "naming the file and the reason; what is on disk is whole, and `harness run --resume DIR` "
     "finishes the run",
+    NOT_JUDGED: "a comparison (`harness compare`, `harness run --baseline`) that judged "
+    "nothing: a run it compares ran overloaded (its `time_keeping`), so its figures may "
+    "describe the machine; the seeds are named on stderr, the table is written with the "
+    "verdict `overloaded`, and `--faithful-only` judges the other seeds instead",
     THRESHOLD_FAILED: "finished, results written, but a threshold failed (a sweep: in any "
     "cell), or a comparison with `--fail-on` found a column worse than the baseline; k6 uses "
     "99 too",
@@ -92,6 +102,15 @@ def _threshold_flag(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _accept_failed_flag(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--accept-failed",
+        action="store_true",
+        help=f"exit 0 although some {what} failed, as long as one finished (they are said on "
+        "stderr either way)",
+    )
+
+
 def _compare_flags(p: argparse.ArgumentParser) -> None:
     """The flags of a comparison with a baseline (`harness compare`, `harness run --baseline`)."""
     p.add_argument(
@@ -119,6 +138,12 @@ def _compare_flags(p: argparse.ArgumentParser) -> None:
         "--fail-on",
         metavar="worse|C1,C2,...",
         help=f"exit {THRESHOLD_FAILED} if any column (or one of these) is worse",
+    )
+    p.add_argument(
+        "--faithful-only",
+        action="store_true",
+        help="judge only the seeds that kept time (time_keeping faithful), leaving out those "
+        f"an engine in real time ran overloaded (otherwise none is judged: exit {NOT_JUDGED})",
     )
 
 
@@ -212,6 +237,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--in-process", action="store_true", help="run the trials in this process, without Ray"
     )
+    _accept_failed_flag(s, "trials")
     s.add_argument("--quiet", action="store_true", help="no progress line")
     s.add_argument("--no-report", action="store_true", help="do not write report.html")
 
@@ -237,6 +263,7 @@ def _parser() -> argparse.ArgumentParser:
         help="override a key of the base config (not a varied one); repeatable",
     )
     _threshold_flag(w)
+    _accept_failed_flag(w, "cells")
     w.add_argument("--force", action="store_true", help=FORCE_HELP)
     w.add_argument("--quiet", action="store_true", help="no progress bar")
     w.add_argument("--no-report", action="store_true", help="do not write report.html")
@@ -440,10 +467,10 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         baseline = load_side(args.baseline)
         check_configs(baseline.config, comparable(config.to_dict()), args.allow_diff)
         _fail_columns(args.fail_on)
-    elif args.fail_on or args.columns or args.allow_diff or args.min_effect:
+    elif args.fail_on or args.columns or args.allow_diff or args.min_effect or args.faithful_only:
         raise ConfigError(
             "--baseline",
-            "--fail-on, --columns, --allow-diff and --min-effect "
+            "--fail-on, --columns, --allow-diff, --min-effect and --faithful-only "
             "compare with a baseline: give --baseline DIR",
         )
     if not args.force:
@@ -515,17 +542,37 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
         )
     if not args.no_report:
         _write_report(out, console)
-    failed = sum(c["status"] == "failed" for c in meta["cells"])
-    if failed:
-        print(f"harness: {failed} of {len(meta['cells'])} cells failed", file=sys.stderr)
+    failures = [c["error"] for c in meta["cells"] if c["status"] == "failed"]
+    return _failed_code("cells", failures, len(meta["cells"]), args.accept_failed) or (
+        _threshold_code([r for c in meta["cells"] for r in c.get("thresholds", [])])
+    )
+
+
+def _failed_code(what: str, failures: list[str], total: int, accept: bool) -> int:
+    """0 when every one of `total` trials or cells finished; else says on stderr how many
+    failed and the first one's error, and returns 1, unless `accept` (`--accept-failed`) and
+    at least one finished. Nothing finished is always 1: an empty result is not a result."""
+    if not failures and total:
+        return 0
+    first = f"; the first: {failures[0]}" if failures else ""
+    if len(failures) == total:
+        said = f"error: all {total} {what} failed{first}" if total else f"error: no {what} ran"
+        print(f"harness: {printable(said)}", file=sys.stderr)
         return 1
-    return _threshold_code([r for c in meta["cells"] for r in c.get("thresholds", [])])
+    said = f"{len(failures)} of {total} {what} failed{first}"
+    print(f"harness: {printable(said)}", file=sys.stderr)
+    return 0 if accept else 1
 
 
 def _cmd_search(args: argparse.Namespace, console: Console) -> int:
     from harness.config.search_file import load_search, stored_search, with_budget
     from harness.presentation.search_report import SearchLine, print_search
-    from harness.results.search_folder import load_search_results, read_search_meta, search_state
+    from harness.results.search_folder import (
+        load_search_results,
+        read_search_meta,
+        search_state,
+        trial_failures,
+    )
     from harness.running.search_runner import run_search  # optuna, ray: only when searching
 
     if args.resume is not None:
@@ -557,7 +604,7 @@ def _cmd_search(args: argparse.Namespace, console: Console) -> int:
     console.print(f"results: {out}")
     if not args.no_report:
         _write_report(out, console)
-    return 0
+    return _failed_code("trials", trial_failures(meta, trials), len(trials), args.accept_failed)
 
 
 def _check_threshold_strategies(config: Config, strategies: list[str]) -> None:
@@ -650,12 +697,27 @@ def _compare(base: Path, new: Path, args: argparse.Namespace, out: Path, console
     watched = _fail_columns(args.fail_on)
     columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     result: Result = compare(
-        load_side(base), load_side(new), columns, args.allow_diff, args.min_effect
+        load_side(base),
+        load_side(new),
+        columns,
+        args.allow_diff,
+        args.min_effect,
+        real_time=real_time,
+        faithful_only=args.faithful_only,
     )
     for line in comparison_lines(result):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(summary_line(result), markup=False, highlight=False)
     console.print(f"comparison: {write_comparison(result, out)}", markup=False, highlight=False)
+    if result.overloaded and not args.faithful_only:
+        for line in result.overloaded:
+            print(f"harness: {printable(line)}", file=sys.stderr)
+        print(
+            "harness: no verdict from an overloaded run: rerun it on a quieter machine (or with "
+            "a larger run.time_scale), or --faithful-only to judge the other seeds",
+            file=sys.stderr,
+        )
+        return NOT_JUDGED
     if args.fail_on is None:
         return 0
     worse = result.worse(watched)

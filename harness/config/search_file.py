@@ -370,8 +370,6 @@ def build_search(
     for key in head:
         if key not in _HEAD:
             raise ConfigError(f"search.{key}", f"unknown key; known: {', '.join(_HEAD)}")
-    if base.run.engine != "virtual":
-        raise ConfigError("search.base", f"a search runs the virtual engine, not {base.run.engine}")
     objective = parse_objective(head.get("objective"))
     searcher = head.get("searcher", DEFAULT_SEARCHER)
     if searcher not in SEARCHERS:

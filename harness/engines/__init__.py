@@ -75,6 +75,11 @@ class Engine:
     """Whether its parties run as Ray actors: a run then needs a Ray cluster (its own,
     embedded, or one at `ray.address`, which then holds everything but the results), and the
     budget counts the actors; otherwise every party runs in this process."""
+    real_time: ClassVar[bool] = False
+    """Whether it plays the model in real time: its timings (latencies, RPC times, rates: the
+    summary columns whose `Kind.pace` is `REAL_TIME`) are then partly the machine's, no two
+    runs of a seed are alike, and it judges its own time keeping (`time_keeping`). Otherwise it
+    keeps model time by construction and a seed gives the same results on any machine."""
 
     def prepare(self, config: Config, strategies: Sequence[str]) -> None:
         """Check and set up what the engine needs to run `config` under each of `strategies`
@@ -97,6 +102,15 @@ ENGINES = Registry(
     lazy={"virtual": "harness.engines.virtual:VirtualEngine", "ray": "actors.engine:RayEngine"},
 )
 """Engines by name, each class imported when a run needs it."""
+
+
+def real_time(name: str) -> bool:
+    """Whether the engine `name` runs in real time (`Engine.real_time`); an engine that cannot
+    be found here (a plugin not installed) is taken to, as nothing says it keeps model time."""
+    try:
+        return ENGINES.resolve(name).real_time
+    except RegistryError:
+        return True
 
 
 def get_engine(name: str) -> Engine:

@@ -8,7 +8,7 @@ import textwrap
 
 import pandas as pd
 
-from harness.results.comparison import UNCHANGED, VERDICTS, Result
+from harness.results.comparison import UNCHANGED, UNJUDGED, VERDICTS, Result
 from harness.results.summary_columns import BY_NAME
 
 WIDTH = 80
@@ -51,7 +51,7 @@ def comparison_lines(result: Result) -> list[str]:
     said = [
         f"compare {result.base.folder} -> {result.new.folder}",
         *result.notes,
-        *(f"warning: {w}" for w in result.warnings),
+        *(f"warning: {w}" for w in [*result.overloaded, *result.warnings]),
     ]
     lines = [part for line in said for part in textwrap.wrap(line, WIDTH, subsequent_indent="  ")]
     rows = result.rows
@@ -69,7 +69,7 @@ def comparison_lines(result: Result) -> list[str]:
         seeds = f"{int(group['n_new'].max())} seeds"
         where = f"cell {values}: " if values else ""
         lines += ["", f"{where}{strategy} ({seeds}, {test})"]
-        shown = group[group["verdict"] != UNCHANGED]
+        shown = group[~group["verdict"].isin((UNCHANGED, UNJUDGED))]
         if not shown.empty:
             lines.append(header)
         shown = shown.assign(_order=shown["verdict"].map(order)).sort_values(
@@ -88,6 +88,9 @@ def comparison_lines(result: Result) -> list[str]:
         if unchanged:
             more = " more" if len(shown) else ""
             lines.append(f"{unchanged}{more} columns unchanged (~)")
+        unjudged = int((group["verdict"] == UNJUDGED).sum())
+        if unjudged:
+            lines.append(f"{unjudged} columns not judged: overloaded seeds")
     if flagged:
         lines.append("!: depends on the machine, and the machines differ")
     return lines

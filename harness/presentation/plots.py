@@ -402,7 +402,13 @@ def heatmaps(frame: pd.DataFrame, rows: str, cols: str) -> bytes:
     return _png(fig)
 
 
-VERDICT_COLORS = {"worse": "#c0392b", "better": "#1e8449", "changed": "#7d3c98", "~": "0.55"}
+VERDICT_COLORS = {
+    "worse": "#c0392b",
+    "better": "#1e8449",
+    "changed": "#7d3c98",
+    "~": "0.55",
+    "overloaded": "0.75",  # comparison.UNJUDGED: drawn, never judged
+}
 FOREST_ROWS = 40
 """At most this many changes drawn: the verdicts first, then the unchanged."""
 

@@ -18,6 +18,7 @@ import itertools
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from harness.results.run_folder import (
 )
 from harness.results.summary_columns import (
     BY_NAME,
+    OVERLOADED,
     SUMMARY_COLUMNS,
     Column,
     Direction,
@@ -57,19 +59,29 @@ below, it is found by RESAMPLES permutations."""
 EXACT_FLIPS = 12
 """Up to this many pairs every sign flip is tried (2**12); beyond, RESAMPLES random ones."""
 UNCHANGED, BETTER, WORSE, CHANGED = "~", "better", "worse", "changed"
-VERDICTS = (WORSE, BETTER, CHANGED, UNCHANGED)
+UNJUDGED = "overloaded"
+"""The verdict of a column of a strategy that ran overloaded (`time_keeping`) on either side:
+its figures may describe the machine, not the scheduler, so it is neither better nor worse."""
+VERDICTS = (WORSE, BETTER, CHANGED, UNCHANGED, UNJUDGED)
 """In the order a table shows them."""
 IGNORED_KEYS = ("thresholds", "run.workers")
 """Config keys (or sections) that judge results, or set how fast they come, without changing
 them: never a difference."""
+SEED_KEYS = ("run.first_seed", "run.seeds", "sweep.seeds")
+"""The keys that say which seeds ran: never a difference either. Other seeds are compared
+unpaired (`pairing`), which the output says."""
+RealTime = Callable[[str], bool]
+"""Whether the engine of a name runs in real time (`harness.engines.real_time`), handed in by
+the caller: the results layer does not import the engines."""
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    """A dotted config without `IGNORED_KEYS`."""
+    """A dotted config without `IGNORED_KEYS` and `SEED_KEYS`."""
     return {
         k: v
         for k, v in config.items()
-        if not any(k == ignored or k.startswith(f"{ignored}.") for ignored in IGNORED_KEYS)
+        if k not in SEED_KEYS
+        and not any(k == ignored or k.startswith(f"{ignored}.") for ignored in IGNORED_KEYS)
     }
 
 
@@ -108,10 +120,10 @@ def load_side(path: str | Path) -> Side:
     meta, summary = load_sweep_results(folder)
     identity = meta["identity"]
     config = {
-        **_comparable(flatten(identity.get("base", {}))),
+        **flatten(identity.get("base", {})),
         **flatten({k: v for k, v in identity.items() if k != "base"}, "sweep"),
     }
-    return Side(folder, kind, meta, summary, config)
+    return Side(folder, kind, meta, summary, _comparable(config))
 
 
 def _run_summary(folder: Path) -> tuple[dict[str, Any], pd.DataFrame]:
@@ -185,20 +197,42 @@ def _engines(side: Side, rows: pd.DataFrame) -> set[str]:
 
 
 def pairing(
-    base: Side, new: Side, base_rows: pd.DataFrame, new_rows: pd.DataFrame, same_config: bool
+    engines: tuple[set[str], set[str]],
+    real_time: RealTime,
+    base_rows: pd.DataFrame,
+    new_rows: pd.DataFrame,
+    same_config: bool,
 ) -> tuple[bool, str]:
-    """Whether two sets of rows (a run's, or a sweep cell's) are compared seed by seed, and
-    why (or why not)."""
-    engines = _engines(base, base_rows) | _engines(new, new_rows)
-    if engines - {"virtual"}:
+    """Whether two sets of rows (a run's, or a sweep cell's) of the engines named are compared
+    seed by seed, and why (or why not)."""
+    timed = sorted(e for e in engines[0] | engines[1] if real_time(e))
+    if timed:
         return False, (
-            f"unpaired: the {'/'.join(sorted(engines - {'virtual'}))} engine runs in real "
-            "time, so no two runs of a seed see the same timings"
+            f"unpaired: the {'/'.join(timed)} engine runs in real time, so no two runs of a "
+            "seed see the same timings"
         )
     if set(base_rows["seed"]) != set(new_rows["seed"]):
         return False, "unpaired: the two runs have other seeds"
     why = "same seeds" if same_config else "same seeds, configs differing only where allowed"
-    return True, f"paired by (strategy, seed): {why}, virtual engine"
+    named = "/".join(sorted(engines[0] | engines[1]))
+    return True, f"paired by (strategy, seed): {why}, {named} engine"
+
+
+def overloaded(rows: pd.DataFrame) -> pd.DataFrame:
+    """The (strategy, seed) rows an engine in real time ran overloaded (`time_keeping`)."""
+    if "time_keeping" not in rows:
+        return rows.iloc[:0]
+    return rows[rows["time_keeping"] == OVERLOADED]
+
+
+def seeds_text(rows: pd.DataFrame) -> str:
+    """`stale seeds 0, 3; optimistic seed 1`: which seeds of which strategies `rows` are."""
+    parts = []
+    for strategy, group in rows.groupby("strategy", sort=False):
+        seeds = sorted(int(s) for s in group["seed"])
+        word = "seed" if len(seeds) == 1 else "seeds"
+        parts.append(f"{strategy} {word} {', '.join(map(str, seeds))}")
+    return "; ".join(parts)
 
 
 def ranks(values: np.ndarray) -> np.ndarray:
@@ -385,6 +419,9 @@ class Result:
     rows: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    overloaded: list[str] = field(default_factory=list)
+    """Per side that ran overloaded somewhere, which seeds, as a line: its columns were not
+    judged (verdict `overloaded`), or, judging the faithful seeds only, left out."""
 
     def worse(self, columns: list[str] | None = None) -> pd.DataFrame:
         """The rows judged worse (of `columns` only, when given)."""
@@ -410,9 +447,15 @@ def compare(
     columns: list[str] | None = None,
     allow: list[str] | None = None,
     min_effect: list[str] | None = None,
+    *,
+    real_time: RealTime,
+    faithful_only: bool = False,
 ) -> Result:
     """`new` against `base`, or CompareError when they cannot be compared (a run and a sweep,
-    configs differing beyond `allow`, nothing in common)."""
+    configs differing beyond `allow`, nothing in common). A strategy that ran overloaded
+    (`time_keeping`) on either side is not judged, or with `faithful_only` judged on its other
+    seeds; a column whose figures are the engine's pace (`Kind.pace`) is not compared between
+    an engine in real time and one that keeps model time."""
     if base.kind != new.kind:
         raise CompareError(f"{base.folder} holds a {base.kind}, {new.folder} a {new.kind}")
     chosen = chosen_columns(columns)
@@ -433,12 +476,20 @@ def compare(
         alone = [v for v in cells if v not in common]
         if alone:
             result.notes.append(f"only in {name}, not compared: cells {'; '.join(alone)}")
-    rows, reasons = [], []
+    _overload_notes(result, base_cells, new_cells, common, faithful_only)
+    rows, reasons, unpaced = [], [], set()
+    any_real_time = False
     for values in common:
         (_, base_rows), (cell, new_rows) = base_cells[values], new_cells[values]
-        paired, reason = pairing(base, new, base_rows, new_rows, not allowed)
+        engines = (_engines(base, base_rows), _engines(new, new_rows))
+        timed = [any(real_time(e) for e in side) for side in engines]
+        any_real_time |= any(timed)
+        unjudged = set(overloaded(base_rows)["strategy"]) | set(overloaded(new_rows)["strategy"])
+        if faithful_only:
+            base_rows, new_rows = _faithful(base_rows), _faithful(new_rows)
+            unjudged = set()
+        paired, reason = pairing(engines, real_time, base_rows, new_rows, not allowed)
         reasons.append(reason)
-        real_time = bool((_engines(base, base_rows) | _engines(new, new_rows)) - {"virtual"})
         strategies = [
             s for s in dict.fromkeys(new_rows["strategy"]) if s in set(base_rows["strategy"])
         ]
@@ -449,12 +500,17 @@ def compare(
             b = base_rows[base_rows["strategy"] == strategy].sort_values("seed")
             n = new_rows[new_rows["strategy"] == strategy].sort_values("seed")
             for column in chosen:
+                if column.kind.pace is not Pace.NEVER and timed[0] != timed[1]:
+                    unpaced.add(column.name)  # the engine's pace on one side only
+                    continue
                 row = _compare_column(column, b, n, paired, bands[column.name])
                 if row is None:
                     continue
                 paced = column.kind.pace is Pace.ALWAYS or (
-                    column.kind.pace is Pace.REAL_TIME and real_time
+                    column.kind.pace is Pace.REAL_TIME and any(timed)
                 )
+                if strategy in unjudged:
+                    row["verdict"] = UNJUDGED
                 row.update(
                     column=column.name,
                     cell=cell,
@@ -464,10 +520,16 @@ def compare(
                 )
                 rows.append(row)
     result.notes[:0] = list(dict.fromkeys(reasons))
-    if not real_time_any(base, new):
+    if unpaced:
+        named = [c.name for c in chosen if c.name in unpaced]
         result.notes.append(
-            "virtual engine: simulated figures (CV, failures, model-time latencies) do not "
-            "depend on the machine they ran on"
+            "not compared, as one engine runs in real time and the other keeps model time: "
+            f"{', '.join(named)} (the engine's pace, not the scheduler's)"
+        )
+    if not any_real_time:
+        result.notes.append(
+            "model time on both: simulated figures (CV, failures, model-time latencies) do "
+            "not depend on the machine they ran on"
         )
     if differ is not None and any(r["machine_warning"] for r in rows):
         result.warnings.append(
@@ -477,8 +539,32 @@ def compare(
     return result
 
 
-def real_time_any(base: Side, new: Side) -> bool:
-    return bool((_engines(base, base.summary) | _engines(new, new.summary)) - {"virtual"})
+def _faithful(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.drop(index=overloaded(rows).index)
+
+
+def _overload_notes(
+    result: Result,
+    base_cells: dict[str, tuple[int | None, pd.DataFrame]],
+    new_cells: dict[str, tuple[int | None, pd.DataFrame]],
+    common: list[str],
+    faithful_only: bool,
+) -> None:
+    """Which seeds of each side ran overloaded, for the reader and the exit code."""
+    for name, side, cells in (("base", result.base, base_cells), ("new", result.new, new_cells)):
+        found = []
+        for values in common:
+            over = overloaded(cells[values][1])
+            if len(over):
+                where = f"cell {values}: " if values else ""
+                found.append(f"{where}{seeds_text(over)}")
+        if not found:
+            continue
+        done = "left out" if faithful_only else "not judged"
+        result.overloaded.append(
+            f"{name} ({side.folder}) ran overloaded in {'; '.join(found)}: "
+            f"its time keeping failed, so the figures may describe the machine; {done}"
+        )
 
 
 def _versions(result: Result) -> None:
@@ -486,7 +572,9 @@ def _versions(result: Result) -> None:
     sides = (result.base.meta, result.new.meta)
     versions = [_harness(m) for m in sides]
     if versions[0] == versions[1]:
-        result.notes.append(f"harness {versions[0]} on both")
+        dirty = (sides[0].get("machine") or {}).get("git_dirty")
+        maybe = ": the code may differ" if dirty else ""
+        result.notes.append(f"harness {versions[0]} on both{maybe}")
     else:
         result.notes.append(f"harness {versions[0]} -> {versions[1]}")
     plugins = [_plugins(m) for m in sides]
@@ -499,9 +587,17 @@ def _versions(result: Result) -> None:
 
 
 def _harness(meta: dict[str, Any]) -> str:
-    """The harness that wrote a run: its version and whether the compiled path ran."""
-    path = (meta.get("machine") or {}).get("harness_path", "path not recorded")
-    return f"{meta.get('harness_version', '?')} ({path})"
+    """The harness that wrote a run: its version, whether the compiled path ran, and the
+    commit of its code when it ran from a git checkout (`machine.code_commit`)."""
+    machine = meta.get("machine") or {}
+    path = machine.get("harness_path", "path not recorded")
+    commit = machine.get("git_commit")
+    at = ""
+    if commit:
+        at = f" at {commit[:12]}" + (
+            " with uncommitted changes" if machine.get("git_dirty") else ""
+        )
+    return f"{meta.get('harness_version', '?')} ({path}){at}"
 
 
 def _plugins(meta: dict[str, Any]) -> set[str]:
@@ -573,7 +669,7 @@ def write(result: Result, path: Path) -> Path:
         "base": str(result.base.folder),
         "new": str(result.new.folder),
         "notes": result.notes,
-        "warnings": result.warnings,
+        "warnings": [*result.overloaded, *result.warnings],
     }
     schema = SCHEMA.with_metadata({NOTES: json.dumps(said).encode()})
     table = pa.Table.from_pandas(rows, schema=SCHEMA, preserve_index=False).cast(schema)

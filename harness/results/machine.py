@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,39 @@ def _version(distribution: str) -> str | None:
         return None
 
 
+GIT_TIMEOUT_S = 5.0
+"""How long a git command may take before the commit is given up as unknown."""
+
+
+def code_commit(package: Path | None = None) -> tuple[str | None, bool | None]:
+    """The git commit of the harness's code and whether the checkout had uncommitted changes
+    to tracked files, when the package is a tracked folder of a git checkout (an editable
+    install); (None, None) otherwise, or when git is missing or fails. A comparison names
+    each run's commit, so two runs of the same version but other code are told apart."""
+    folder = package or Path(harness.__file__).parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(folder), *args],
+                capture_output=True,
+                text=True,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    if git("ls-files", "--error-unmatch", "__init__.py") is None:  # not this checkout's code
+        return None, None
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    if commit is None or status is None:
+        return None, None
+    return commit, bool(status)
+
+
 def fingerprint() -> dict[str, Any]:
     """This machine and software, as recorded in run.json and sweep.json."""
     return {
@@ -58,6 +92,7 @@ def fingerprint() -> dict[str, Any]:
         "harness": harness.__version__,
         "harness_path": harness.PATH,
         "harness_location": str(Path(harness.__file__).parent),
+        **dict(zip(("git_commit", "git_dirty"), code_commit(), strict=True)),
     }
 
 

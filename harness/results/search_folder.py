@@ -187,6 +187,18 @@ def load_search_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]
     return meta, trials.sort_values("trial", ignore_index=True)
 
 
+def trial_failures(meta: dict[str, Any], trials: pd.DataFrame) -> list[str]:
+    """Each trial that gave no objective, in trial order, as `trial N: why`: its error, or an
+    objective that is not a number (its column empty on the trial's seeds)."""
+    out = []
+    for row in trials.itertuples(index=False):
+        if row.state == COMPLETE and not math.isnan(row.objective):
+            continue
+        why = row.error if row.state != COMPLETE else f"{meta['objective']} is not a number"
+        out.append(f"trial {row.trial}: {why}")
+    return out
+
+
 def search_state(folder: Path) -> str:
     """What a search stopped early left in `folder`, for the line said then."""
     if not is_search(folder):

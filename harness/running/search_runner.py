@@ -33,7 +33,7 @@ from optuna.trial import TrialState
 
 from harness.config import Config, ConfigError
 from harness.config.search_file import SEARCHERS, Dimension, Search
-from harness.engines import get_engine
+from harness.engines import get_engine, real_time
 from harness.engines.ray_setup import connect, plugin_sources, stop_ray
 from harness.results import phase_hooks
 from harness.results.arrow_schemas import summary_table
@@ -209,6 +209,13 @@ def run_search(
     """Search until the budget is spent, then shrink the best trial and confirm both on fresh
     seeds; every finished trial is on disk at once. On Ray (the one running in this process if
     any, else one started and stopped here) or, without `on_ray`, in this process."""
+    engine = search.base.run.engine
+    if real_time(engine):
+        raise ConfigError(
+            "search.base",
+            f"a search needs an engine that keeps model time (as virtual does): {engine} runs "
+            "in real time, where no trial could be repeated",
+        )
     phase_hooks.at("start")
     store = SearchStore(out_dir, search, resume)
     started = False
@@ -219,8 +226,8 @@ def run_search(
             pool: InProcess | OnRay = OnRay()
         else:
             pool = InProcess()
-        study = search_loop(store, pool, progress)
-        finish(store, pool, importance(study))
+        search_loop(store, pool, progress)
+        finish(store, pool)
         completed = True
     finally:
         store.close(completed)
@@ -231,9 +238,9 @@ def run_search(
 
 def search_loop(
     store: SearchStore, pool: InProcess | OnRay, progress: SearchProgress | None
-) -> optuna.Study:
+) -> None:
     """Ask, run and tell, a batch at a time, until the budget is spent (the stored trials
-    replayed, not run); the study, for the importance of each key."""
+    replayed, not run)."""
     search = store.search
     study = optuna.create_study(direction=search.objective.direction, sampler=sampler(search))
     dists = distributions(search)
@@ -276,19 +283,6 @@ def search_loop(
         store.update(searched_s=round(before + time.monotonic() - began, 3))
     if progress is not None:
         progress(len(store.trials), limit, _best_value(store), 0.0)
-    return study
-
-
-def importance(study: optuna.Study) -> dict[str, float]:
-    """How much each key matters to the objective, as Optuna's PED-ANOVA puts it (shares that
-    sum to 1; the other evaluators need scikit-learn); empty when too few trials finished."""
-    try:
-        shares = optuna.importance.get_param_importances(
-            study, evaluator=optuna.importance.PedAnovaImportanceEvaluator()
-        )
-    except (ValueError, RuntimeError, ZeroDivisionError):
-        return {}
-    return {key: float(share) for key, share in shares.items()}
 
 
 def _complete(store: SearchStore) -> list[dict[str, Any]]:
@@ -354,15 +348,25 @@ def toward(dim: Dimension, value: Any, base: Any) -> list[Any]:
 
 def shrink(
     search: Search, pool: InProcess | OnRay, values: dict[str, Any], objective: float
-) -> tuple[dict[str, Any], float, list[dict[str, Any]]]:
+) -> tuple[dict[str, Any], float, list[dict[str, Any]], dict[str, float]]:
     """Move each key of `values`, in the space's order, as near its base value as keeps the
     objective within `search.shrink_tolerance` of `objective` (as hypothesis shrinks a failing
-    example). The shrunk values, their objective, and each step taken."""
+    example); then put back at its base any key still moved that the shrunk scenario no longer
+    needs (a key kept early may have mattered only beside one moved back later). The shrunk
+    values, their objective, each step taken, and for each key still moved the objective with
+    that key alone back at its base (NaN: not a valid scenario): beyond the tolerance for
+    every one, by construction, so a key the shrunk scenario needs always shows it matters."""
     sign = search.objective.sign
     floor = sign * objective - search.shrink_tolerance * abs(objective)
     base = search.base_values()
     current, current_objective = dict(values), objective
     steps = []
+
+    def step(key: str, option: Any, score: float) -> None:
+        nonlocal current_objective
+        steps.append({"key": key, "from": current[key], "to": option, "objective": score})
+        current[key], current_objective = option, score
+
     for key, dim in search.space.items():
         if current[key] == base[key]:
             continue
@@ -370,10 +374,15 @@ def shrink(
         scores = evaluate(search, pool, [{**current, key: v} for v in options], search.seeds)
         for option, score in zip(options, scores, strict=True):
             if not math.isnan(score) and sign * score >= floor:
-                steps.append({"key": key, "from": current[key], "to": option, "objective": score})
-                current[key], current_objective = option, score
+                step(key, option, score)
                 break
-    return current, current_objective, steps
+    while True:
+        moved = [key for key in search.space if current[key] != base[key]]
+        scores = evaluate(search, pool, [{**current, k: base[k]} for k in moved], search.seeds)
+        back = [k for k, s in zip(moved, scores, strict=True) if sign * s >= floor]  # NaN: no
+        if not back:
+            return current, current_objective, steps, dict(zip(moved, scores, strict=True))
+        step(back[0], base[back[0]], scores[moved.index(back[0])])
 
 
 def fresh_seeds(search: Search) -> list[int]:
@@ -420,23 +429,28 @@ def confirm(
     }
 
 
-def finish(store: SearchStore, pool: InProcess | OnRay, shares: dict[str, float]) -> None:
-    """After the search: which keys matter, best.toml, the shrunk minimal.toml, and both
-    confirmed on fresh seeds."""
+def finish(store: SearchStore, pool: InProcess | OnRay) -> None:
+    """After the search: best.toml, the shrunk minimal.toml with what each key it needs
+    matters, and both confirmed on fresh seeds. An objective the same on every finished trial
+    has no worst case: that is recorded (`constant`) and nothing is shrunk or confirmed."""
     search = store.search
-    store.update(importance=shares)
-    best = best_trial(store)
-    if best is None:
-        store.update(best=None)
+    done = _complete(store)
+    if not done or (len(done) > 1 and len({r["objective"] for r in done}) == 1):
+        store.update(best=None, constant=done[0]["objective"] if done else None)
         return
+    best = best_trial(store)
     values = {key: best[key] for key in search.space}
     store.update(best={"trial": best["trial"], "objective": best["objective"], "values": values})
     _write(store, "best.toml", values, f"trial {best['trial']}: {best['objective']!r}")
-    minimal, objective, steps = shrink(search, pool, values, best["objective"])
-    base = search.base_values()
-    needed = [key for key in search.space if minimal[key] != base[key]]
+    minimal, objective, steps, without = shrink(search, pool, values, best["objective"])
     store.update(
-        minimal={"objective": objective, "values": minimal, "needs": needed, "steps": steps}
+        minimal={
+            "objective": objective,
+            "values": minimal,
+            "needs": list(without),
+            "without": without,
+            "steps": steps,
+        }
     )
     _write(store, "minimal.toml", minimal, f"shrunk from trial {best['trial']}: {objective!r}")
     store.update(

@@ -31,8 +31,8 @@ SweepProgress = Callable[[int, int, int], None]
 
 def run_seed(config: Config, seed: int, rows: SeedRows | None = None) -> SeedResult:
     """The body of one task: one seed of one cell on the config's engine, its rows written
-    into `rows`' folder (kept in memory without), checked where it ran (`harness.results.invariants`): a broken check
-    fails the cell with its message."""
+    into `rows`' folder (kept in memory without), checked where it ran
+    (`harness.results.invariants`): a broken check fails the cell with its message."""
     result, checks = run_unit(config, seed, rows)
     broken = broken_lines(checks)
     if broken:

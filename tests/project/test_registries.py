@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.engines import ENGINES, Engine, get_engine
+from harness.engines import ENGINES, Engine, get_engine, real_time
 from harness.engines.virtual import VirtualEngine
 from harness.model.catalogue import MODEL_REGISTRIES, catalogue
 from harness.model.cluster.faults import COUNTS, FAULT_KINDS, Faults, FaultSpec
@@ -91,6 +91,15 @@ def test_engines_are_named_without_importing_them():
     assert issubclass(ENGINES.resolve("virtual"), Engine) and not VirtualEngine.on_ray
     with pytest.raises(ValueError, match="unknown engine 'nope'"):
         get_engine("nope")
+
+
+def test_whether_an_engine_runs_in_real_time_is_its_capability():
+    """`harness compare` and `harness search` ask `Engine.real_time`, never a name: the Ray
+    engine plays in real time, the virtual one keeps model time, and an engine not installed
+    here is taken to run in real time (nothing says it keeps model time)."""
+    assert not real_time("virtual") and real_time("ray")
+    assert ENGINES.resolve("ray").real_time and not VirtualEngine.real_time
+    assert real_time("an_engine_not_installed")
 
 
 def test_capabilities_replace_the_names():

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.cli import THRESHOLD_FAILED, main
+from harness.cli import NOT_JUDGED, THRESHOLD_FAILED, main
+from harness.engines import real_time
 from harness.model.scheduling.placement.plugin import Filter
 from harness.presentation.comparison_view import WIDTH, comparison_lines
 from harness.results.comparison import (
@@ -26,6 +27,9 @@ from harness.results.comparison import (
     ranks,
     unpaired_test,
 )
+from harness.results.machine import code_commit
+from harness.results.summary_columns import FAITHFUL, OVERLOADED, SUMMARY_COLUMNS, Pace
+from harness.results.time_keeping import run_verdict
 from tests.support.configs import CONFIGS
 
 pytestmark = pytest.mark.xdist_group("comparison")
@@ -151,10 +155,10 @@ def test_a_wide_noise_band_calls_the_regression_unchanged(runs, capsys):
 
 
 def test_other_seeds_are_compared_unpaired(runs, capsys):
-    code, out, err = _compare(
-        capsys, runs["base"], runs["other_seeds"], "--allow-diff", "run.first_seed"
-    )
+    """Which seeds ran is not a difference of config: no --allow-diff is needed."""
+    code, out, err = _compare(capsys, runs["base"], runs["other_seeds"])
     assert code == 0, err
+    assert "run.first_seed" not in out
     assert "unpaired: the two runs have other seeds" in out
     rows = pd.read_parquet(runs["other_seeds"] / "comparison.parquet")
     assert set(rows["test"]) == {"unpaired"}
@@ -227,14 +231,16 @@ def test_run_with_a_baseline_compares_once_it_has_run(runs, tmp_path, capsys):
 
 
 def test_a_run_and_itself_compare_in_80_columns(runs):
-    result = compare(load_side(runs["base"]), load_side(runs["worse"]), allow=["placement"])
+    result = compare(
+        load_side(runs["base"]), load_side(runs["worse"]), allow=["placement"], real_time=real_time
+    )
     lines = comparison_lines(result)
     assert all(len(line) <= WIDTH for line in lines), [line for line in lines if len(line) > WIDTH]
 
 
 def test_configs_that_differ_without_leave_are_refused(runs):
     with pytest.raises(CompareError, match=r"configs differ in placement\.filters"):
-        compare(load_side(runs["base"]), load_side(runs["worse"]))
+        compare(load_side(runs["base"]), load_side(runs["worse"]), real_time=real_time)
 
 
 def test_the_paired_test_finds_a_shift_the_unpaired_one_cannot():
@@ -290,9 +296,8 @@ def test_time_based_columns_are_compared_with_a_warning_across_machines(runs, tm
     rows = pd.read_parquet(moved / "comparison.parquet").set_index("column")
     assert rows.loc["engine_wall_s", "machine_warning"] and not rows.loc["cv", "machine_warning"]
     # On Ray, every time in model time is the machine's too.
-    meta["engine"] = "ray"
-    (moved / "run.json").write_text(json.dumps(meta))
-    _compare(capsys, runs["base"], moved)
+    base, moved = _as_ray(runs["base"], tmp_path / "base"), _as_ray(moved, tmp_path / "on_ray")
+    assert _compare(capsys, base, moved)[0] == 0
     rows = pd.read_parquet(moved / "comparison.parquet").set_index("column")
     assert rows.loc["p99_place_ms", "machine_warning"] and not rows.loc["cv", "machine_warning"]
 
@@ -367,7 +372,7 @@ def test_unpaired_comparisons_of_the_same_code_rarely_call_anything_worse(tmp_pa
         drawn = rng.permutation(summary["seed"].to_numpy())
         a, b = (summary[summary["seed"].isin(drawn[i * 15 : (i + 1) * 15])] for i in (0, 1))
         sides = [Side(Path(n), "run", meta, s, {}) for n, s in (("a", a), ("b", b))]
-        rows = compare(*sides, min_effect=["0"]).rows
+        rows = compare(*sides, min_effect=["0"], real_time=real_time).rows
         varying = [c for c in rows["column"] if summary[c].nunique() > 1]
         verdicts += list(rows[rows["column"].isin(varying)]["verdict"])
     assert len(verdicts) >= 500
@@ -411,3 +416,95 @@ def test_sweeps_are_compared_cell_by_cell(tmp_path, capsys):
     assert "cell placement.k=2: stale" in out and "cell placement.k=3: stale" in out
     cv = pd.read_parquet(worse / "comparison.parquet").query("column == 'cv'")
     assert list(cv["verdict"]) == ["worse", "worse"]
+
+
+def _as_ray(run: Path, out: Path, overloaded: tuple[int, ...] = (), slower: float = 1.0) -> Path:
+    """A copy of a virtual run as a Ray run would have written it: its engine, and a real
+    summary with its time-keeping verdict per seed (`overloaded` those seeds, their model-time
+    figures `slower` times the virtual engine's, as a stalled machine makes them); run.json's
+    verdict read from that summary, as the runner reads it."""
+    shutil.copytree(run, out)
+    summary = pd.read_parquet(out / "summary.parquet")
+    over = summary["seed"].isin(overloaded)
+    summary["engine"] = "ray"
+    summary["time_keeping"] = np.where(over, OVERLOADED, FAITHFUL)
+    summary["overload_figure"] = np.where(over, "heartbeat_late_p99_ms", None)
+    summary["overload_value"] = np.where(over, 2500.0, np.nan)
+    summary["overload_limit"] = np.where(over, 250.0, np.nan)
+    summary["fitting_time_scale"] = np.where(over, 10.0, np.nan)
+    summary["time_scale"] = 1.0
+    paced = [c.name for c in SUMMARY_COLUMNS if c.kind.pace is Pace.REAL_TIME and c.name in summary]
+    for column in paced:
+        summary.loc[over, column] = summary.loc[over, column].astype(float) * slower
+    summary.to_parquet(out / "summary.parquet")
+    meta = json.loads((out / "run.json").read_text())
+    meta["engine"] = meta["config"]["run"]["engine"] = "ray"
+    meta["time_keeping"] = run_verdict(summary)
+    (out / "run.json").write_text(json.dumps(meta))
+    return out
+
+
+def test_an_overloaded_run_is_not_judged_and_its_seeds_are_named(runs, tmp_path, capsys):
+    """A planted regression, but run on Ray in time in only half of its seeds: the columns of
+    the overloaded strategy are not called worse (nor better), the seeds are named, and the
+    exit code is its own; `--faithful-only` judges the seeds that kept time."""
+    base = _as_ray(runs["base"], tmp_path / "base")
+    worse = _as_ray(runs["worse"], tmp_path / "worse", overloaded=(1, 2, 4, 6), slower=1000.0)
+    allow = ["--allow-diff", "placement.filters", "--fail-on", "worse"]
+    code, out, err = _compare(capsys, base, worse, *allow)
+    assert code == NOT_JUDGED, err
+    assert "ran overloaded in stale seeds 1, 2, 4, 6" in err and "--faithful-only" in err
+    assert "overloaded in stale seeds 1, 2, 4, 6" in " ".join(out.split())
+    rows = pd.read_parquet(worse / "comparison.parquet")
+    assert set(rows["verdict"]) == {"overloaded"}
+    assert "worse than the baseline" not in err
+    code, out, err = _compare(capsys, base, worse, *allow, "--faithful-only")
+    assert code == THRESHOLD_FAILED, err  # the regression, on the four seeds that kept time
+    rows = pd.read_parquet(worse / "comparison.parquet").set_index("column")
+    assert set(rows["n_new"]) == {4} and set(rows["n_base"]) == {8}
+    assert rows.loc["cv", "verdict"] == "worse"
+    place = rows.loc["p50_place_ms"]
+    assert place["new"] < 10 * place["base"]  # the thousandfold slower seeds are left out
+
+
+def test_engine_bound_columns_are_not_compared_between_engines(runs, tmp_path, capsys):
+    """A virtual run against a Ray run that kept time: its placement latencies and RPC times
+    are the engine's pace, not a regression; counted figures are compared, unpaired."""
+    ray = _as_ray(runs["again"], tmp_path / "ray", overloaded=(), slower=1.0)
+    summary = pd.read_parquet(ray / "summary.parquet")
+    paced = [c.name for c in SUMMARY_COLUMNS if c.kind.pace is not Pace.NEVER]
+    for column in ("p50_place_ms", "p99_place_ms", "create_rpc_p99_ms"):
+        if column in summary:
+            summary[column] = summary[column].astype(float) * 1000 + 1.0
+    summary.to_parquet(ray / "summary.parquet")
+    code, out, err = _compare(
+        capsys, runs["base"], ray, "--allow-diff", "run.engine", "--fail-on", "worse"
+    )
+    assert code == 0, err
+    rows = pd.read_parquet(ray / "comparison.parquet")
+    assert not set(rows["column"]) & set(paced)
+    assert {"cv", "failed_frac"} <= set(rows["column"]) and set(rows["test"]) == {"unpaired"}
+    assert "not compared, as one engine runs in real time" in " ".join(out.split())
+
+
+def test_the_header_names_each_runs_commit(runs, tmp_path, capsys):
+    """Two runs of the same version but other code are told apart by their commits."""
+    other = tmp_path / "other"
+    shutil.copytree(runs["again"], other)
+    meta = json.loads((other / "run.json").read_text())
+    meta["machine"] |= {"git_commit": "0123456789abcdef" * 2 + "01234567", "git_dirty": True}
+    (other / "run.json").write_text(json.dumps(meta))
+    code, out, _ = _compare(capsys, runs["base"], other)
+    assert code == 0
+    said = " ".join(out.split())
+    assert "-> 0.1.0 (" in said and "at 0123456789ab with uncommitted changes" in said
+    recorded = json.loads((runs["base"] / "run.json").read_text())["machine"]
+    if recorded["git_commit"] is not None:  # this harness runs from a git checkout
+        assert f"at {recorded['git_commit'][:12]}" in said
+
+
+def test_the_code_commit_is_none_outside_a_git_checkout_or_without_git(tmp_path, monkeypatch):
+    (tmp_path / "__init__.py").write_text("")
+    assert code_commit(tmp_path) == (None, None)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git to be found
+    assert code_commit() == (None, None)

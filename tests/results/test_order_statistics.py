@@ -4,21 +4,23 @@ the selection takes."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.results import order_statistics
-from harness.results.order_statistics import in_chunks, order_statistics as select
-from harness.results.order_statistics import grouped_percentiles, percentiles
+from harness.results.order_statistics import grouped_percentiles, in_chunks, percentiles
+from harness.results.order_statistics import order_statistics as select
 
 PERCENTS = (0, 1, 50, 90, 99, 99.9, 100)
 
 
 def _chunked(values: np.ndarray, cuts: list[int]):
     edges = sorted({0, len(values), *(c % (len(values) + 1) for c in cuts)})
-    return lambda: (values[a:b] for a, b in zip(edges, edges[1:], strict=False))
+    return lambda: (values[a:b] for a, b in pairwise(edges))
 
 
 floats = st.floats(allow_nan=False, allow_infinity=False, width=64)
@@ -71,9 +73,9 @@ def test_values_are_never_all_held(monkeypatch):
     monkeypatch.setattr(order_statistics.np, "sort", spy)
     rng = np.random.default_rng(3)
     a = rng.random(200_000)
-    assert percentiles(_chunked(a, [50_000, 100_000]), (50, 99)) == np.percentile(
-        a, (50, 99)
-    ).tolist()
+    assert (
+        percentiles(_chunked(a, [50_000, 100_000]), (50, 99)) == np.percentile(a, (50, 99)).tolist()
+    )
     assert kept and max(kept) <= 1000
 
 

@@ -15,8 +15,8 @@ from harness.model.cluster.faults import COUNTS
 from harness.results.arrow_schemas import SUMMARY, WIDTHS, summary_table
 from harness.results.column_docs import COLUMNS, COMMON
 from harness.results.invariants import check
-from harness.results.seed_result import _sketched
 from harness.results.seed_figures import seed_summary
+from harness.results.seed_result import _sketched
 from harness.results.summary_columns import (
     KINDS,
     SKETCHED,

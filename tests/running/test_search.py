@@ -7,6 +7,11 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import math
+import re
+import shutil
+import sys
+import warnings
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -16,6 +21,7 @@ import pytest
 from harness.cli import main
 from harness.config import ConfigError
 from harness.config.search_file import load_search
+from harness.presentation.search_report import bias_text
 from harness.results import phase_hooks
 from harness.results.run_folder import load_run
 from harness.results.search_folder import load_search_results
@@ -136,6 +142,10 @@ def test_an_interrupted_search_resumed_gives_the_trials_of_an_uninterrupted_one(
     meta, trials = load_search_results(stopped)
     assert len(trials) == 6 and not meta["completed"]
     monkeypatch.delenv(phase_hooks.SIGNAL_AT)
+    shown = io.StringIO()
+    with redirect_stdout(shown):
+        assert main(["report", str(stopped)]) == 0
+    assert "the search stopped before it chose its best" in shown.getvalue()
     resume = ["search", "--resume", str(stopped), "--in-process", "--quiet", "--no-report"]
     assert quiet(resume)[0] == 0
     meta, trials = load_search_results(stopped)
@@ -162,13 +172,20 @@ def test_a_search_on_a_two_node_ray_cluster_gives_the_trials_of_the_plain_loop(t
     pd.testing.assert_frame_equal(deterministic(ray_trials), deterministic(plain_trials))
 
 
-@pytest.mark.slow  # the confirmation's 20 fresh seeds of two scenarios each
+@pytest.mark.slow  # two trials, the shrink, and the confirmation of two scenarios
 @pytest.mark.parametrize("path", SEARCHES, ids=[p.stem for p in SEARCHES])
 def test_every_shipped_search_runs(path, tmp_path):
-    """On a budget of two trials, two seeds each, in this process: the file, its base and its
-    space are valid and every step (search, shrink, confirmation, report) runs."""
+    """On a budget of two trials, two seeds each, confirmed on five fresh seeds rather than
+    its 200, in this process: the file, its base and its space are valid and every step
+    (search, shrink, confirmation, report) runs."""
+    text = path.read_text()
+    assert re.search(r"^confirm_seeds = \d+", text, re.M)
+    copy = tmp_path / "searches" / path.name
+    copy.parent.mkdir()
+    copy.write_text(re.sub(r"^confirm_seeds = \d+", "confirm_seeds = 5", text, flags=re.M))
+    shutil.copy(HERD, tmp_path / HERD.name)  # the base, where the file names it
     out = tmp_path / "out"
-    argv = ["search", str(path), "--trials", "2", "--in-process"]
+    argv = ["search", str(copy), "--trials", "2", "--in-process"]
     argv += ["--set", "run.seeds=2", "--set", "run.duration_s=5"]
     code, err = quiet([*argv, "--out", str(out), "--quiet"])
     assert code == 0, err
@@ -302,3 +319,99 @@ def test_points_over_max_creates_fail_without_running(tmp_path):
     assert trials.loc[over, "error"].str.startswith("over max_creates").all()
     assert (trials.loc[~over, "state"] == "complete").all()
     assert trials.loc[over, "wall_s"].eq(0).all()
+
+
+def test_a_search_whose_every_trial_fails_exits_1_with_the_first_failure(tmp_path):
+    """Every trial's scheduler dies before it serves (a Python without grpc, say): the search
+    says so in one line naming the first failure, and exits 1, never 0 on nothing."""
+    script = tmp_path / "scheduler.py"
+    script.write_text('import sys\nsys.exit("No module named grpc")\n')
+    path = search_file(tmp_path, REPLICAS, "trials = 2")
+    command = f'external.command=["{sys.executable}", "{script}"]'
+    out = tmp_path / "out"
+    argv = ["search", str(path), "--in-process", "--quiet", "--no-report", "--out", str(out)]
+    code, err = quiet([*argv, "--set", command])
+    assert code == 1, err
+    assert err.count("\n") == 1 and err.startswith("harness: error: all 2 trials failed"), err
+    assert "the first: trial 0:" in err and "No module named grpc" in err
+    accepted = ["search", "--resume", str(out), "--in-process", "--quiet", "--no-report"]
+    assert quiet([*accepted, "--accept-failed"])[0] == 1  # none finished: never accepted
+
+
+def test_a_search_some_of_whose_trials_fail_says_how_many_and_exits_1_unless_accepted(tmp_path):
+    space = '"workload.rate_per_s" = { low = 10.0, high = 100.0 }\n'
+    path = search_file(tmp_path, space, "trials = 8\nmax_creates = 400")
+    argv = ["search", str(path), "--in-process", "--quiet", "--no-report"]
+    code, err = quiet([*argv, "--out", str(tmp_path / "out")])
+    _, trials = load_search_results(tmp_path / "out")
+    failed = int((trials["state"] == "failed").sum())
+    assert 0 < failed < len(trials)
+    assert code == 1
+    assert err.startswith(f"harness: {failed} of 8 trials failed; the first: trial "), err
+    assert "over max_creates" in err
+    code, err = quiet([*argv, "--out", str(tmp_path / "accepted"), "--accept-failed"])
+    assert code == 0 and f"{failed} of 8 trials failed" in err
+
+
+def test_a_constant_objective_is_said_in_one_line(tmp_path):
+    """Nothing fails on seed-herd: every trial scores 0, and the search says just that (no
+    `nan%`, no share of importance per key, no warning from the searcher's library)."""
+    path = search_file(
+        tmp_path, REPLICAS, "trials = 3", objective="maximize optimistic.failed_mean"
+    )
+    out = tmp_path / "out"
+    stdout = io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, redirect_stdout(stdout):
+        warnings.simplefilter("always")
+        err = io.StringIO()
+        with redirect_stderr(err):
+            code = main(["search", str(path), "--in-process", "--quiet", "--out", str(out)])
+    assert code == 0 and err.getvalue() == "" and not caught, (err.getvalue(), caught)
+    said = stdout.getvalue().splitlines()
+    assert said[1] == (
+        "the objective was 0 on every one of 3 finished trials: no scenario of the space is "
+        "worse than another, so there is nothing to shrink or confirm"
+    ), said
+    assert "nan" not in stdout.getvalue().lower() and "%" not in stdout.getvalue()
+    assert not (out / "best.toml").exists()
+    page = (out / "report.html").read_text()
+    assert "the objective was 0 on every one of 3 finished trials" in page
+
+
+def test_the_bias_reads_right_whichever_its_sign():
+    entry = {"bias": -0.159, "bias_frac": -0.1}
+    assert bias_text(entry) == "the search's value is 0.159 below (-10%)"
+    assert bias_text({"bias": 0.159, "bias_frac": 0.1}) == "the search's value is 0.159 above (10%)"
+    assert bias_text({"bias": 0.2, "bias_frac": math.nan}) == "the search's value is 0.2 above"
+    assert bias_text({"bias": 0.0, "bias_frac": 0.0}) == "the search's value is equal"
+
+
+def test_every_key_the_minimal_scenario_needs_is_shown_to_matter(tmp_path):
+    """Each key still moved in minimal.toml, alone back at its base, loses more than the
+    shrink's tolerance (measured on the minimal scenario itself), and the output says by how
+    much: never 0%."""
+    space = f'{REPLICAS}"heartbeat.interval_s" = {{ low = 1.0, high = 30.0, log = true }}\n'
+    path = search_file(tmp_path, space, "trials = 6")
+    out = tmp_path / "out"
+    stdout = io.StringIO()
+    with redirect_stdout(stdout), redirect_stderr(io.StringIO()):
+        assert main(["search", str(path), "--in-process", "--quiet", "--out", str(out)]) == 0
+    meta, _ = load_search_results(out)
+    minimal, best = meta["minimal"], meta["best"]["objective"]
+    assert minimal["needs"] and set(minimal["without"]) == set(minimal["needs"])
+    floor = best - load_search(path).shrink_tolerance * abs(best)
+    for key in minimal["needs"]:
+        assert minimal["without"][key] < floor, key  # a maximised objective
+    line = next(x for x in stdout.getvalue().splitlines() if x.startswith("what matters"))
+    for key in minimal["needs"]:
+        assert f"{key} " in line and "->" in line.split(key, 1)[1].split(",")[0]
+    assert not re.search(r": -?0%", line), line
+
+
+def test_a_search_on_an_engine_in_real_time_is_refused_before_it_starts(tmp_path):
+    path = search_file(tmp_path, REPLICAS, "trials = 2")
+    out = tmp_path / "out"
+    code, err = quiet(["search", str(path), "--set", "run.engine=ray", "--out", str(out)])
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("harness: error: search.base: ") and "real time" in err
+    assert not out.exists()

@@ -267,7 +267,10 @@ def test_the_exit_code_says_whether_a_cell_or_a_threshold_failed(ray_instance, t
     path = _sweep_file(tmp_path, f'"cluster.cpu_count" = [64, {FAILING_CPU_COUNT}]')
     bad = ["sweep", str(path), "--out", str(out / "bad"), "--quiet", "--no-report"]
     assert main(bad) == 1
-    assert capsys.readouterr().err == "harness: 1 of 2 cells failed\n"
+    first = "the first: seed 1: RuntimeError: injected failure"
+    assert capsys.readouterr().err == f"harness: 1 of 2 cells failed; {first}\n"
+    assert main([*bad, "--accept-failed"]) == 0  # the failed cell runs again, and fails again
+    assert capsys.readouterr().err == f"harness: 1 of 2 cells failed; {first}\n"
 
 
 @pytest.mark.ray

@@ -12,8 +12,8 @@ whose digests differ and the first run of rows that does (one row where a table 
 than BLOCKS rows).
 
 Columns added to a table after its digests were first recorded (`ADDED`, then `CHECKED` and
-`CAPPED`, `PLACER`, `TIMED`, `STREAMED`) are digested on their own, as `<table>+added`, `<table>+checked`, ...:
-the table's own digest then still proves every older column unchanged."""
+`CAPPED`, `PLACER`, `TIMED`, `STREAMED`) are digested on their own, as `<table>+added`,
+`<table>+checked`, ...: the table's own digest then still proves every older column unchanged."""
 
 from __future__ import annotations
 
