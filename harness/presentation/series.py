@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from harness.results.statistics import mean_interval
 
@@ -154,6 +155,19 @@ def _bucket_value(bucket: int) -> float:
     return math.exp((bucket - 1 + BUCKET_FLOOR + 0.5) * step)
 
 
+def _tally(tally: dict[int, int], keys: np.ndarray) -> None:
+    """Add each key's count in `keys` to `tally`."""
+    seen, counts = np.unique(keys, return_counts=True)
+    for key, n in zip(seen.tolist(), counts.tolist(), strict=True):
+        tally[key] = tally.get(key, 0) + n
+
+
+BIN_BITS = 24
+BUCKET_BITS = 16
+"""How the counts' keys are packed: strategy, then time bin, then what (a kind of answer, or a
+latency bucket)."""
+
+
 def request_series(
     batches: Batches, summary: pd.DataFrame, width: float
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -161,49 +175,50 @@ def request_series(
     of the placed creates by when they were issued, every request of every seed at once; and
     creates placed, creates failed and kills answered per second by when they were answered,
     the mean over the strategy's seeds."""
-    seeds = summary.groupby("strategy", sort=False)["seed"].nunique()
-    counts: dict[tuple[str, float, str], int] = {}
-    latency: dict[tuple[str, float], dict[int, int]] = {}
+    strategies = list(dict.fromkeys(summary["strategy"]))
+    names = pa.array(strategies, pa.string())
+    answered: dict[int, int] = {}  # (strategy, bin, what) -> answers
+    latency: dict[int, int] = {}  # (strategy, bin, bucket) -> placed creates
     for batch in batches("requests", REQUEST_COLUMNS):
-        frame = batch.to_pandas()
-        if frame.empty:
-            continue
-        what = np.where(frame["kind"] == "kill", "kills", "creates_" + frame["outcome"])
-        done_bin = (frame["done_at"] // width) * width
-        grouped = frame.groupby([frame["strategy"], done_bin.rename("t"), what], sort=False)
-        for key, n in grouped.size().items():
-            counts[key] = counts.get(key, 0) + int(n)
-        placed = frame[(frame["kind"] == "create") & (frame["outcome"] == "placed")]
-        issued_bin = (placed["issued_at"] // width) * width
-        buckets = pd.Series(_buckets(placed["latency_ms"].to_numpy()), index=placed.index)
-        by = [placed["strategy"], issued_bin.rename("t"), buckets.rename("bucket")]
-        for (strategy, t, bucket), n in buckets.groupby(by, sort=False).size().items():
-            histogram = latency.setdefault((strategy, t), {})
-            histogram[bucket] = histogram.get(bucket, 0) + int(n)
-    order = {s: i for i, s in enumerate(dict.fromkeys(summary["strategy"]))}
+        code = pc.index_in(batch["strategy"], value_set=names)
+        known = pc.is_valid(code).to_numpy(zero_copy_only=False)
+        code = pc.fill_null(code, 0).to_numpy().astype(np.int64)
+        kill = pc.equal(batch["kind"], "kill").to_numpy(zero_copy_only=False)
+        placed = pc.equal(batch["outcome"], "placed").to_numpy(zero_copy_only=False)
+        what = np.where(kill, 2, np.where(placed, 0, 1))
+        done = (batch["done_at"].to_numpy() // width).astype(np.int64)
+        _tally(answered, (((code << BIN_BITS) | done) << 2 | what)[known])
+        mine = known & ~kill & placed
+        issued = (batch["issued_at"].to_numpy()[mine] // width).astype(np.int64)
+        bucket = _buckets(batch["latency_ms"].to_numpy()[mine])
+        _tally(latency, ((code[mine] << BIN_BITS) | issued) << BUCKET_BITS | bucket)
+    per_bin: dict[tuple[int, int], dict[int, int]] = {}
+    for key, n in latency.items():
+        per_bin.setdefault(
+            (key >> (BIN_BITS + BUCKET_BITS), key >> BUCKET_BITS & _mask(BIN_BITS)), {}
+        )[key & _mask(BUCKET_BITS)] = n
     rows = []
-    for (strategy, t), histogram in latency.items():
-        if strategy in order:
-            p50, p99 = _histogram_quantiles(histogram, (0.5, 0.99))
-            rows.append({"strategy": strategy, "t": t, "p50": p50, "p99": p99})
+    for (code, bin_), histogram in per_bin.items():
+        p50, p99 = _histogram_quantiles(histogram, (0.5, 0.99))
+        rows.append({"strategy": strategies[code], "t": bin_ * width, "p50": p50, "p99": p99})
     lat = pd.DataFrame(rows, columns=["strategy", "t", "p50", "p99"])
+    seeds = summary.groupby("strategy", sort=False)["seed"].nunique()
+    table: dict[tuple[str, float], dict[str, float]] = {}
+    for key, n in answered.items():
+        code, bin_, what = key >> (BIN_BITS + 2), key >> 2 & _mask(BIN_BITS), key & 3
+        strategy = strategies[code]
+        row = table.setdefault((strategy, bin_ * width), dict.fromkeys(THROUGHPUT, 0.0))
+        row[THROUGHPUT[what]] += n / (seeds[strategy] * width)
     throughput = pd.DataFrame(
-        [
-            {"strategy": s, "t": t, "what": w, "n": n}
-            for (s, t, w), n in counts.items()
-            if s in order
-        ],
-        columns=["strategy", "t", "what", "n"],
+        [{"strategy": s, "t": t, **row} for (s, t), row in table.items()],
+        columns=["strategy", "t", *THROUGHPUT],
     )
-    table = throughput.pivot_table(
-        index=["strategy", "t"], columns="what", values="n", aggfunc="sum", fill_value=0
-    ).reindex(columns=list(THROUGHPUT), fill_value=0)
-    if len(table):
-        per = table.index.get_level_values("strategy").map(seeds).to_numpy() * width
-        table = table.div(per, axis=0)
-    table = table.reset_index()
-    table.columns.name = None
-    return _in_order(lat, order), _in_order(table, order)
+    order = {s: i for i, s in enumerate(strategies)}
+    return _in_order(lat, order), _in_order(throughput, order)
+
+
+def _mask(bits: int) -> int:
+    return (1 << bits) - 1
 
 
 def _histogram_quantiles(histogram: dict[int, int], qs: Sequence[float]) -> list[float]:

@@ -7,8 +7,10 @@ values by their top 16 bits, and each later pass only those of the bucket holdin
 sought, 16 bits further, until the bucket is small enough to hold and sort. Memory is a
 histogram and one bucket per rank sought, whatever the column's length; the values are read
 two to five times, for every group of values at once (a percentile per strategy, say).
-The result is the one `numpy.percentile` gives on the whole column, to the bit
-(tests/results/test_order_statistics.py holds the two against each other)."""
+A group of few distinct values (latencies that are sums of a few fixed delays) is counted
+value by value in the first pass instead, and needs no other. The result is the one
+`numpy.percentile` gives on the whole column, to the bit, either way
+(tests/results/test_order_statistics.py holds both against numpy)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,9 @@ GroupedChunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray]]]
 DIGIT_BITS = 16
 HELD = 1 << 20
 """Values of one bucket held in memory to be sorted, rather than counted once more."""
+DISTINCT = 1 << 12
+"""Distinct values of a group counted one by one in the first pass; a group with more is
+selected by its bits instead."""
 _SIGN = np.uint64(1 << 63)
 _DIGIT = np.uint64((1 << DIGIT_BITS) - 1)
 
@@ -54,22 +59,22 @@ def _in(target: Target, groups: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 
 def grouped_order_statistics(
-    chunks: GroupedChunks, ranks: dict[int, Sequence[int]]
+    chunks: GroupedChunks,
+    ranks: dict[int, Sequence[int]],
+    first: dict[int, np.ndarray] | None = None,
 ) -> dict[tuple[int, int], float]:
-    """The value of each rank (0: the smallest) of each group's values: {(group, rank): value}."""
+    """The value of each rank (0: the smallest) of each group's values: {(group, rank): value}.
+    `first`: each group's histogram of its values' top 16 bits, when a pass has counted them
+    already (`grouped_percentiles` counts them with the values)."""
     found: dict[tuple[int, int], float] = {}
     # Each rank sought: its target and the values of its group below the target's bucket.
     sought = {(g, r): ((g, 0, 0), 0) for g, rs in ranks.items() for r in rs}
     while sought:
         targets = {target for target, _ in sought.values()}
-        counts = {target: np.zeros(1 << DIGIT_BITS, np.int64) for target in targets}
-        for groups, values in chunks():
-            keys = _keys(values)
-            for target, histogram in counts.items():
-                digits = (_in(target, groups, keys) >> np.uint64(64 - target[2] - DIGIT_BITS)) & (
-                    _DIGIT
-                )
-                histogram += np.bincount(digits.astype(np.intp), minlength=1 << DIGIT_BITS)
+        if first is not None and all(width == 0 for _, _, width in targets):
+            counts = {target: first[target[0]] for target in targets}
+        else:
+            counts = _histograms(chunks, targets)
         held: dict[Target, list[tuple[int, int]]] = {}
         for key, ((group, prefix, width), below) in list(sought.items()):
             cumulative = np.cumsum(counts[(group, prefix, width)])
@@ -95,6 +100,18 @@ def grouped_order_statistics(
     return found
 
 
+def _histograms(chunks: GroupedChunks, targets: Iterable[Target]) -> dict[Target, np.ndarray]:
+    """For each target, its values counted by their next 16 bits, in one pass."""
+    counts = {target: np.zeros(1 << DIGIT_BITS, np.int64) for target in targets}
+    for groups, values in chunks():
+        keys = _keys(values)
+        for target, histogram in counts.items():
+            shift = np.uint64(64 - target[2] - DIGIT_BITS)
+            digits = (_in(target, groups, keys) >> shift) & _DIGIT
+            histogram += np.bincount(digits.astype(np.intp), minlength=1 << DIGIT_BITS)
+    return counts
+
+
 def order_statistics(chunks: Chunks, ranks: Sequence[int]) -> dict[int, float]:
     """The value of each rank (0: the smallest) of the values `chunks` yields."""
     found = grouped_order_statistics(_one_group(chunks), {0: ranks})
@@ -106,17 +123,43 @@ def grouped_percentiles(
 ) -> list[list[float]]:
     """`numpy.percentile(values, percents)` (linear interpolation) of each group's values,
     without holding them; NaN for each percent of a group without values."""
-    n = np.zeros(groups, np.int64)
-    for codes, _ in chunks():
-        n += np.bincount(codes.astype(np.intp), minlength=groups)
+    # One pass counts each group's values and their top 16 bits (the first histograms), and
+    # while a group has few distinct values, how many of each: then its ranks are read off
+    # those counts, with no pass more.
+    top = {group: np.zeros(1 << DIGIT_BITS, np.int64) for group in range(groups)}
+    distinct: dict[int, dict[int, int] | None] = {group: {} for group in range(groups)}
+    for codes, values in chunks():
+        keys = _keys(values)
+        digits = (keys >> np.uint64(64 - DIGIT_BITS)).astype(np.intp)
+        cells = np.bincount(
+            codes.astype(np.intp) * (1 << DIGIT_BITS) + digits, minlength=groups << DIGIT_BITS
+        )
+        for group in range(groups):
+            top[group] += cells[group << DIGIT_BITS : (group + 1) << DIGIT_BITS]
+            tally = distinct[group]
+            if tally is not None:
+                seen, many = np.unique(keys[codes == group], return_counts=True)
+                for key, count in zip(seen.tolist(), many.tolist(), strict=True):
+                    tally[key] = tally.get(key, 0) + count
+                if len(tally) > DISTINCT:
+                    distinct[group] = None
+    n = np.array([int(top[group].sum()) for group in range(groups)], np.int64)
     wanted: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for group in range(groups):
         if n[group]:
             wanted[group] = _neighbours(int(n[group]), percents)
-    found = grouped_order_statistics(
-        chunks,
-        {g: sorted({*lo.tolist(), *hi.tolist()}) for g, (lo, hi, _) in wanted.items()},
-    )
+    ranks = {g: sorted({*lo.tolist(), *hi.tolist()}) for g, (lo, hi, _) in wanted.items()}
+    found: dict[tuple[int, int], float] = {}
+    for group in list(ranks):
+        tally = distinct[group]
+        if tally is not None:
+            keys_in_order = sorted(tally)
+            ends = np.cumsum([tally[k] for k in keys_in_order])
+            for rank in ranks.pop(group):
+                key = keys_in_order[int(np.searchsorted(ends, rank, side="right"))]
+                found[(group, rank)] = _value(key)
+    if ranks:
+        found |= grouped_order_statistics(chunks, ranks, top)
     out = []
     for group in range(groups):
         if group not in wanted:

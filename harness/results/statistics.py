@@ -95,17 +95,19 @@ def pooled_load(summary: pd.DataFrame, batches: Batches) -> pd.DataFrame:
     measured them (Ray) the create RPC and heartbeat lateness p50/p99 of the merged per-seed
     sketches."""
     strategies = list(dict.fromkeys(summary["strategy"]))
-    code = {s: i for i, s in enumerate(strategies)}
+    names = pa.array(strategies, pa.string())
 
     def placed() -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for batch in batches("requests", ("strategy", "kind", "outcome", "latency_ms")):
+            codes = pc.index_in(batch["strategy"], value_set=names)
             keep = pc.and_(
-                pc.equal(batch["kind"], "create"), pc.equal(batch["outcome"], "placed")
-            ).to_numpy(zero_copy_only=False)
-            names = np.asarray(batch["strategy"].to_pylist(), dtype=object)[keep]
-            codes = np.fromiter((code.get(n, -1) for n in names), np.intp, len(names))
-            mine = codes >= 0
-            yield codes[mine], batch["latency_ms"].to_numpy()[keep][mine]
+                pc.and_(pc.equal(batch["kind"], "create"), pc.equal(batch["outcome"], "placed")),
+                pc.is_valid(codes),
+            )
+            yield (
+                pc.filter(codes, keep).to_numpy(),
+                pc.filter(batch["latency_ms"], keep).to_numpy(),
+            )
 
     latency = grouped_percentiles(placed, len(strategies), PERCENTILES)
     rows = []
@@ -118,7 +120,11 @@ def pooled_load(summary: pd.DataFrame, batches: Batches) -> pd.DataFrame:
             "kills_per_s": kills / duration if duration > 0 else math.nan,
             "failed_frac": float(group["failed"].sum() / creates) if creates else math.nan,
             **dict(
-                zip([f"p{p}_place_ms" for p in PERCENTILES], latency[code[strategy]], strict=True)
+                zip(
+                    [f"p{p}_place_ms" for p in PERCENTILES],
+                    latency[strategies.index(strategy)],
+                    strict=True,
+                )
             ),
         }
         for figure in SKETCHED:

@@ -5,6 +5,7 @@ the selection takes."""
 from __future__ import annotations
 
 from itertools import pairwise
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -30,10 +31,16 @@ floats = st.floats(allow_nan=False, allow_infinity=False, width=64)
 @given(
     st.lists(st.one_of(floats, st.sampled_from([0.0, 1.0, 2.5, -3.0, 1e-300])), min_size=1),
     st.lists(st.integers(0, 10_000), max_size=5),
+    st.sampled_from([0, 2, order_statistics.DISTINCT]),
 )
-def test_percentiles_equal_numpys_to_the_bit(values: list[float], cuts: list[int]) -> None:
+def test_percentiles_equal_numpys_to_the_bit(
+    values: list[float], cuts: list[int], distinct: int
+) -> None:
+    """Counted value by value (few distinct values) or selected by bits (more than
+    `distinct`, 0: always): the same, numpy's."""
     a = np.array(values, dtype=np.float64)
-    got = percentiles(_chunked(a, cuts), PERCENTS)
+    with patch.object(order_statistics, "DISTINCT", distinct):
+        got = percentiles(_chunked(a, cuts), PERCENTS)
     want = np.percentile(a, PERCENTS)
     assert np.array_equal(np.array(got), want), (got, want.tolist())
 
@@ -43,6 +50,7 @@ def test_every_rank_is_found_whether_buckets_are_sorted_or_counted_again(monkeyp
     """With buckets held only when tiny, the selection narrows 16 bits at a time down to the
     value itself; with large ones it sorts a bucket at once: both give every rank."""
     monkeypatch.setattr(order_statistics, "HELD", held)
+    monkeypatch.setattr(order_statistics, "DISTINCT", 0)
     rng = np.random.default_rng(7)
     a = np.concatenate([rng.lognormal(0, 2, 5000), np.full(3000, 1.0), -rng.random(500)])
     ordered = np.sort(a)
@@ -63,6 +71,7 @@ def test_no_value_gives_nan():
 def test_values_are_never_all_held(monkeypatch):
     """The point of it: a long column is counted, not kept; what is kept at once is a bucket."""
     monkeypatch.setattr(order_statistics, "HELD", 1000)
+    monkeypatch.setattr(order_statistics, "DISTINCT", 0)
     kept = []
     real = np.sort
 
@@ -79,9 +88,11 @@ def test_values_are_never_all_held(monkeypatch):
     assert kept and max(kept) <= 1000
 
 
-def test_groups_are_selected_in_the_same_passes_each_as_alone():
+@pytest.mark.parametrize("distinct", [0, 1 << 16])
+def test_groups_are_selected_in_the_same_passes_each_as_alone(monkeypatch, distinct):
+    monkeypatch.setattr(order_statistics, "DISTINCT", distinct)
     rng = np.random.default_rng(11)
-    values = rng.exponential(5.0, 30_000)
+    values = np.round(rng.exponential(5.0, 30_000), 1)  # ~500 distinct values
     groups = rng.integers(0, 4, values.size)  # group 3 is left empty below
     groups[groups == 3] = 2
 
