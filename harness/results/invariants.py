@@ -29,20 +29,27 @@ def _first(items: list[Any], n: int = 5) -> str:
     return ", ".join(map(str, items[:n])) + (", ..." if len(items) > n else "")
 
 
-def _pairs(node: np.ndarray, sandbox: np.ndarray, rows: np.ndarray) -> list[tuple[int, int]]:
-    return list(zip(node[rows].tolist(), sandbox[rows].tolist(), strict=True))
+PAIR_BITS = 32
+"""A (node, sandbox) pair is kept as one integer, node above sandbox: sandbox IDs count the
+creates of a seed, which stay below 2**32 (a Python int holds any, should they not)."""
 
 
-def _acknowledged(
-    result: SeedResult, truth: set[tuple[int, int]]
-) -> tuple[set[tuple[int, int]], list[int]]:
+def _pairs(node: np.ndarray, sandbox: np.ndarray, rows: np.ndarray) -> list[int]:
+    nodes, sandboxes = node[rows].astype(np.int64), sandbox[rows]
+    if sandboxes.size and int(sandboxes.max()) >> PAIR_BITS:  # beyond 64 bits: Python ints
+        nodes, sandboxes = nodes.astype(object), sandboxes.astype(object)
+    return ((nodes << PAIR_BITS) | sandboxes).tolist()
+
+
+def _acknowledged(result: SeedResult, truth: set[int]) -> tuple[set[int], list[int]]:
     """From the request rows, in the order they were recorded (a sandbox's kill after its
     create): the (node, sandbox) pairs placed and not killed, and the sandboxes killed yet in
     `truth` (still on a node at the end). What is held is the pairs alive at once, not every
     row."""
-    alive: set[tuple[int, int]] = set()
+    alive: set[int] = set()
     still_there: list[int] = []
     columns = ("kind", "outcome", "sandbox_id", "node_id")
+    mask = (1 << PAIR_BITS) - 1
     for batch in result.rows.batches("requests", columns):
         create, placed = matches(batch["kind"], "create"), matches(batch["outcome"], "placed")
         kill, done = matches(batch["kind"], "kill"), matches(batch["outcome"], "killed")
@@ -52,7 +59,7 @@ def _acknowledged(
         alive.update(_pairs(node, sandbox, create & placed))
         gone = _pairs(node, sandbox, kill & done)
         alive.difference_update(gone)
-        still_there.extend(pair[1] for pair in gone if pair in truth)
+        still_there.extend(pair & mask for pair in gone if pair in truth)
     return alive, sorted(still_there)
 
 
@@ -60,13 +67,14 @@ def check(config: Config, result: SeedResult) -> list[dict[str, Any]]:
     """The checks (name, ok, detail); what they found goes into the result's summary
     (`lost_sandboxes`, `unknown_sandboxes`, `orphans`, `invariants_ok`), so every engine's
     summary has it."""
-    truth = {(n, i) for n, on_node in enumerate(result.sandbox_ids) for i in on_node}
+    truth = {n << PAIR_BITS | i for n, on_node in enumerate(result.sandbox_ids) for i in on_node}
     alive, still_there = _acknowledged(result, truth)
+    mask = (1 << PAIR_BITS) - 1
     lost = set(result.lost_ids)
     unknown_nodes = set(
         np.flatnonzero(result.nodes.column("lost_unknown").to_numpy(zero_copy_only=False)).tolist()
     )
-    gone = [(n, i) for n, i in alive - truth if i not in lost]
+    gone = [(pair >> PAIR_BITS, pair & mask) for pair in alive - truth if pair & mask not in lost]
     # On a node whose process died, what was lost is not known: counted apart, not missing.
     unknown = [i for n, i in gone if n in unknown_nodes]
     missing = sorted(i for n, i in gone if n not in unknown_nodes)

@@ -92,7 +92,7 @@ class Templates:
     def pick(self, rng: random.Random | None) -> Template:
         """The template of the next create: with several, one draw of `rng`, template i with
         probability weight_i / the sum of the weights; with one, no draw."""
-        if not self.several:
+        if not self.several or rng is None:
             return self.all[0]
         cumulative = self._cumulative
         return self.all[bisect(cumulative, rng.random() * cumulative[-1], 0, len(cumulative) - 1)]
