@@ -32,6 +32,7 @@ from harness.model.scheduling.ledgers import LEDGERS
 from harness.presentation import REPORTED
 from harness.results import phase_hooks
 from harness.results.failures import InvariantError, ResultsError, WriteFailed
+from harness.results.folder_kinds import held_under, holder
 from harness.results.thresholds import FORM, not_run
 from harness.running import interrupts
 from harness.running.interrupts import Interrupted, exit_code
@@ -245,7 +246,11 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser(
         "report", help="print the tables of a run or sweep and write its HTML report"
     )
-    r.add_argument("dir", type=Path, help="a run's or a sweep's output folder")
+    r.add_argument(
+        "dir",
+        type=Path,
+        help="a run's, sweep's or search's output folder; a folder of them: lists them",
+    )
     c = sub.add_parser(
         "compare", help="compare a run (or sweep) with a baseline: a verdict per summary column"
     )
@@ -601,6 +606,21 @@ def _print_run(folder: Path, console: Console) -> tuple[dict[str, Any], dict[str
 
 
 def _cmd_report(args: argparse.Namespace, console: Console) -> int:
+    try:
+        kind = _results_kind(args.dir)
+        if kind is None:  # a parent folder: the runs it holds
+            from harness.presentation.folder_list import print_folders
+
+            found = held_under(args.dir)
+            if not found:
+                raise ResultsError(
+                    f"{args.dir} is not a results folder (no run.json) and holds none"
+                )
+            print_folders(args.dir, found, console)
+            return 0
+    except OSError as e:  # a name too long, a folder that cannot be read
+        raise ResultsError(f"{e.filename or args.dir}: {e.strerror or e}") from None
+    # Pandas, Arrow and matplotlib only once the folder is known to hold results.
     from harness.presentation.search_report import print_search
     from harness.presentation.terminal import overload_warning, print_sweep
     from harness.results.search_folder import is_search, load_search_results
@@ -623,6 +643,14 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     except OSError as e:  # a name too long, a folder that cannot be read
         raise ResultsError(f"{e.filename or args.dir}: {e.strerror or e}") from None
     return 0
+
+
+def _results_kind(folder: Path) -> str | None:
+    """What `folder` holds ("run", "sweep", "search"), None for a folder of other things, or
+    ResultsError for what is no folder: told from the files alone, no data library loaded."""
+    if not folder.is_dir():
+        raise ResultsError(f"{folder} is not a folder")
+    return holder(folder)
 
 
 def _fail_columns(fail_on: str | None) -> list[str] | None:
