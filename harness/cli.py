@@ -46,6 +46,9 @@ THRESHOLD_FAILED = 99
 """Exit code of a run or sweep that finished but failed a threshold (k6 uses 99 too)."""
 WRITE_FAILED = 74
 """Exit code of a command whose results could not be written (EX_IOERR of sysexits.h)."""
+VIOLATIONS_COUNTED = 97
+"""Exit code of a run whose external scheduler placed creates against an eligibility rule
+(`external.on_violation = "count"`), unless `--accept-violations`."""
 EXIT_CODES = {
     0: "done; every threshold passed",
     1: "an engine failure or a broken invariant; for a sweep, any failed cell (a task that "
@@ -58,6 +61,10 @@ EXIT_CODES = {
     WRITE_FAILED: "a results file could not be written (disk full, permission lost): one line "
     "naming the file and the reason; what is on disk is whole, and `harness run --resume DIR` "
     "finishes the run",
+    VIOLATIONS_COUNTED: "finished, results written, but the external scheduler placed "
+    'creates against an eligibility rule (`external.on_violation = "count"`, the summary\'s '
+    "`violations`): said on stderr with how many; `harness run --accept-violations` exits "
+    "as if none had",
     THRESHOLD_FAILED: "finished, results written, but a threshold failed (a sweep: in any "
     "cell), or a comparison with `--fail-on` found a column worse than the baseline; k6 uses "
     "99 too",
@@ -183,6 +190,13 @@ def _parser() -> argparse.ArgumentParser:
         help="then compare the run with the run in DIR (as `harness compare DIR OUT`)",
     )
     _compare_flags(p)
+    p.add_argument(
+        "--accept-violations",
+        action="store_true",
+        help=f"exit 0, not {VIOLATIONS_COUNTED}, although the external scheduler placed creates "
+        'against an eligibility rule (external.on_violation = "count"; said on stderr either '
+        "way)",
+    )
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-report", action="store_true", help="do not write report.html")
@@ -481,7 +495,25 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         _stopped(e, f"{state_of(out)}{unwritten}")
         return exit_code(e)
     overload_warning(frames, console)
-    return _threshold_code(meta["thresholds"]) or compared
+    thresholds = _threshold_code(meta["thresholds"])
+    return thresholds or _violations_code(frames["summary"], args.accept_violations) or compared
+
+
+def _violations_code(summary: Any, accepted: bool) -> int:
+    """VIOLATIONS_COUNTED when the external scheduler placed creates against an eligibility rule
+    (only `external.on_violation = "count"` lets a run finish so), saying so on stderr; 0 when
+    it did not, or `--accept-violations` accepts it."""
+    if "violations" not in summary or not summary["violations"].any():
+        return 0
+    names = ", ".join(sorted({str(n) for n in summary["scheduler"].dropna()}))
+    count = int(summary["violations"].sum())
+    then = "accepted (--accept-violations)" if accepted else "--accept-violations accepts them"
+    print(
+        f"harness: the external scheduler {printable(names)} placed {count} creates against an "
+        f"eligibility rule (the summary's violations, by rule violations_*); {then}",
+        file=sys.stderr,
+    )
+    return 0 if accepted else VIOLATIONS_COUNTED
 
 
 def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:

@@ -14,7 +14,7 @@ from harness.model.scheduling.placement.record import drawn
 from harness.results import percentiles
 from harness.results.arrow_schemas import NODES, REQUESTS, TIMELINE, table
 from harness.results.statistics import seed_summary
-from harness.results.summary_columns import SKETCHED
+from harness.results.summary_columns import IN_PROCESS, SKETCHED
 from harness.results.time_keeping import seed_verdict
 
 if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
@@ -83,7 +83,7 @@ def seed_result(
         "nodes": config.cluster.node_count,
         "k": drawn(config.placement, config.cluster.node_count, config.external.active)[0],
         "replicas": config.placement.replicas,
-        "scheduler": scheduler if config.external.active else "in-process",
+        "scheduler": scheduler if config.external.active else IN_PROCESS,
         **seed_summary(nodes_t, requests_t, timeline_t, config.run.duration_s),
         "engine_wall_s": engine_wall_s,
         **{name: int(faults.get(name, 0)) for name in COUNTS},
