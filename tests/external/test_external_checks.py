@@ -123,6 +123,46 @@ def test_a_scheduler_is_named_and_its_counted_violations_fail_the_run(tmp_path, 
     assert "; accepted (--accept-violations)" in capsys.readouterr().err
 
 
+BIG_MEMORY = """
+[run]
+duration_s = 10.0
+seeds = 1
+
+[[cluster.pools]]
+count = 2
+cpu_count = 64
+memory_mib = 1048576
+
+[placement]
+strategy = "optimistic"
+k = 2
+
+[placement.memory_overcommit]
+ratio = 1.0
+
+[workload]
+arrival = "constant"
+rate_per_s = 1.0
+vcpu = 1.0
+memory_mib = 600000
+lifetime_s = 60.0
+"""
+"""Two nodes of 1 TiB; creates of 600,000 MiB, so a node holds one: a scheduler that sends all
+to node 0 breaks the memory rule with its second."""
+
+
+def test_memory_in_a_violation_reads_as_a_person_writes_it(tmp_path, capsys) -> None:
+    config = tmp_path / "big-memory.toml"
+    config.write_text(BIG_MEMORY)
+    args = ["run", str(config), "--out", str(tmp_path / "run"), "--no-report", "--quiet"]
+    assert main([*args, "--set", f"external.command={json.dumps(NODE_0)}"]) == EXIT_CODE
+    err = capsys.readouterr().err
+    assert (
+        "placed sandbox 1 on node 0, which breaks its memory rule (needs 600,000 MiB; node 0 "
+        "has 600,000 of 1 x 1,048,576 MiB allocated, as the replica sees it" in err
+    ), err
+
+
 def test_by_default_a_violation_is_one_line_naming_the_create_node_and_rule(
     tmp_path, capsys
 ) -> None:
