@@ -12,7 +12,8 @@ The marker is an HTML comment on the line right above the fence, unseen on the s
 - `<!-- prints -->` on an output block: what the runnable block before it prints, compared
   line by line, where `...` stands for any text (a whole line of it: any lines); after a
   block not run here, `<!-- prints: ... -->` names the test that compares it instead;
-- `<!-- output: harness ... -->` on an output block docs/generate.py writes.
+- `<!-- output: harness ... -->` (or `output (long):`) on an output block docs/generate.py
+  writes.
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ def blocks(page: Path) -> list[Block]:
         said = (m["marker"] or "").strip()
         if said.startswith(NOT_RUN):
             marker, options = "not run", {"reason": said.removeprefix(NOT_RUN).strip()}
-        elif said.startswith("output:"):
-            marker, options = "output", {"command": said.removeprefix("output:").strip()}
+        elif said.startswith("output"):  # `output: COMMAND`, `output (long): COMMAND`
+            marker, options = "output", {"command": said.partition(":")[2].strip()}
         elif said:
             head, _, why = said.partition(":")
             marker, *rest = head.split()
