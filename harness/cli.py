@@ -505,7 +505,8 @@ def _violations_code(summary: Any, accepted: bool) -> int:
     it did not, or `--accept-violations` accepts it."""
     if "violations" not in summary or not summary["violations"].any():
         return 0
-    names = ", ".join(sorted({str(n) for n in summary["scheduler"].dropna()}))
+    named = summary["scheduler"].dropna() if "scheduler" in summary else ()
+    names = ", ".join(sorted({str(n) for n in named})) or "(unnamed)"
     count = int(summary["violations"].sum())
     then = "accepted (--accept-violations)" if accepted else "--accept-violations accepts them"
     print(
