@@ -167,6 +167,8 @@ class RaySeedRun:
         """The driver's CPU over the run, a share of one core (`_play`)."""
         self.host_load = math.nan
         """The driver's host's 1-minute load average per core, mean over the run's polls."""
+        self.scheduler: str | None = None
+        """The external scheduler's name, as the replicas heard it in its Hello (`_collect`)."""
 
     @property
     def ray_nodes(self) -> list[str]:
@@ -349,6 +351,9 @@ class RaySeedRun:
             if sum(self.deaths) == deaths:
                 break
         rpc = percentiles.merged(self._get(self.replicas, "rpc_times"))
+        self.scheduler = scenario.placed_by(
+            [name for names in self._get(self.replicas, "scheduler_names") for name in names]
+        )
         return finals, drained, rpc
 
     def run(self, rows: SeedRows, progress: Progress | None = None) -> SeedResult:
@@ -397,6 +402,7 @@ class RaySeedRun:
                 "host_load": self.host_load,
             },
             sketches={"create_rpc": rpc, "heartbeat_late": lateness},
+            scheduler=self.scheduler,
             sandbox_ids=self.sandbox_ids,
             lost_ids=[i for part in finals for i in part["lost_ids"]],
             drained_views=drained,

@@ -281,6 +281,12 @@ class Replica(Host):
         if host is not None:
             scenario.close_replicas([host])
 
+    async def scheduler_names(self) -> list[str]:
+        """The name this replica's external scheduler gave itself, if it has one: the seed's
+        `scheduler`, as the virtual engine records it."""
+        self.raise_failure()
+        return scenario.scheduler_names([self.host])
+
     async def rpc_times(self) -> Any:
         """The sketch of create RPC round trips as this replica saw them, in model ms."""
         self.raise_failure()

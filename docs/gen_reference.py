@@ -220,16 +220,27 @@ def _argument(action: argparse.Action) -> str:
     return f"`{flag} {action.metavar or action.dest.upper()}`"
 
 
+RUNS = "runnable"
 EXAMPLES = {
-    "run": "harness run configs/seed-herd.toml --compare stale,optimistic --seeds 5",
-    "sweep": "harness sweep configs/sweep-reference.toml --out results/reference",
-    "search": "harness search configs/searches/optimistic.toml --trials 100",
-    "report": "harness report results/reference",
-    "compare": "harness compare results/main results/branch --fail-on worse",
-    "plugins": "harness plugins",
-    "keys": "harness keys --markdown",
+    "run": ("harness run configs/seed-herd.toml --compare stale,optimistic --seeds 5", RUNS),
+    "sweep": (
+        "harness sweep configs/sweep-reference.toml --out results/reference",
+        "not run: a sweep of 25 cells on Ray, minutes",
+    ),
+    "search": (
+        "harness search configs/searches/optimistic.toml --trials 100",
+        "not run: 100 trials on Ray, an hour",
+    ),
+    "report": ("harness report results/reference", "not run: reads the sweep above"),
+    "compare": (
+        "harness compare results/main results/branch --fail-on worse",
+        "not run: reads two runs this page does not make (the baseline guide makes them)",
+    ),
+    "plugins": ("harness plugins", RUNS),
+    "keys": ("harness keys --markdown", RUNS),
 }
-"""An example of each command, shown under its description."""
+"""An example of each command, shown under its description, and whether the docs test runs it
+(tests/project/test_docs.py: a block runs, or says why not)."""
 
 
 def cli_page() -> str:
@@ -250,7 +261,8 @@ def cli_page() -> str:
         ]
         text = helps[name]
         out.append(f"\n## `harness {name}`\n\n{text[0].upper()}{text[1:]}.\n\n")
-        out.append(f"```bash\n{EXAMPLES[name]}\n```\n\n")
+        example, marker = EXAMPLES[name]
+        out.append(f"<!-- {marker} -->\n```bash\n{example}\n```\n\n")
         out.append(_table(("argument", "meaning"), rows) if rows else "No arguments.\n")
     return "".join(out)
 

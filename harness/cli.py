@@ -32,6 +32,7 @@ from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.results import phase_hooks
 from harness.results.failures import InvariantError, ResultsError, WriteFailed
+from harness.results.folder_kinds import held_under, holder
 from harness.results.thresholds import FORM, not_run
 from harness.running import interrupts
 from harness.running.interrupts import Interrupted, exit_code
@@ -47,6 +48,9 @@ WRITE_FAILED = 74
 """Exit code of a command whose results could not be written (EX_IOERR of sysexits.h)."""
 NOT_JUDGED = 98
 """Exit code of a comparison that refused to judge: a run it compares was overloaded."""
+VIOLATIONS_COUNTED = 97
+"""Exit code of a run whose external scheduler placed creates against an eligibility rule
+(`external.on_violation = "count"`), unless `--accept-violations`."""
 EXIT_CODES = {
     0: "done; every threshold passed",
     1: "an engine failure or a broken invariant; for a sweep or a search, a failed cell or "
@@ -66,6 +70,10 @@ EXIT_CODES = {
     "nothing: a run it compares ran overloaded (its `time_keeping`), so its figures may "
     "describe the machine; the seeds are named on stderr, the table is written with the "
     "verdict `overloaded`, and `--faithful-only` judges the other seeds instead",
+    VIOLATIONS_COUNTED: "finished, results written, but the external scheduler placed "
+    'creates against an eligibility rule (`external.on_violation = "count"`, the summary\'s '
+    "`violations`): said on stderr with how many; `harness run --accept-violations` exits "
+    "as if none had",
     THRESHOLD_FAILED: "finished, results written, but a threshold failed (a sweep: in any "
     "cell), or a comparison with `--fail-on` found a column worse than the baseline; k6 uses "
     "99 too",
@@ -206,6 +214,13 @@ def _parser() -> argparse.ArgumentParser:
         help="then compare the run with the run in DIR (as `harness compare DIR OUT`)",
     )
     _compare_flags(p)
+    p.add_argument(
+        "--accept-violations",
+        action="store_true",
+        help=f"exit 0, not {VIOLATIONS_COUNTED}, although the external scheduler placed creates "
+        'against an eligibility rule (external.on_violation = "count"; said on stderr either '
+        "way)",
+    )
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-report", action="store_true", help="do not write report.html")
@@ -271,7 +286,11 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser(
         "report", help="print the tables of a run or sweep and write its HTML report"
     )
-    r.add_argument("dir", type=Path, help="a run's or a sweep's output folder")
+    r.add_argument(
+        "dir",
+        type=Path,
+        help="a run's, sweep's or search's output folder; a folder of them: lists them",
+    )
     c = sub.add_parser(
         "compare", help="compare a run (or sweep) with a baseline: a verdict per summary column"
     )
@@ -502,7 +521,26 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         _stopped(e, f"{state_of(out)}{unwritten}")
         return exit_code(e)
     overload_warning(frames, console)
-    return _threshold_code(meta["thresholds"]) or compared
+    thresholds = _threshold_code(meta["thresholds"])
+    return thresholds or _violations_code(frames["summary"], args.accept_violations) or compared
+
+
+def _violations_code(summary: Any, accepted: bool) -> int:
+    """VIOLATIONS_COUNTED when the external scheduler placed creates against an eligibility rule
+    (only `external.on_violation = "count"` lets a run finish so), saying so on stderr; 0 when
+    it did not, or `--accept-violations` accepts it."""
+    if "violations" not in summary or not summary["violations"].any():
+        return 0
+    named = summary["scheduler"].dropna() if "scheduler" in summary else ()
+    names = ", ".join(sorted({str(n) for n in named})) or "(unnamed)"
+    count = int(summary["violations"].sum())
+    then = "accepted (--accept-violations)" if accepted else "--accept-violations accepts them"
+    print(
+        f"harness: the external scheduler {printable(names)} placed {count} creates against an "
+        f"eligibility rule (the summary's violations, by rule violations_*); {then}",
+        file=sys.stderr,
+    )
+    return 0 if accepted else VIOLATIONS_COUNTED
 
 
 def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
@@ -649,6 +687,21 @@ def _print_run(folder: Path, console: Console) -> tuple[dict[str, Any], dict[str
 
 
 def _cmd_report(args: argparse.Namespace, console: Console) -> int:
+    try:
+        kind = _results_kind(args.dir)
+        if kind is None:  # a parent folder: the runs it holds
+            from harness.presentation.folder_list import print_folders
+
+            found = held_under(args.dir)
+            if not found:
+                raise ResultsError(
+                    f"{args.dir} is not a results folder (no run.json) and holds none"
+                )
+            print_folders(args.dir, found, console)
+            return 0
+    except OSError as e:  # a name too long, a folder that cannot be read
+        raise ResultsError(f"{e.filename or args.dir}: {e.strerror or e}") from None
+    # Pandas, Arrow and matplotlib only once the folder is known to hold results.
     from harness.presentation.search_report import print_search
     from harness.presentation.terminal import overload_warning, print_sweep
     from harness.results.search_folder import is_search, load_search_results
@@ -671,6 +724,14 @@ def _cmd_report(args: argparse.Namespace, console: Console) -> int:
     except OSError as e:  # a name too long, a folder that cannot be read
         raise ResultsError(f"{e.filename or args.dir}: {e.strerror or e}") from None
     return 0
+
+
+def _results_kind(folder: Path) -> str | None:
+    """What `folder` holds ("run", "sweep", "search"), None for a folder of other things, or
+    ResultsError for what is no folder: told from the files alone, no data library loaded."""
+    if not folder.is_dir():
+        raise ResultsError(f"{folder} is not a folder")
+    return holder(folder)
 
 
 def _fail_columns(fail_on: str | None) -> list[str] | None:

@@ -92,12 +92,6 @@ class _World(Recipient):
         if not self.lifecycle.over(end, self.clients.done, None):
             raise RuntimeError("the run ran out of messages before its clients were done")
 
-    def scheduler(self) -> str | None:
-        """The name the external scheduler gave itself in its Hello (its replicas' names,
-        joined, should they differ); None in process."""
-        names = sorted({r.session.hello_name for r in self.replicas if hasattr(r, "session")})
-        return " + ".join(names) if names else None
-
     def refused_again(self) -> int:
         """Creates in flight stuck in refusals, as each replica counts them."""
         return sum(r.refused_again() for r in self.replicas)
@@ -193,5 +187,5 @@ class VirtualEngine(Engine):
             sandbox_ids=host.sandbox_ids(),
             lost_ids=host.lost_ids(),
             drained_views=world.drained_views(),
-            scheduler=world.scheduler(),
+            scheduler=scenario.placed_by(scenario.scheduler_names(world.replicas)),
         )

@@ -39,6 +39,8 @@ class RemoteScheduler:
         else:
             host, port = split_address(spec.address)
             self.name = f"external scheduler at {spec.address}"
+        self.at = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        """Where the scheduler is spoken to."""
         self.timeout_s = spec.timeout_s
         self.fail_on_timeout = spec.on_timeout == "fail"
         self.stop_on_violation = spec.on_violation == "error"
@@ -174,6 +176,16 @@ class RemoteScheduler:
             return f"did not answer {method} within {self.timeout_s:g} s (external.timeout_s)"
         if failed.kind == "unparsable":
             return f"answered {method} with bytes that do not parse as a {method}Reply"
+        if failed.kind == "refused" and process is not None:
+            return (
+                f"printed port {process.port}, but nothing listens on {self.at}: the connection "
+                "was refused (is the port printed before the server listens, or another one?)"
+            )
+        if failed.kind == "refused":
+            return (
+                "refused the connection: nothing listens there (is the server up, and "
+                "external.address its address?)"
+            )
         if failed.kind == "closed":
             return f"closed the connection during {method} ({failed.detail})"
         return f"failed {method} ({failed.detail})"

@@ -28,6 +28,38 @@ DEATH_WAIT_S = 1.0
 
 LOG_MAX_BYTES = 1 << 20
 """A log file's size before it is moved aside (one older file kept): at most twice this."""
+UNPRINTED_WAIT_S = 5.0
+"""How long a process that listens may stay silent before the harness says its port line is
+likely still in its output buffer, rather than waiting out `external.start_timeout_s`."""
+LOOK_EVERY_S = 0.5
+"""How often a silent process is looked at for a listening socket."""
+
+
+def listening_ports(session: int) -> set[int]:
+    """The TCP ports that the processes of `session` (a process group leader's pid, with
+    `start_new_session`) listen on; empty where Linux's /proc cannot tell."""
+    listening: dict[str, int] = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == "0A":  # TCP_LISTEN
+                listening[fields[9]] = int(fields[1].rsplit(":", 1)[1], 16)
+    ports = set()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[3]) != session:
+                continue
+            for fd in (proc / "fd").iterdir():
+                link = os.readlink(fd)
+                if link.startswith("socket:[") and link[8:-1] in listening:
+                    ports.add(listening[link[8:-1]])
+        except (OSError, IndexError, ValueError):  # gone meanwhile, or not ours to read
+            continue
+    return ports
 
 
 def _drain(pipe: IO[bytes], keep: deque[str], log: Path | None = None) -> None:
@@ -93,21 +125,48 @@ class SchedulerProcess:
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout_s
         got = b""
+        heard_at: float | None = None
+        """When the process was first seen listening while it had printed nothing."""
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
             while b"\n" not in got:
                 left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(left):
+                if left <= 0:
                     raise SchedulerError(
                         f"{self.name}: printed no port within {timeout_s:g} s "
-                        f"(external.start_timeout_s){self.where()}"
+                        f"(external.start_timeout_s); a port printed but not flushed waits in "
+                        f"the process's output buffer: flush it (Python: print(port, "
+                        f"flush=True)){self.where()}"
                     )
+                if not sel.select(min(left, LOOK_EVERY_S)):
+                    if not got:
+                        heard_at = self._unflushed(heard_at)
+                    continue
                 chunk = os.read(fd, 1)  # byte by byte: what follows the line is not ours
                 if not chunk:
                     died = self.death("before printing its port")
                     raise SchedulerError(f"{self.name}: {died}{self.where()}")
                 got += chunk
         return got.decode(errors="replace").strip()
+
+    def _unflushed(self, heard_at: float | None) -> float | None:
+        """When the silent process was first seen listening (None: not yet); a SchedulerError
+        once it has listened for `UNPRINTED_WAIT_S` and still printed nothing: its port line
+        is most likely in its output buffer, which a pipe fills before it is written."""
+        ports = listening_ports(self.proc.pid)
+        if not ports:
+            return None
+        now = time.monotonic()
+        if heard_at is None:
+            return now
+        if now - heard_at < UNPRINTED_WAIT_S:
+            return heard_at
+        raise SchedulerError(
+            f"{self.name}: listens on port {', '.join(map(str, sorted(ports)))} but has printed "
+            f"nothing for {UNPRINTED_WAIT_S:g} s: its port line is likely still in its output "
+            "buffer (stdout is a pipe, so block-buffered); flush it after printing (Python: "
+            f"print(port, flush=True), or PYTHONUNBUFFERED=1){self.where()}"
+        )
 
     def _port(self, line: str) -> int:
         if not line.isdigit() or not 0 < int(line) < 65536:
@@ -136,6 +195,8 @@ class SchedulerProcess:
             if code is not None and code < 0
             else f"exited with code {code}"
         )
+        if code is not None:  # its last words: the drain ends at the pipe's end, soon after
+            self.drain.join(DEATH_WAIT_S)
         said = f": {self.stderr[-1]}" if self.stderr else ""
         return f"{how} {when}{said}"
 

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 class Session(Protocol):
     """The harness's end of a session with a scheduler (`harness.external.client`)."""
 
+    hello_name: str
+    """The name the scheduler gave itself in its Hello."""
+
     def report(self, report: Report, now: float) -> None: ...
 
     def create_answered(

@@ -22,7 +22,8 @@ CHANNEL_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_mess
 
 
 class CallFailed(Exception):
-    """A call that got no proper answer: `kind` is timeout, closed, unparsable or failed."""
+    """A call that got no proper answer: `kind` is timeout, refused (nothing listens at the
+    address), closed, unparsable or failed."""
 
     def __init__(self, kind: str, detail: str = "") -> None:
         super().__init__(f"{kind}: {detail}")
@@ -51,7 +52,8 @@ class Grpc:
             if code is grpc.StatusCode.INTERNAL and "deserializ" in detail.lower():
                 raise CallFailed("unparsable", detail) from None
             if code is grpc.StatusCode.UNAVAILABLE:
-                raise CallFailed("closed", detail) from None
+                refused = "connection refused" in detail.lower()
+                raise CallFailed("refused" if refused else "closed", detail) from None
             raise CallFailed("failed", f"{code.name}: {detail}") from None
 
     def close(self) -> None:
@@ -117,6 +119,8 @@ class Framed:
         self.timeout_s = timeout_s
         try:
             self.sock = socket.create_connection((host, port), timeout=timeout_s)
+        except ConnectionRefusedError as e:
+            raise CallFailed("refused", str(e)) from None
         except OSError as e:
             raise CallFailed("closed", str(e)) from None
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

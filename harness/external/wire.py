@@ -22,10 +22,15 @@ FROM_WIRE = {wire: outcome for outcome, wire in OUTCOMES.items()}
 
 
 def options(rules: PlacementSpec) -> dict[str, str]:
-    """The `[placement]` keys, each value as JSON text (`HelloRequest.options`), and each
-    plugin's settings given, as a JSON object under its table's name."""
+    """The `[placement]` keys, each value as JSON text (`HelloRequest.options`), and every
+    plugin's settings, as the config gives them or their defaults, as a JSON object under its
+    table's name: a scheduler finds `memory_overcommit` (`{"ratio": 0.0}`: the rule off)
+    whether or not the config wrote the table."""
     own = {f.name: json.dumps(getattr(rules, f.name)) for f in fields(rules) if f.name in KEYS}
-    return own | {table: json.dumps(asdict(s)) for table, s in rules.settings.items()}
+    plugins = with_settings(rules)
+    return own | {
+        table: json.dumps(asdict(rules.settings_of(plugin))) for table, plugin in plugins.items()
+    }
 
 
 def placement_spec(wire: Any) -> PlacementSpec:

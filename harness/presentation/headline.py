@@ -190,12 +190,13 @@ def _sentence(c: Comparison) -> str:
     return line
 
 
-def headline(found: list[Comparison], kept: dict | None = None) -> list[str]:
-    """The run's story, a sentence per strategy: the first's figures, then each comparison;
-    then, for a run in real time, whether it kept the model's time (`kept`, the run's
-    `harness.results.time_keeping.run_verdict`)."""
+def headline(found: list[Comparison], kept: dict | None = None, placed: str = "") -> list[str]:
+    """The run's story, a sentence per strategy: who placed, when an external scheduler did
+    (`placed`, `harness.presentation.placer.placed_by`), the first strategy's figures, then
+    each comparison; then, for a run in real time, whether it kept the model's time (`kept`,
+    the run's `harness.results.time_keeping.run_verdict`)."""
     told = time_keeping.line(kept)
-    return [sentence(c) for c in found] + ([told] if told else [])
+    return [placed] * bool(placed) + [sentence(c) for c in found] + ([told] if told else [])
 
 
 def _part(entry: dict) -> str:

@@ -16,6 +16,7 @@ from harness.model.cluster.phases import PHASES
 from harness.model.scheduling.placement.record import drawn
 from harness.presentation import plots, series
 from harness.presentation.headline import headline, plugins_line, same_as
+from harness.presentation.placer import per_strategy, placed_by
 from harness.presentation.search_report import search_page
 from harness.results import phase_hooks
 from harness.results.atomic_files import write_text
@@ -103,6 +104,8 @@ COUNT = "{:.1f}"
 """The form of a count column (a mean over seeds), unless all its values are whole."""
 RUN_COLUMNS = [
     ("strategy", ("strategy",), "{}"),
+    ("scheduler", ("scheduler",), "{}"),
+    ("violations", ("violations",), COUNT),
     ("seeds", ("seeds",), "{}"),
     ("CV mean", ("cv_mean",), "{:.3f}"),
     ("CV 95% CI", ("cv_lo", "cv_hi"), "{:.3f}-{:.3f}"),
@@ -115,6 +118,7 @@ RUN_COLUMNS = [
     ("idlest", ("min_count",), COUNT),
     ("placed", ("placed",), COUNT),
     ("failed", ("failed",), COUNT),
+    ("asks mean / max", ("asks_mean", "asks_max"), "{:.2f} / {:.0f}"),
     ("creates/s", ("creates_per_s",), "{:.1f}"),
     ("kills/s", ("kills_per_s",), "{:.1f}"),
     ("latency ms p50 / p90 / p99", PLACE_MS, "{:.1f} / {:.1f} / {:.1f}"),
@@ -151,6 +155,20 @@ RUN_NOTES: tuple[tuple[str | None, str], ...] = (
         "busiest, idlest: the busiest and idlest node's sandboxes at the end; placed, failed: "
         "creates; each a mean over seeds. |err|: believed minus true allocated vCPU per node "
         "and replica, its time-weighted mean; err %: the share of node-time with any error.",
+    ),
+    (
+        "scheduler",
+        "scheduler: the external scheduler that placed, as its Hello named itself; the "
+        "strategy is the harness's ledger of its view.",
+    ),
+    (
+        "violations",
+        "violations: creates per seed the scheduler placed against an eligibility rule.",
+    ),
+    (
+        "asks mean / max",
+        "asks: times a create was asked of the scheduler (1, plus one per refusal or failed "
+        "RPC), mean over creates and the most of any create.",
     ),
     (
         "util CV mean",
@@ -358,12 +376,17 @@ def _run(folder: Path) -> tuple[str, str]:
     found = comparisons(summary, nodes)
     pipeline = plugins_line(plugins)
     story = "".join(
-        f"<li>{html.escape(line)}</li>" for line in headline(found, run_verdict(summary))
+        f"<li>{html.escape(line)}</li>"
+        for line in headline(found, run_verdict(summary), placed_by(summary))
     )
     head += (f'<p class="note">{html.escape(pipeline)}</p>' if pipeline else "") + (
         f'<ul class="story">{story}</ul>'
     )
-    table = _run_table(by_strategy(summary, pooled_load(summary, run.batches)))
+    table = _run_table(
+        by_strategy(summary, pooled_load(summary, run.batches)).merge(
+            per_strategy(summary), on="strategy"
+        )
+    )
     scenario = _scenario(
         summary,
         nodes,

@@ -30,6 +30,7 @@ from harness.config.key_tables import (
 from harness.engines import Snapshot
 from harness.model.protocol.replica_party import REFUSED_AGAIN
 from harness.presentation.headline import headline, plugins_line
+from harness.presentation.placer import per_strategy, placed_by
 from harness.results.seed_figures import cv
 from harness.results.statistics import (
     by_strategy,
@@ -154,8 +155,9 @@ def strategy_tables(
     """The table over seeds, one row per strategy, fitted to `width`; rates and latency
     percentiles are pooled over every request of every seed
     (`harness.results.statistics.pooled_load`)."""
-    rows = by_strategy(summary, pooled)
+    rows = by_strategy(summary, pooled).merge(per_strategy(summary), on="strategy")
     columns = [
+        *_placer_columns(rows),
         Column("seeds", [str(n) for n in rows["seeds"]]),
         Column("CV\nmean", [_fmt(x) for x in rows["cv_mean"]]),
         Column(
@@ -170,6 +172,7 @@ def strategy_tables(
         Column("min", _counts(rows["min_count"])),
         Column("placed", _counts(rows["placed"])),
         Column("failed", _counts(rows["failed"])),
+        *_asks_columns(rows),
         Column("creates\n/s", [_fmt(x, 1) for x in rows["creates_per_s"]]),
         Column("p50\nms", [_fmt(x, 2) for x in rows["p50_place_ms"]]),
         Column("p99\nms", [_fmt(x, 2) for x in rows["p99_place_ms"]]),
@@ -192,6 +195,27 @@ def strategy_tables(
     caption = " ".join(text for label, text in CAPTIONS if label is None or label in labels)
     strategy = Column("strategy", list(rows["strategy"]), justify="left")
     return fitted(title, [strategy], columns, width, caption)
+
+
+def _placer_columns(rows: pd.DataFrame) -> list[Column]:
+    """The external scheduler's name and its violations, where they say something
+    (`harness.presentation.placer`)."""
+    columns = []
+    if rows["scheduler"].notna().any():
+        columns.append(Column("scheduler", [escape(str(n)) for n in rows["scheduler"]], "left"))
+    if rows["violations"].notna().any():
+        columns.append(Column("violations", _counts(rows["violations"])))
+    return columns
+
+
+def _asks_columns(rows: pd.DataFrame) -> list[Column]:
+    """The asks per create, where a create was asked about more than once."""
+    if rows["asks_max"].isna().all():
+        return []
+    return [
+        Column("asks\nmean", [_fmt(x, 2) for x in rows["asks_mean"]]),
+        Column("asks\nmax", _counts(rows["asks_max"])),
+    ]
 
 
 def _utilisation_columns(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Column]:
@@ -224,6 +248,21 @@ CAPTIONS: tuple[tuple[str | None, str], ...] = (
         "a mean over seeds. err: believed minus true allocated vCPU per node and replica; "
         "|err| is its mean, time-weighted, over and under the worst over all seeds, err % the "
         "share of node-time with any error.",
+    ),
+    (
+        "scheduler",
+        "scheduler: the external scheduler that placed, as its Hello named itself; the "
+        "strategy is the harness's ledger of its view.",
+    ),
+    (
+        "violations",
+        "violations: creates per seed the scheduler placed against an eligibility rule "
+        "(external.on_violation = count).",
+    ),
+    (
+        "asks max",
+        "asks: times a create was asked of the scheduler (1, plus one per refusal or failed "
+        "RPC), mean over creates, and the most of any create.",
     ),
     (
         "util CV",
@@ -283,7 +322,7 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
     if pipeline:
         console.print(Text(pipeline, style="dim"))
     found = comparisons(summary, nodes)
-    for told in headline(found, run_verdict(summary)):
+    for told in headline(found, run_verdict(summary), placed_by(summary)):
         console.print(Text(told))
     panels = []
     for c in found:

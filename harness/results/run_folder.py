@@ -57,27 +57,15 @@ from harness.results.atomic_files import (
     write_json,
 )
 from harness.results.failures import ResultsError
+from harness.results.folder_kinds import MARKS, holder
 from harness.results.seed_result import SeedResult
 from harness.results.seed_rows import READ_ROWS, RECORDED, SeedRows
-
-MARKS = {"run.json": "run", "sweep.json": "sweep", "search.json": "search"}
-"""The file that says what a results folder holds."""
 
 META_MIN_INTERVAL_S = 1.0
 META_MAX_SHARE = 0.05
 """run.json is rewritten after a seed only once this long has passed since the last write,
 and the last write took at most this share of the time since: rewriting all of it after every
 seed made a run's time grow with the square of its seeds."""
-
-
-def holder(folder: Path) -> str | None:
-    """What a results folder holds, "run", "sweep" or "search", or None; a folder holding two
-    (an older harness let a run write into a sweep's folder) is unreadable as either."""
-    held = [kind for mark, kind in MARKS.items() if (folder / mark).is_file()]
-    if len(held) > 1:
-        both = " and a ".join(held)
-        raise ResultsError(f"{folder} holds both a {both}; it cannot be read as either")
-    return held[0] if held else None
 
 
 def check_writable(out_dir: Path) -> Path:

@@ -15,7 +15,7 @@ from harness.results import percentiles
 from harness.results.arrow_schemas import NODES, table
 from harness.results.seed_figures import seed_summary
 from harness.results.seed_rows import SeedRows
-from harness.results.summary_columns import SKETCHED
+from harness.results.summary_columns import IN_PROCESS, SKETCHED
 from harness.results.time_keeping import seed_verdict
 
 if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
@@ -86,7 +86,7 @@ def seed_result(
         "nodes": config.cluster.node_count,
         "k": drawn(config.placement, config.cluster.node_count, config.external.active)[0],
         "replicas": config.placement.replicas,
-        "scheduler": scheduler if config.external.active else "in-process",
+        "scheduler": scheduler if config.external.active else IN_PROCESS,
         **seed_summary(nodes_t, rows, config.run.duration_s, config.heartbeat.interval_s),
         "engine_wall_s": engine_wall_s,
         **{name: int(faults.get(name, 0)) for name in COUNTS},

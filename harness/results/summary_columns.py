@@ -135,6 +135,9 @@ OVERLOADED = "overloaded"
 """The values of `time_keeping`: declared with the column, so a threshold reads them without
 loading the verdict's data libraries."""
 
+IN_PROCESS = "in-process"
+"""The summary's `scheduler` where the harness's own pipeline placed."""
+
 SUMMARY_COLUMNS: tuple[Column, ...] = (
     Column("engine", "str", "name", IDENTITY, LABEL, Source.RUN, "`virtual` or `ray`."),
     Column(
@@ -183,9 +186,9 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         IDENTITY,
         LABEL,
         Source.RUN,
-        "Who placed: `in-process`, or the name an external scheduler gave itself in its "
-        "`Hello` (null where the engine did not hear it: an external scheduler on the Ray "
-        "engine). With an external scheduler the `strategy` is only the harness's own ledger "
+        f"Who placed: `{IN_PROCESS}`, or the name an external scheduler gave itself in its "
+        "`Hello` (its replicas' names joined by ` + ` should they differ), on either engine. "
+        "With an external scheduler the `strategy` is only the harness's own ledger "
         "of the replica's view, and the `err_*` columns measure that ledger, not the "
         "scheduler's own view, which the harness cannot see.",
     ),

@@ -122,6 +122,10 @@ def _is_aggregate(name: str) -> bool:
     return name in AGGREGATES or PERCENTILE.fullmatch(name) is not None
 
 
+NAMES = (*METRICS, *(f"{metric}_{aggregate}" for metric in METRICS for aggregate in AGGREGATES))
+"""Every name a threshold may take but the percentiles: what a misspelt one is likened to."""
+
+
 def metric_and_aggregate(name: str) -> tuple[str, str | None]:
     if name in METRICS:
         return name, None
@@ -129,10 +133,12 @@ def metric_and_aggregate(name: str) -> tuple[str, str | None]:
     if metric in METRICS:
         if _is_aggregate(aggregate):
             return metric, aggregate
-        raise ThresholdError(f"unknown aggregate {aggregate!r}; known: {AGGREGATE_NAMES}")
+        close = _close(name, NAMES)  # the likeliest slip is in the whole name: failed_fraq
+        known = f" (aggregates: {AGGREGATE_NAMES})" if close else f"; known: {AGGREGATE_NAMES}"
+        raise ThresholdError(f"unknown aggregate {aggregate!r}{close}{known}")
     if _is_aggregate(aggregate):
         raise ThresholdError(f"unknown metric {metric!r}{_close(metric, METRICS)}")
-    raise ThresholdError(f"unknown metric {name!r}{_close(name, METRICS)}")
+    raise ThresholdError(f"unknown metric {name!r}{_close(name, NAMES)}")
 
 
 def parse(text: str, origin: str = "") -> Threshold:

@@ -175,6 +175,18 @@ def replica_hosts(config: Config, seed: int, sink: Sink, kept: dict | None = Non
     return hosts
 
 
+def scheduler_names(hosts: list[Replica]) -> list[str]:
+    """The names the external scheduler gave itself in the Hello of each of `hosts` that
+    places through one (none in process)."""
+    return [h.session.hello_name for h in hosts if isinstance(h, ExternalReplica)]
+
+
+def placed_by(names: list[str]) -> str | None:
+    """Who placed, for the summary's `scheduler`: the replicas' scheduler names, joined should
+    they differ; None when none was heard (in process)."""
+    return " + ".join(sorted(set(names))) or None
+
+
 def close_replicas(hosts: list[Replica]) -> None:
     """Ends the sessions of replicas that place through an external scheduler."""
     for host in hosts:

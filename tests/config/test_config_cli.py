@@ -127,7 +127,7 @@ def test_run_compare_then_report(tmp_path, capsys):
         (["run", "{config}", "--compare", "stale,bogus"], "unknown strategy 'bogus'"),
         (["run", "{bad_toml}"], "not valid TOML"),
         (["run", "{latin1}"], "not UTF-8"),
-        (["report", "{tmp}"], "not a results folder"),
+        (["report", "{plain}"], "not a results folder (no run.json) and holds none"),
         (["report", "{bad_toml}"], "is not a folder"),
         (["report", "{garbled}"], "not valid JSON"),
         (["run", "{tmp}"], "is a directory"),
@@ -145,7 +145,10 @@ def test_user_mistakes_give_one_line_and_exit_2(argv, message, tmp_path, capsys)
     garbled = tmp_path / "garbled"
     garbled.mkdir()
     (garbled / "run.json").write_text("{not json")
+    plain = tmp_path / "plain"
+    plain.mkdir()
     values = {
+        "plain": str(plain),
         "garbled": str(garbled),
         "sweep": str(CONFIGS / "sweep-heartbeat.toml"),
         "config": str(SCENARIOS[0]),

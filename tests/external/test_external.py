@@ -172,6 +172,42 @@ def test_a_command_that_prints_no_port_is_one_line(tmp_path, capsys) -> None:
     assert len(err.splitlines()) == 1
 
 
+UNFLUSHED = """
+import socket, time
+listener = socket.create_server(("127.0.0.1", 0))
+out = open(1, "w", buffering=8192, closefd=False)  # block-buffered, as a pipe's stdout is
+out.write(f"{listener.getsockname()[1]}\\n")  # and never flushed
+time.sleep(120)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux /proc")
+def test_a_port_printed_but_not_flushed_is_said_long_before_the_start_timeout(tmp_path, capsys):
+    """The process listens, its port line waits in its buffer: said once it has listened a few
+    seconds in silence (`UNPRINTED_WAIT_S`), not after `external.start_timeout_s` of nothing."""
+    script = [sys.executable, "-c", UNFLUSHED]
+    assert _run(tmp_path, "run", command(script), "external.start_timeout_s=120") == EXIT_CODE
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "but has printed nothing for 5 s: its port line is likely still in its output" in err
+    assert "flush it after printing (Python: print(port, flush=True)" in err
+
+
+def test_a_port_where_nothing_listens_is_a_refused_connection(tmp_path, capsys) -> None:
+    script = [sys.executable, "-c", "print(1, flush=True); import time; time.sleep(60)"]
+    assert _run(tmp_path, "run", command(script)) == EXIT_CODE
+    err = capsys.readouterr().err
+    assert "printed port 1, but nothing listens on 127.0.0.1:1: the connection was refused" in err
+    for transport in ("grpc", "framed"):
+        sets = ["external.address=127.0.0.1:1", f"external.transport={transport}"]
+        assert _run(tmp_path, transport, *sets) == EXIT_CODE
+        err = capsys.readouterr().err
+        assert err.startswith(
+            "harness: error: external scheduler at 127.0.0.1:1: refused the connection: nothing "
+            "listens there (is the server up, and external.address its address?)"
+        ), err
+
+
 @pytest.mark.parametrize("transport", ["grpc", slow("framed")])  # each waits out a timeout
 def test_on_timeout_fail_counts_a_failed_placement_and_goes_on(tmp_path, transport) -> None:
     """The late answer is thrown away (on a stream, read before the next call's), and the

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.cli import THRESHOLD_FAILED, main
+from harness.cli import THRESHOLD_FAILED, VIOLATIONS_COUNTED, main
 from harness.config import load
 from harness.engines.virtual import VirtualEngine
 from harness.external import EXIT_CODE
@@ -75,7 +75,7 @@ def test_in_process_every_create_goes_to_the_node_that_keeps_its_rules(tmp_path)
 
 def test_a_scheduler_that_breaks_the_rules_is_counted_per_rule(tmp_path) -> None:
     sets = [f"external.command={json.dumps(NODE_0)}", "external.on_violation=count"]
-    assert _two_nodes(tmp_path, *sets) == 0
+    assert _two_nodes(tmp_path, *sets, extra=("--accept-violations",)) == 0
     requests = pd.read_parquet(tmp_path / "run" / "requests.parquet")
     creates = requests[requests["kind"] == "create"]
     assert len(creates) == 20 and set(creates["node_id"]) == {0}
@@ -90,10 +90,77 @@ def test_a_scheduler_that_breaks_the_rules_is_counted_per_rule(tmp_path) -> None
 def test_a_threshold_on_violations_fails_the_run(tmp_path, capsys) -> None:
     sets = [f"external.command={json.dumps(NODE_0)}", "external.on_violation=count"]
     assert _two_nodes(tmp_path, *sets, extra=("--threshold", "violations == 0")) == THRESHOLD_FAILED
-    assert (
-        _two_nodes(tmp_path, *sets, extra=("--threshold", "violations_memory == 0", "--overwrite"))
-        == 0
+    memory = ("--threshold", "violations_memory == 0", "--overwrite", "--accept-violations")
+    assert _two_nodes(tmp_path, *sets, extra=memory) == 0
+
+
+def test_a_scheduler_is_named_and_its_counted_violations_fail_the_run(tmp_path, capsys) -> None:
+    """The scheduler's own name (its Hello's) heads the story and has a column in the table and
+    the report, beside its violations; counted violations exit VIOLATIONS_COUNTED with a line
+    on stderr, unless --accept-violations."""
+    sets = [f"external.command={json.dumps(NODE_0)}", "external.on_violation=count"]
+    config = tmp_path / "two-nodes.toml"
+    config.write_text(TWO_NODES)
+    args = ["run", str(config), "--out", str(tmp_path / "run"), "--quiet"]
+    args += [a for s in sets for a in ("--set", s)]
+    assert main(args) == VIOLATIONS_COUNTED
+    out, err = capsys.readouterr()
+    out = " ".join(out.split())  # the lines as the terminal wrapped them, joined
+    assert "Placed by the external scheduler 'faulty-node-0' (the name its Hello gave)" in out
+    header = next(line for line in out.split("┃ strategy ┃")[1:2])
+    assert header.split("┃")[:2] == [" scheduler ", " violations "]
+    assert "│ stale │ faulty-node-0 │ 20 │" in out
+    assert err == (
+        "harness: the external scheduler faulty-node-0 placed 20 creates against an "
+        "eligibility rule (the summary's violations, by rule violations_*); "
+        "--accept-violations accepts them\n"
     )
+    report = (tmp_path / "run" / "report.html").read_text()
+    assert "<th>scheduler</th>" in report and "<td>faulty-node-0</td>" in report
+    assert "<th>violations</th>" in report
+    assert "Placed by the external scheduler &#x27;faulty-node-0&#x27;" in report
+    assert main([*args, "--overwrite", "--accept-violations"]) == 0
+    assert "; accepted (--accept-violations)" in capsys.readouterr().err
+
+
+BIG_MEMORY = """
+[run]
+duration_s = 10.0
+seeds = 1
+
+[[cluster.pools]]
+count = 2
+cpu_count = 64
+memory_mib = 1048576
+
+[placement]
+strategy = "optimistic"
+k = 2
+
+[placement.memory_overcommit]
+ratio = 1.0
+
+[workload]
+arrival = "constant"
+rate_per_s = 1.0
+vcpu = 1.0
+memory_mib = 600000
+lifetime_s = 60.0
+"""
+"""Two nodes of 1 TiB; creates of 600,000 MiB, so a node holds one: a scheduler that sends all
+to node 0 breaks the memory rule with its second."""
+
+
+def test_memory_in_a_violation_reads_as_a_person_writes_it(tmp_path, capsys) -> None:
+    config = tmp_path / "big-memory.toml"
+    config.write_text(BIG_MEMORY)
+    args = ["run", str(config), "--out", str(tmp_path / "run"), "--no-report", "--quiet"]
+    assert main([*args, "--set", f"external.command={json.dumps(NODE_0)}"]) == EXIT_CODE
+    err = capsys.readouterr().err
+    assert (
+        "placed sandbox 1 on node 0, which breaks its memory rule (needs 600,000 MiB; node 0 "
+        "has 600,000 of 1 x 1,048,576 MiB allocated, as the replica sees it" in err
+    ), err
 
 
 def test_by_default_a_violation_is_one_line_naming_the_create_node_and_rule(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from harness.cli import main
 from harness.external.generate import ROOT
 from tests.external.test_external import NOT_SAID
 from tests.support.golden import folder_digests
-from tests.support.schedulers import GO_MISSING, PYTHON_SCHEDULER, go_scheduler
+from tests.support.schedulers import GO_MISSING, PYTHON_SCHEDULER, SKELETON, go_scheduler
 from tests.support.tiers import slow
 
 SEEDS = 3
@@ -65,6 +66,41 @@ def test_an_example_at_an_address_serves_seed_after_seed(tmp_path: Path, listeni
     summary = pd.read_parquet(out / "summary.parquet")
     assert list(summary["seed"]) == list(range(SEEDS))
     assert (summary["placed"] > 0).all() and (summary["violations"] == 0).all()
+
+
+@pytest.mark.parametrize(("config", "seeds"), [("seed-herd", 2), ("heterogeneous", 1)])
+def test_the_skeleton_scheduler_places_every_create_within_the_rules(tmp_path, config, seeds):
+    """The guide's 50-line scheduler, run as the guide runs it: named in the tables by its
+    Hello, and no answer against a rule (one would stop the run: `on_violation = "error"`),
+    on heterogeneous.toml too, whose labels and memory rule it reads from the Hello."""
+    out = tmp_path / "run"
+    args = ["run", str(ROOT / "configs" / f"{config}.toml"), "--seeds", str(seeds), "--quiet"]
+    args += ["--out", str(out), "--no-report"]
+    args += ["--set", f"external.command={json.dumps([sys.executable, str(SKELETON)])}"]
+    assert main(args) == 0
+    summary = pd.read_parquet(out / "summary.parquet")
+    assert set(summary["scheduler"]) == {"skeleton"} and (summary["violations"] == 0).all()
+    assert (summary["placed"] + summary["failed"] == summary["requests"]).all()
+    assert summary["placed"].sum() > 0
+
+
+@pytest.mark.parametrize("name", ["python", "go"])
+def test_an_example_listens_on_ipv6_loopback_when_asked(tmp_path: Path, name: str) -> None:
+    """`--host ::1` (Go: `-host ::1`): a scheduler an author starts on IPv6 loopback, reached
+    at `external.address = "[::1]:PORT"`."""
+    flag = {"python": "--host", "go": "-host"}[name]
+    process = subprocess.Popen([*_example(name), flag, "::1"], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(process.stdout.readline())
+        out = tmp_path / "run"
+        args = ["run", str(ROOT / "configs" / "seed-herd.toml"), "--seeds", "1", "--quiet"]
+        args += ["--out", str(out), "--no-report", "--set", f"external.address=[::1]:{port}"]
+        assert main(args) == 0
+    finally:
+        process.terminate()
+        process.wait(10)
+    summary = pd.read_parquet(out / "summary.parquet")
+    assert list(summary["scheduler"]) == [f"{name}-best-of-k"] and summary["placed"][0] == 500
 
 
 def test_a_scheduler_that_serves_many_sessions_is_started_once_per_run(tmp_path: Path) -> None:

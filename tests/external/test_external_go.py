@@ -58,3 +58,21 @@ def test_the_framed_transport_gives_the_same_run_as_grpc(tmp_path, go_command) -
         assert main(argv) == 0
         runs[transport] = folder_digests(out)
     assert runs["grpc"] == runs["framed"]
+
+
+def test_the_go_scheduler_keeps_the_memory_rule_it_reads_from_the_hello(tmp_path, go_command):
+    """heterogeneous.toml turns the memory rule on: the Hello's `memory_overcommit` option is
+    the JSON object `{"ratio": 1.0}`, which the scheduler decodes and keeps (a violation would
+    stop the run: `external.on_violation` is `error`)."""
+    out = tmp_path / "run"
+    argv = ["run", str(ROOT / "configs" / "heterogeneous.toml"), "--seeds", "1", "--quiet"]
+    argv += [
+        "--out",
+        str(out),
+        "--no-report",
+        "--set",
+        f"external.command={json.dumps([go_command])}",
+    ]
+    assert main(argv) == 0
+    summary = pd.read_parquet(out / "summary.parquet")
+    assert summary["violations"].sum() == 0 and summary["placed"].sum() > 0

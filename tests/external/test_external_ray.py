@@ -56,6 +56,7 @@ def test_the_example_schedulers_herd_on_ray_with_a_process_per_replica(tmp_path,
     assert cv["stale"] > 0.3 and cv["optimistic"] < 0.15, cv
     requests = pd.read_parquet(tmp_path / "run" / "requests.parquet")
     assert set(requests["replica"]) == {0, 1}
+    assert set(summary["scheduler"]) == {f"{which}-best-of-k"}  # as its Hello named it
 
 
 @pytest.mark.shares_machine  # the error line, not the pace

@@ -57,3 +57,4 @@ def test_a_bench_script_runs_in_its_tiny_mode(script, tmp_path):
     if script == "external_throughput.py":  # every path placed every create
         placed = [json.loads(line) for line in done.stdout.splitlines()[1:]]
         assert [p["placed"] for p in placed] == [50] * 3, placed
+        assert all(p["per_s"] > 0 and p["wall_s"] > 0 for p in placed), placed  # never negative

@@ -9,21 +9,25 @@ import re
 import subprocess
 import sys
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+import harness
+from harness.config import load
 from harness.config.trace_file import COLUMNS as TRACE_COLUMNS
+from harness.model.scheduling.placement.filters.memory_overcommit import MemoryOvercommit
 from harness.results.arrow_schemas import TABLES
 from harness.results.column_docs import COLUMNS, COMMON
+from tests.support.configs import SCENARIOS
+from tests.support.doc_blocks import PAGES, ROOT, blocks, difference
+from tests.support.schedulers import SKELETON
 
-ROOT = Path(__file__).parents[2]
 DOCS = ROOT / "docs"
-PAGES = sorted(DOCS.rglob("*.md"))
-RUNNABLE = re.compile(
-    r"<!-- runnable(?P<options>[^>]*)-->\n```(?P<lang>\w+)\n(?P<code>.*?)\n```", re.S
-)
+PATH_WORD = f"({harness.PATH})"
+DEFAULT_PATH_WORD = "(compiled)"
+"""How `harness --version` and a comparison name the path that ran: the pages show a default
+install's, and the test may run pure Python."""
 MAIN_JOB = (
     "python3.11 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/harness run "
     "configs/seed-herd.toml --compare stale,in_progress,optimistic"
@@ -67,7 +71,7 @@ def test_readme_is_a_front_door():
         assert (ROOT / link).exists(), link
 
 
-TOML_PAGES = [p for p in [ROOT / "README.md", *PAGES] if "```toml" in p.read_text()]
+TOML_PAGES = [p for p in PAGES if "```toml" in p.read_text()]
 
 
 @pytest.mark.parametrize("page", TOML_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -80,66 +84,140 @@ def test_toml_snippets_parse(page):
         tomllib.loads(snippet)
 
 
-@dataclass
-class Block:
-    lang: str
-    code: str
-    exit: int
-    file: str | None
+def test_every_command_block_runs_or_says_why_not():
+    """A reader follows a page top to bottom: each command block of every page is run by
+    `test_a_page_runs_top_to_bottom` (`<!-- runnable -->`) or says why it cannot run here
+    (`<!-- not run: REASON -->`), and an output block marked `<!-- prints -->` follows a block
+    that runs, whose output it is (or names the test that compares it)."""
+    unmarked, unexplained, orphans = [], [], []
+    for page in PAGES:
+        found = blocks(page)
+        for before, block in zip([None, *found], found, strict=False):
+            if block.command and block.marker not in ("runnable", "not run"):
+                unmarked.append(str(block))
+            if block.marker == "not run" and len(block.reason.split()) < 2:
+                unexplained.append(str(block))
+            compared_elsewhere = "why" in block.options  # `prints: <the test that does>`
+            follows_a_run = before is not None and before.runnable
+            if block.marker == "prints" and not (follows_a_run or compared_elsewhere):
+                orphans.append(str(block))
+    assert not unmarked, f"command blocks neither runnable nor `not run: REASON`: {unmarked}"
+    assert not unexplained, f"`not run` blocks that do not say why: {unexplained}"
+    assert not orphans, f"`prints` blocks not right after a runnable block: {orphans}"
 
 
-def _blocks(page: Path) -> list[Block]:
-    blocks = []
-    for m in RUNNABLE.finditer(page.read_text()):
-        options = dict(o.split("=", 1) for o in m["options"].split())
-        blocks.append(Block(m["lang"], m["code"], int(options.get("exit", 0)), options.get("file")))
-    return blocks
+SEEDS = "HARNESS_DOCS_SEEDS"
+"""The seeds a block's `harness run` commands run, where its marker says (`seeds=N`)."""
 
 
 def _shims(folder: Path) -> dict[str, str]:
-    """`harness` and `python` on the PATH as this interpreter with this checkout importable;
-    `harness run` made small (2 seeds, no progress bar, no report) and `harness search` drawn
-    no report (no block reads one) so the docs run fast."""
+    """`harness` and `python` on the PATH as this interpreter with this checkout importable,
+    `harness run` with `--seeds $HARNESS_DOCS_SEEDS` where a block asks for fewer seeds, and
+    the 80-column terminal the shown outputs were printed in."""
     folder.mkdir()
     path = f'export PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{ROOT}"\n'
     (folder / "harness").write_text(
         f"#!/bin/sh\n{path}"
-        f'if [ "$1" = run ]; then exec {sys.executable} -m harness "$@" --seeds 2 --quiet '
-        f"--no-report; fi\n"
-        f'if [ "$1" = search ]; then exec {sys.executable} -m harness "$@" --no-report; fi\n'
+        f'if [ "$1" = run ] && [ -n "${SEEDS}" ]; then\n'
+        f'  exec {sys.executable} -m harness "$@" --seeds "${SEEDS}"\nfi\n'
         f'exec {sys.executable} -m harness "$@"\n'
     )
     (folder / "python").write_text(f'#!/bin/sh\n{path}exec {sys.executable} "$@"\n')
     for shim in folder.iterdir():
         shim.chmod(0o755)
-    return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+    path = f"{folder}{os.pathsep}{os.environ['PATH']}"
+    # Unbuffered, as in a terminal: what a command prints on stdout and stderr keeps its order.
+    return {**os.environ, "PATH": path, "COLUMNS": "80", "PYTHONUNBUFFERED": "1"}
 
 
-RUNNABLE_PAGES = [p for p in PAGES if _blocks(p)]
+RUNNABLE_PAGES = [p for p in PAGES if any(b.runnable for b in blocks(p))]
 
 
-@pytest.mark.slow  # about a minute over every page: a dozen runs of the harness
-@pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=lambda p: str(p.relative_to(DOCS)))
-def test_runnable_blocks_run(page, tmp_path):
-    """Each page's blocks marked `<!-- runnable -->`, in order, in one folder holding the
-    shipped configs: bash blocks as they are written, python blocks as scripts, and a block
-    marked `file=NAME` saved under that name for the blocks after it."""
+@pytest.mark.slow  # every page's runs, as written
+@pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_page_runs_top_to_bottom(page, tmp_path):
+    """The page's runnable blocks, in order, in one folder holding the shipped configs and
+    examples, as a reader runs them: bash blocks as they are written, python blocks as
+    scripts, a block marked `file=NAME` saved under that name for the blocks after it. Each
+    ends with its exit code (`exit=N`, else 0), and a `prints` block after it is what it
+    printed."""
     work = tmp_path / "work"
     work.mkdir()
     for shipped in ("configs", "examples"):
         (work / shipped).symlink_to(ROOT / shipped)
     env = _shims(tmp_path / "bin")
     python = str(tmp_path / "bin" / "python")
-    for block in _blocks(page):
-        if block.file:
-            (work / block.file).write_text(block.code + "\n")
+    found = blocks(page)
+    for block, after in zip(found, [*found[1:], None], strict=True):
+        if not block.runnable:
             continue
-        shell = block.lang == "bash"
+        if "file" in block.options:
+            (work / block.options["file"]).write_text(block.code + "\n")
+            continue
+        shell = block.lang in ("bash", "sh")
         command = ["bash", "-e", "-c", block.code] if shell else [python, "-c", block.code]
+        seeds = {SEEDS: block.options["seeds"]} if "seeds" in block.options else {}
         done = subprocess.run(
-            command, cwd=work, env=env, capture_output=True, text=True, timeout=300
+            command,
+            cwd=work,
+            env={**env, **seeds},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=300,
         )
-        assert done.returncode == block.exit, f"{block.code}\n{done.stdout}\n{done.stderr}"
+        printed = done.stdout.replace(PATH_WORD, DEFAULT_PATH_WORD)
+        assert done.returncode == int(block.options.get("exit", 0)), f"{block}\n{printed}"
+        if after is not None and after.marker == "prints":
+            assert not difference(after.code, printed), (
+                f"{after}: {difference(after.code, printed)}\n{printed}"
+            )
+
+
+@pytest.mark.parametrize(
+    ("shown", "printed", "differs"),
+    [
+        ("a\n...\nc 12 d\n...", "a\nx\ny\nc 12 d\nz", False),  # `...` lines: any lines
+        ("a\nc ... d", "a\nc 12 d", False),  # `...` in a line: any text
+        ("a\nb", "a\nc", True),  # a shown line not printed
+        ("a\nb", "b\na", True),  # not in this order
+        ("a", "a\nb", True),  # a printed line the page does not show, nor elides
+        ("(pure Python) on both", "(compiled) on both", True),
+    ],
+)
+def test_a_shown_output_is_held_to_what_the_command_printed(shown, printed, differs):
+    assert bool(difference(shown, printed)) == differs
+
+
+GUIDE = DOCS / "guides" / "external-scheduler.md"
+
+
+def test_the_guides_skeleton_scheduler_is_the_one_the_tests_run():
+    """The guide shows examples/python-scheduler/skeleton.py whole, which
+    tests/external/test_external_examples.py runs (and the page's own run runs the copy)."""
+    shown = next(b for b in blocks(GUIDE) if b.options.get("file") == "skeleton.py")
+    assert shown.code + "\n" == SKELETON.read_text()
+
+
+def test_the_guide_names_every_config_that_turns_a_rule_on():
+    """The guide's table of which shipped configs make the memory, labels and CPU family
+    rules bite is what the configs say: a config whose memory rule is on (M > 0), or with
+    creates that need labels or a CPU family, has a row, and only such a config."""
+    section = GUIDE.read_text().split("Which shipped configs make which rule bite", 1)[1]
+    rows = {}
+    for line in section.split("\n\n", 2)[1].splitlines()[2:]:
+        config, memory, labels, family = (c.strip() for c in line.strip("|").split("|"))
+        rows[config.strip("`")] = (memory, labels != "none", family != "none")
+    found = {}
+    for path in SCENARIOS:
+        config = load(path)
+        ratio = config.placement.settings_of(MemoryOvercommit).ratio
+        w = config.workload
+        shapes = w.templates or [w]
+        asks = (any(s.labels for s in shapes), any(s.cpu_family for s in shapes))
+        if ratio > 0 or any(asks):
+            found[path.name] = (f"on, M = {ratio:g}" if ratio > 0 else "off", *asks)
+    assert rows == found
 
 
 @pytest.mark.slow  # a process per output block and the main job's 60 seeds

@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,7 @@ import pandas as pd
 import pytest
 
 from tests.support.configs import CONFIGS
+from tests.support.doc_blocks import blocks, difference
 from tests.support.ray_runs import ray_cluster
 
 ROOT = CONFIGS.parent
@@ -92,6 +94,22 @@ def test_the_scorer_brings_part_of_the_herd_back_under_optimistic(env, tmp_path)
         assert ("(from idle_first:IdleFirst)" in " ".join(done.stdout.split())) == (name == "idle")
         ends[name] = pd.read_parquet(out / "summary.parquet")["cv"]
     assert ends["idle"].min() > 3 * ends["plain"].max()  # 0.10 against 0.017 over 20 seeds
+
+
+def test_the_readme_shows_what_the_scorer_run_prints(env, tmp_path) -> None:
+    """The README's run with `idle_first` added, as written, prints what the README shows
+    under it (at the 100 columns the README names)."""
+    readme = PACKAGE / "README.md"
+    found = blocks(readme)
+    shown = next(b for b in found if b.marker == "prints")
+    command = next(
+        b for b in found if "idle_first" in b.code and b.lang == "bash" and "run" in b.code
+    )
+    argv = shlex.split(command.code.split("\n", 1)[1].replace("\\\n", " "))[1:]
+    out = ["--quiet", "--no-report", "--out", str(tmp_path / "run")]
+    done = harness({**env, "COLUMNS": "100"}, *argv, *out)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not difference(shown.code, done.stdout), difference(shown.code, done.stdout)
 
 
 @pytest.fixture

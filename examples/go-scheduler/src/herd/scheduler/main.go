@@ -1,14 +1,14 @@
 // A scheduler process in Go: Best-of-K with the stale, in_progress or optimistic strategy
 // (`placement.strategy`) behind the harness's gRPC protocol (harness/external/scheduler.proto).
 //
-//	./bin/scheduler [-port N] [-framed]
+//	scheduler [-port N] [-host 127.0.0.1|::1] [-framed]
 //
 // prints the port it listens on (loopback) and serves until stopped: gRPC, or with -framed
 // the same messages length-prefixed on a plain TCP stream (external.transport = "framed"). It keeps its own state,
 // as a real scheduler does: each node's static facts and last report, what its strategy adds,
 // and the creates it has in flight. Its random stream is Go's, seeded from the Hello's seed, so
 // its runs are not the in-process ones draw for draw; its CVs fall in the same bands
-// (tests/test_external_go.py).
+// (tests/external/test_external_go.py).
 package main
 
 import (
@@ -23,6 +23,7 @@ import (
 	"math/rand"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -57,12 +58,14 @@ type session struct {
 	strategy   string
 	k          int
 	r, alpha   float64
-	overcommit float64 // placement.memory_overcommit M: 0 is off
-	rng        *rand.Rand
-	nodes      []node
-	sandboxes  map[uint64]sandbox
-	moved      map[int]int // the partial Fisher-Yates shuffle's moved positions, reused
-	excluded   map[int]bool
+	overcommit struct {
+		Ratio float64 `json:"ratio"` // placement.memory_overcommit.ratio M: 0 is off
+	} // the Hello's option "memory_overcommit": the JSON object {"ratio": M}
+	rng       *rand.Rand
+	nodes     []node
+	sandboxes map[uint64]sandbox
+	moved     map[int]int // the partial Fisher-Yates shuffle's moved positions, reused
+	excluded  map[int]bool
 }
 
 // option decodes one [placement] key of the Hello (JSON text) into v, if present.
@@ -174,7 +177,8 @@ func (s *session) eligible(nd *node, c *pb.Create) bool {
 	if c.CpuFamily != "" && nd.family != c.CpuFamily {
 		return false
 	}
-	return s.overcommit <= 0 || nd.memTotal == 0 || nd.memory+c.MemoryMib <= s.overcommit*nd.memTotal
+	m := s.overcommit.Ratio
+	return m <= 0 || nd.memTotal == 0 || nd.memory+c.MemoryMib <= m*nd.memTotal
 }
 
 // at is position p of the virtual array 0..n-1 being shuffled.
@@ -245,7 +249,13 @@ func (srv *server) Hello(ctx context.Context, req *pb.HelloRequest) (*pb.HelloRe
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	srv.session = s
-	return &pb.HelloReply{ProtocolVersion: uint32(pb.ProtocolVersion_PROTOCOL_VERSION), Name: "go-best-of-k"}, nil
+	// ServesMany: a Hello starts afresh and a Reset drops the session, so the harness may keep
+	// this process from seed to seed and pay its start-up once per run.
+	return &pb.HelloReply{
+		ProtocolVersion: uint32(pb.ProtocolVersion_PROTOCOL_VERSION),
+		Name:            "go-best-of-k",
+		ServesMany:      true,
+	}, nil
 }
 
 func (srv *server) Place(ctx context.Context, req *pb.PlaceRequest) (*pb.PlaceReply, error) {
@@ -326,10 +336,12 @@ func (srv *server) serveFramed(conn net.Conn) {
 }
 
 func main() {
-	port := flag.Int("port", 0, "port to listen on (loopback); 0: any free port")
+	port := flag.Int("port", 0, "port to listen on; 0: any free port")
+	host := flag.String("host", "127.0.0.1", "address to listen on (loopback: 127.0.0.1 or ::1)")
 	framed := flag.Bool("framed", false, "serve length-prefixed messages on plain TCP, not gRPC")
 	flag.Parse()
-	lis, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
+	// JoinHostPort puts an IPv6 address in brackets: [::1]:50051.
+	lis, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scheduler:", err)
 		os.Exit(1)

@@ -37,7 +37,12 @@ class MemoryOvercommit(Filter):
     def why_not(self, scheduler: ReplicaState, node: int, req: CreateRequest) -> str:
         view = scheduler.ledger.views[node]
         return (
-            f"needs {req.memory_mib:g} MiB; node {node} has {view.memory_allocated_mib:g} of "
-            f"{self.settings.ratio:g} x {view.memory_total_mib:g} MiB allocated, as the replica "
-            "sees it (placement.memory_overcommit.ratio)"
+            f"needs {mib(req.memory_mib)} MiB; node {node} has {mib(view.memory_allocated_mib)} "
+            f"of {self.settings.ratio:g} x {mib(view.memory_total_mib)} MiB allocated, as the "
+            "replica sees it (placement.memory_overcommit.ratio)"
         )
+
+
+def mib(amount: float) -> str:
+    """Memory as a person reads it: 1,081,344, or 1,536.5 (never 1.08134e+06)."""
+    return f"{amount:,.0f}" if float(amount).is_integer() else f"{amount:,.1f}"
