@@ -33,6 +33,7 @@ REQUEST_FIELDS: Final = (
     ("reason", "str"),
     ("asks", "i32"),
     ("violated", "str"),
+    ("tag", "str"),
 )
 """The request log's columns and the width of each: the one declaration the log's vectors and
 the results layer's Arrow schema (`harness.results.arrow_schemas`) are both held to. Widths:
@@ -65,8 +66,9 @@ NODE_FIELDS: Final = (
     ("lost_unknown", "bool"),
 )
 """A node's end state (`node_columns`), one row per node, and the widths. `cpu_percent` is the
-node's actual CPU use (100 = one busy vCPU: the sum of its sandboxes' vCPUs x usage), as its
-reports carry it; utilisation is `cpu_percent / cpu_count` per cent."""
+node's actual CPU use (100 = one busy vCPU: the sum of its sandboxes' vCPUs x usage, each at
+most the node's vCPUs), as its reports carry it; utilisation is `cpu_percent / cpu_count` per
+cent."""
 REQUEST_COLUMNS: Final = tuple(name for name, _ in REQUEST_FIELDS)
 TIMELINE_COLUMNS: Final = tuple(name for name, _ in TIMELINE_FIELDS)
 
@@ -140,6 +142,7 @@ class RequestLog:
         self.reason: list[str | None] = []
         self.asks = vec[i32]()
         self.violated: list[str | None] = []
+        self.tag: list[str | None] = []
 
     def create(
         self,
@@ -149,11 +152,13 @@ class RequestLog:
         issued_at: float,
         sent_at: float,
         done_at: float,
+        tag: str | None = None,
     ) -> None:
+        """`tag`: what the create's trace row named it (its job and task, say); None: none."""
         sandbox_id, step, node, rpcs, skips, attempts, failure, _, asks, violated = answer
         self._add(
             _CREATE, sandbox_id, client, replica, issued_at, sent_at, done_at, node,
-            rpcs, skips, attempts, _OUTCOME[step], failure, asks, violated,
+            rpcs, skips, attempts, _OUTCOME[step], failure, asks, violated, tag,
         )  # fmt: skip
 
     def kill(
@@ -167,12 +172,13 @@ class RequestLog:
         sent_at: float,
         done_at: float,
     ) -> None:
-        """A kill is one RPC and one attempt, never a skip."""
+        """A kill is one RPC and one attempt, never a skip; it has no tag (its create's row
+        has, joined by `sandbox_id`)."""
         ok = outcome is Outcome.OK
         self._add(
             _KILL, sandbox_id, client, replica, issued_at, sent_at, done_at, node,
             1, 0, 1, _OUTCOME["killed" if ok else "failed"], None if ok else outcome.value, 0,
-            None,
+            None, None,
         )  # fmt: skip
 
     def _add(
@@ -192,6 +198,7 @@ class RequestLog:
         reason: str | None,
         asks: int,
         violated: str | None,
+        tag: str | None,
     ) -> None:
         self.kind = append(self.kind, kind)
         self.sandbox_id = append(self.sandbox_id, sandbox_id)
@@ -209,6 +216,7 @@ class RequestLog:
         self.reason.append(reason)
         self.asks = append(self.asks, asks)
         self.violated.append(violated)
+        self.tag.append(tag)
 
     def take(self) -> dict[str, Any]:
         """The rows recorded so far, column by column (a list, a vector of numbers with the
