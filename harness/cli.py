@@ -23,6 +23,7 @@ from rich.console import Console
 import harness
 from harness.config import Config, ConfigError, load, stored_config
 from harness.config.sweep_file import load_sweep
+from harness.config.traces import TRACE_FORMATS
 from harness.engines import ENGINES, EngineError, real_time
 from harness.engines.ray_setup import ray_scope
 from harness.external import EXIT_CODE as SCHEDULER_FAILED
@@ -305,6 +306,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("plugins", help="list every placement plugin and strategy available")
 
+    _trace_parser(sub)
+
     k = sub.add_parser("keys", help="list every config key with its default and meaning")
     k.add_argument(
         "--markdown",
@@ -417,11 +420,11 @@ def run_config(args: argparse.Namespace) -> tuple[Config, list[str]]:
         if e.key not in flags:
             raise
         raise ConfigError(flags[e.key], e.reason) from None
-    from harness.config import trace_file  # Arrow: loaded once the config itself holds
-
-    trace_file.check(config)
     strategies = _strategies(args.compare, config.placement.strategy)
     _check_threshold_strategies(config, strategies)
+    from harness.config import trace_file  # Arrow: loaded once the command line holds
+
+    trace_file.check(config, _notice)  # last: it may import a trace
     return config, strategies
 
 
@@ -799,9 +802,55 @@ def _cmd_plugins(args: argparse.Namespace, console: Console) -> int:
     """One line per plugin under a header: its kind, its name, and where it comes from (the
     package, or an installed entry point's "module:Class")."""
     print(f"{'KIND':<10} {'NAME':<20} FROM")
-    for kind, name, source in catalogue(ENGINES):
+    for kind, name, source in catalogue(ENGINES, TRACE_FORMATS):
         print(f"{kind:<10} {name:<20} {source}")
     print(f"{'scheduler':<10} {'external':<20} harness.external")  # [external] address or command
+    return 0
+
+
+def _trace_parser(sub: argparse._SubParsersAction) -> None:
+    t = sub.add_parser(
+        "trace", help="import a published trace into the harness's trace format (Parquet)"
+    )
+    t.add_argument("action", choices=("import",), help="import: the only action")
+    t.add_argument("format", choices=tuple(TRACE_FORMATS), help="the trace's format")
+    t.add_argument(
+        "source",
+        nargs="?",
+        default="",
+        help="a folder of the trace's files (default: the copy an installed extra brings)",
+    )
+    t.add_argument(
+        "--start", type=float, default=0.0, metavar="S", help="the window's first second (0)"
+    )
+    t.add_argument(
+        "--span",
+        type=float,
+        default=float("inf"),
+        metavar="S",
+        help="the window's length in seconds (default: to the trace's end)",
+    )
+    t.add_argument(
+        "--out", type=Path, required=True, metavar="FILE", help="the Parquet file to write"
+    )
+
+
+def _cmd_trace(args: argparse.Namespace, console: Console) -> int:
+    """`harness trace import FORMAT [SOURCE]`: the window of the trace as one Parquet file of
+    the harness's format, which `arrival = "trace"` replays."""
+    from harness.config.traces.trace_format import check_window
+    from harness.results.atomic_files import replace_atomically
+
+    fmt = TRACE_FORMATS[args.format]
+    if not fmt.imports:
+        raise ConfigError("format", f"{fmt.name} is the harness's own format: nothing to import")
+    check_window(args.start, args.span, "--start", "--span")
+    files = fmt.files(args.source, "source")
+    out = _writable_name(args.out)
+    done = []
+    replace_atomically(out, lambda tmp: done.append(fmt.convert(files, args.start, args.span, tmp)))
+    window = f"seconds {args.start:g} to {args.start + args.span:g}"
+    print(f"{out}: {'; '.join(done[0].lines())} ({fmt.describe(args.source)}, {window})")
     return 0
 
 
@@ -844,6 +893,7 @@ def _command(argv: list[str] | None, console: Console) -> int:
             "compare": _cmd_compare,
             "plugins": _cmd_plugins,
             "keys": _cmd_keys,
+            "trace": _cmd_trace,
         }
         return commands[args.command](args, console)
     except (ConfigError, ResultsError) as e:

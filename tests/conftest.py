@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.config.traces.cache import CACHE_ENV
 from tests.support.configs import scenario
 from tests.support.entry_points import own_entry_points
 
@@ -26,15 +27,19 @@ def pytest_configure(config: pytest.Config) -> None:
     (tests/model/test_strategies.py) or installs the example package apart
     (tests/project/test_plugin_package.py). And the folder of the locks that keep Ray tests apart
     (`pytest_runtest_protocol`), made once for all workers, who also keep there what they make
-    once for all (tests/project/test_plugin_package.py `site`)."""
+    once for all (tests/project/test_plugin_package.py `site`), among it the trace cache
+    (`HARNESS_CACHE_DIR`): a trace the tests import is imported once, never into the user's
+    own cache."""
     _others_hidden.setattr("harness.model.registry.entry_points", own_entry_points)
     if not hasattr(config, "workerinput"):  # this process, or pytest-xdist's controller
         os.environ["HARNESS_TEST_LOCKS"] = tempfile.mkdtemp(prefix="harness-tests-")
+        os.environ[CACHE_ENV] = os.path.join(os.environ["HARNESS_TEST_LOCKS"], "cache")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     _others_hidden.undo()
     if not hasattr(config, "workerinput"):
+        os.environ.pop(CACHE_ENV, None)
         shutil.rmtree(os.environ.pop("HARNESS_TEST_LOCKS"), ignore_errors=True)
 
 

@@ -1,7 +1,9 @@
-"""Reading a trace to replay (arrival `trace`): a CSV or Parquet file, one row per create, read
-in record batches so that a trace of any length streams through in bounded memory, every row
-checked on the way. The model gets plain tuples (`harness.model.workload.templates.TraceRow`);
-Arrow stays here.
+"""Reading a trace to replay (arrival `trace`): a CSV or Parquet file in the harness's format,
+one row per create, read in record batches so that a trace of any length streams through in
+bounded memory, every row checked on the way. The model gets plain tuples
+(`harness.model.workload.templates.TraceRow`); Arrow stays here. A trace of another format
+(`workload.trace_format`) is imported into this one first (`harness.config.traces`), and the
+import replayed.
 
 Columns, by name, in any order (only `time_s` is required; any other name is refused):
 
@@ -9,9 +11,13 @@ Columns, by name, in any order (only `time_s` is required; any other name is ref
 - `template`: the ID of a template (`workload.templates[].template`, or `workload.template`);
   empty: the [workload] keys;
 - `vcpu`, `memory_mib`: override the template's; empty: the template's;
-- `lifetime_s`: seconds before the kill, `inf` for never; empty: drawn from the template's
-  lifetime distribution;
-- `usage`: the fraction of its vCPUs the sandbox keeps busy, in [0, 1]; empty: the template's.
+- `memory_share`: instead of `memory_mib`, the fraction of a node's memory, in [0, 1], of
+  the largest node's `memory_mib` (as a trace that normalises memory to its largest machine);
+- `lifetime_s`: seconds before the kill (0: killed at once), `inf` for never; empty: drawn
+  from the template's lifetime distribution;
+- `usage`: the fraction of its vCPUs the sandbox keeps busy, >= 0 (above 1: more than it
+  asked for; a node counts at most its own vCPUs for it); empty: the template's;
+- `tag`: text carried to the create's row of requests.parquet (a job and task, say).
 
 A bad row is a `TraceError` (a `ConfigError` of `workload.trace`) naming the file, the row
 (1 = the first row after a CSV's header) and the column."""
@@ -22,7 +28,8 @@ import csv
 import functools
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
 
@@ -32,15 +39,26 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from harness.config import Config, ConfigError
+from harness.config.traces import TRACE_FORMATS, cache
+from harness.config.traces.trace_format import SPREAD_KEY
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.templates import TraceRow
 
-COLUMNS = ("time_s", "template", "vcpu", "memory_mib", "lifetime_s", "usage")
-"""The columns a trace may have, in the order of a `TraceRow`."""
-NUMBERS = frozenset({"time_s", "vcpu", "memory_mib", "lifetime_s", "usage"})
+COLUMNS = (
+    "time_s", "template", "vcpu", "memory_mib", "memory_share", "lifetime_s", "usage", "tag"
+)  # fmt: skip
+"""The columns a trace may have."""
+NUMBERS = frozenset({"time_s", "vcpu", "memory_mib", "memory_share", "lifetime_s", "usage"})
+ROW = ("time_s", "template", "vcpu", "memory_mib", "lifetime_s", "usage", "tag")
+"""The columns of a `TraceRow`, in its order; its memory is `memory_mib`, or `memory_share`
+of the largest node's."""
 BATCH_ROWS = 65_536
 """Rows per Parquet record batch; a CSV is read in blocks of `CSV_BLOCK_BYTES`."""
 CSV_BLOCK_BYTES = 1 << 20
+CROWDED = 100
+"""Creates at one instant from which a run without a spread is warned: more than that at
+once is a timestamp's rounding more often than a burst, and each of them is placed on the
+same reports."""
 
 
 class TraceError(ConfigError):
@@ -50,23 +68,24 @@ class TraceError(ConfigError):
         super().__init__("workload.trace", f"{path}: {reason}")
 
 
-def rows(path: str, templates: frozenset[str]) -> Iterator[TraceRow]:
+def rows(path: str, templates: frozenset[str], node_memory_mib: float = 0.0) -> Iterator[TraceRow]:
     """Every row of the trace at `path`, checked, in order; `templates`: the IDs a row may
-    name. A row is checked in the loop itself (the common case costs a few comparisons); what
-    exactly is wrong is worked out only for a row that fails."""
+    name; `node_memory_mib`: what a `memory_share` of 1 is. A row is checked in the loop
+    itself (the common case costs a few comparisons); what exactly is wrong is worked out
+    only for a row that fails."""
     previous, number = 0.0, 0
-    for batch in _batches(path):
+    for batch in _batches(path, node_memory_mib):
         for row in zip(*batch, strict=False):  # absent columns are endless repeat(None)
             number += 1
-            t, template, vcpu, memory, life, usage = row
+            t, template, vcpu, memory, life, usage, _ = row
             if (
                 t is None
                 or not previous <= t < math.inf
                 or (template and template not in templates)
                 or (vcpu is not None and not 0 < vcpu < math.inf)
                 or (memory is not None and not 0 <= memory < math.inf)
-                or (life is not None and not life > 0)
-                or (usage is not None and not 0 <= usage <= 1)
+                or (life is not None and not life >= 0)
+                or (usage is not None and not 0 <= usage < math.inf)
             ):
                 raise TraceError(path, f"row {number}, {_fault(row, previous, templates)}")
             previous = t
@@ -75,7 +94,7 @@ def rows(path: str, templates: frozenset[str]) -> Iterator[TraceRow]:
 
 def _fault(row: TraceRow, previous: float, templates: frozenset[str]) -> str:
     """What is wrong with a row that failed the check, as "column NAME: reason"."""
-    t, template, vcpu, memory, life, usage = row
+    t, template, vcpu, memory, life, usage, _ = row
     if t is None:
         return "column time_s: needs a value"
     if not 0 <= t < math.inf:
@@ -89,29 +108,29 @@ def _fault(row: TraceRow, previous: float, templates: frozenset[str]) -> str:
         return f"column vcpu: must be a finite number > 0, got {vcpu!r}"
     if memory is not None and not 0 <= memory < math.inf:
         return f"column memory_mib: must be a finite number >= 0, got {memory!r}"
-    if life is not None and not life > 0:
-        return f"column lifetime_s: must be > 0 (inf: never killed), got {life!r}"
-    return f"column usage: must be a number in [0, 1], got {usage!r}"
+    if life is not None and not life >= 0:
+        return f"column lifetime_s: must be >= 0 (0: killed at once, inf: never), got {life!r}"
+    return f"column usage: must be a finite number >= 0, got {usage!r}"
 
 
-def _batches(path: str) -> Iterator[list]:
-    """The trace in record batches, each as one list per column of `COLUMNS` (a column the
-    file lacks is all None)."""
+def _batches(path: str, node_memory_mib: float) -> Iterator[list]:
+    """The trace in record batches, each as one list per column of `ROW` (a column the file
+    lacks is all None)."""
     suffix = Path(path).suffix.lower()
     if suffix not in (".csv", ".parquet", ".pq"):
         raise TraceError(path, "must be a .csv or .parquet file")
     try:
         if suffix == ".csv":
-            yield from _csv_batches(path)
+            yield from _csv_batches(path, node_memory_mib)
         else:
-            yield from _parquet_batches(path)
+            yield from _parquet_batches(path, node_memory_mib)
     except OSError as e:
         raise TraceError(path, f"cannot be read: {e.strerror or e}") from None
 
 
 def _columns(path: str, names: list[str]) -> None:
-    """Refuses a header without `time_s`, with a name that is not a trace column, or with a
-    name twice."""
+    """Refuses a header without `time_s`, with a name that is not a trace column, with a
+    name twice, or with both kinds of memory."""
     for i, name in enumerate(names):
         if name not in COLUMNS:
             raise TraceError(path, f"unknown column {name!r}; known: {', '.join(COLUMNS)}")
@@ -119,13 +138,21 @@ def _columns(path: str, names: list[str]) -> None:
             raise TraceError(path, f"column {name!r} appears twice")
     if "time_s" not in names:
         raise TraceError(path, "has no column time_s (when each create is issued)")
+    if "memory_mib" in names and "memory_share" in names:
+        raise TraceError(path, "has memory_mib and memory_share: a trace gives one of them")
 
 
-def _as_lists(path: str, batch: pa.RecordBatch, first: int) -> list:
-    """One Python list per trace column; numbers as floats. A value that is not a number
-    is named by its row (`first`: the number of the batch's first row)."""
+def _as_lists(path: str, batch: pa.RecordBatch, first: int, node_memory_mib: float) -> list:
+    """One Python list per column of `ROW`; numbers as floats, a memory share as MiB of
+    `node_memory_mib`. A value that is not a number is named by its row (`first`: the number
+    of the batch's first row)."""
     out = []
-    for name in COLUMNS:
+    for name in ROW:
+        if name == "memory_mib" and "memory_share" in batch.schema.names:
+            share = _floats(path, "memory_share", batch.column("memory_share"), first)
+            _check_shares(path, share, first)
+            out.append(pc.multiply(share, node_memory_mib).to_pylist())
+            continue
         if name not in batch.schema.names:
             out.append(repeat(None))
             continue
@@ -136,6 +163,19 @@ def _as_lists(path: str, batch: pa.RecordBatch, first: int) -> list:
             column = _text(path, name, column)
         out.append(column.to_pylist())
     return out
+
+
+def _check_shares(path: str, share: pa.Array, first: int) -> None:
+    """Refuses a memory share that is not a number in [0, 1], naming its row."""
+    inside = pc.and_(pc.greater_equal(share, 0), pc.less_equal(share, 1))
+    bad = pc.invert(pc.fill_null(inside, True))
+    if pc.any(bad).as_py():
+        i = pc.index(bad, True).as_py()
+        raise TraceError(
+            path,
+            f"row {first + i}, column memory_share: must be a number in [0, 1] (of a node's "
+            f"memory), got {share[i].as_py()!r}",
+        )
 
 
 def _floats(path: str, name: str, column: pa.Array, first: int) -> pa.Array:
@@ -166,7 +206,7 @@ def _text(path: str, name: str, column: pa.Array) -> pa.Array:
     raise TraceError(path, f"column {name}: must hold text, holds {column.type}")
 
 
-def _parquet_batches(path: str) -> Iterator[list]:
+def _parquet_batches(path: str, node_memory_mib: float) -> Iterator[list]:
     try:
         trace = pq.ParquetFile(path)
     except (pa.ArrowInvalid, pa.ArrowIOError) as e:
@@ -176,11 +216,11 @@ def _parquet_batches(path: str) -> Iterator[list]:
         _columns(path, names)
         first = 1
         for batch in trace.iter_batches(batch_size=BATCH_ROWS):
-            yield _as_lists(path, batch, first)
+            yield _as_lists(path, batch, first, node_memory_mib)
             first += batch.num_rows
 
 
-def _csv_batches(path: str) -> Iterator[list]:
+def _csv_batches(path: str, node_memory_mib: float) -> Iterator[list]:
     """The CSV read as text (so that a value that is not a number is found by its row, not
     by pyarrow's guess of a column's type); only an empty field is missing."""
     try:
@@ -205,7 +245,7 @@ def _csv_batches(path: str) -> Iterator[list]:
                 return
             except pa.ArrowInvalid as e:
                 raise _csv_fault(path, e) from None
-            yield _as_lists(path, batch, first)
+            yield _as_lists(path, batch, first, node_memory_mib)
             first += batch.num_rows
 
 
@@ -240,23 +280,105 @@ def _stat(path: str) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
+@dataclass(frozen=True)
+class Scan:
+    """What a run of a trace sends, read once before it runs."""
+
+    creates: int
+    """Rows before the run's end: creates sent."""
+    crowd: int
+    """The most rows at one instant."""
+    crowd_at: float
+    """The first instant with that many."""
+    crowded: int
+    """Instants with `CROWDED` rows or more."""
+    gap: float
+    """The shortest time between two instants (inf: fewer than two)."""
+
+
 @functools.lru_cache(maxsize=8)
-def _scan(path: str, stat: tuple[int, int], templates: frozenset[str], duration: float) -> int:
-    """Creates before `duration` in a trace, every row checked; kept while the file is the
+def _scan(
+    path: str, stat: tuple[int, int], templates: frozenset[str], duration: float, memory: float
+) -> Scan:
+    """The rows before `duration` of a trace, every row checked; kept while the file is the
     same size and age (a sweep checks each cell's trace)."""
-    return sum(1 for row in rows(path, templates) if row[0] < duration)
+    creates = crowd = crowded = run = 0
+    crowd_at, gap, at = 0.0, math.inf, math.nan
+    for row in rows(path, templates, memory):
+        t = row[0]
+        if t >= duration:
+            continue
+        creates += 1
+        if t == at:
+            run += 1
+        else:
+            gap = min(gap, t - at) if creates > 1 else gap
+            at, run = t, 1
+        crowded += run == CROWDED
+        if run > crowd:
+            crowd, crowd_at = run, at
+    return Scan(creates, crowd, crowd_at, crowded, gap)
 
 
-def check(config: Config) -> int:
-    """Checks every row of `config`'s trace before anything runs (exit 2 for a bad one) and
-    returns how many creates it sends; 0 for other arrival kinds."""
+def node_memory_mib(config: Config) -> float:
+    """What a trace's `memory_share` of 1 is: the largest node's memory (a trace normalises
+    memory to its largest machine, as Alibaba's does)."""
+    return max(pool.memory_mib for pool in config.cluster.node_pools())
+
+
+def replayed(config: Config, say: Callable[[str], None] | None = None) -> str:
+    """The file in the harness's format that `config`'s run replays: `workload.trace` itself,
+    or, for a trace of another format, its import for the run's window (imported now unless
+    it was before; `say` hears about an import)."""
+    w = config.workload
+    fmt = TRACE_FORMATS[w.trace_format]
+    if not fmt.imports:
+        return w.trace
+    span = config.run.duration_s
+    return str(cache.imported(fmt, w.trace, w.trace_start_s, span, say))
+
+
+def spread(config: Config, path: str) -> float:
+    """Seconds over which the replay spreads the rows of one instant of the trace at `path`:
+    `workload.trace_spread_s`, else what its importer recorded of its times' resolution, else
+    0."""
+    given = config.workload.trace_spread_s
+    if given is not None:
+        return given
+    if Path(path).suffix.lower() == ".csv":
+        return 0.0
+    meta = pq.read_schema(path).metadata or {}
+    return float(meta.get(SPREAD_KEY, b"0"))
+
+
+def check(config: Config, say: Callable[[str], None] | None = None) -> int:
+    """Checks every row of `config`'s trace before anything runs (exit 2 for a bad one),
+    importing it first where its format asks, and returns how many creates it sends; 0 for
+    other arrival kinds. `say` hears about an import, and a warning when many creates share
+    one instant and nothing spreads them."""
     w = config.workload
     if not ARRIVALS[w.arrival].replay:
         return 0
-    creates = _scan(w.trace, _stat(w.trace), w.template_ids(), config.run.duration_s)
-    if not creates:
+    path = replayed(config, say)
+    memory = node_memory_mib(config)
+    scan = _scan(path, _stat(path), w.template_ids(), config.run.duration_s, memory)
+    if not scan.creates:
         raise TraceError(
-            w.trace,
+            path,
             f"no row before run.duration_s {config.run.duration_s:g}: the run would send nothing",
         )
-    return creates
+    seconds = spread(config, path)
+    if seconds > scan.gap:
+        raise ConfigError(
+            "workload.trace_spread_s",
+            f"{seconds:g} s is wider than the {scan.gap:g} s between two instants of {path}: "
+            "the spread of one would reach the next",
+        )
+    if say and not seconds and scan.crowded:
+        say(
+            f"warning: workload.trace: {scan.crowd:,} creates share the instant "
+            f"{scan.crowd_at:g} s ({scan.crowded:,} instants have {CROWDED} or more): "
+            "workload.trace_spread_s = S sends each instant's creates at uniform times over "
+            "the S seconds after it (1 for a trace recorded to the second)"
+        )
+    return scan.creates

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from harness.config.sections import SECTIONS, Sections
+from harness.config.traces import TRACE_FORMATS
 from harness.external import spec as external
 from harness.model.cluster.faults import FAULT_KINDS, FaultSpec, SlowNodes
 from harness.model.cluster.faults.fault_keys import COMMON, keys_of
@@ -412,6 +413,8 @@ def _cross_check(c: Config) -> None:
             f"({slowest:g} ms with a cold create and slow nodes, overlapping entries of a node "
             "added up): the timeout models lost answers, not slow ones",
         )
+    if ARRIVALS[c.workload.arrival].replay:  # last: a format that reads with Arrow loads it
+        TRACE_FORMATS[c.workload.trace_format].check(c.workload)
 
 
 NEVER = "no node could ever take a sandbox"

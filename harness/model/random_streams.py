@@ -6,7 +6,8 @@ Purposes: `cluster` (initial loads), `workload` (arrivals, client starts), `life
 lifetimes, in arrival order) and `lifetime/<client>` (a closed-loop client's), `template` and
 `template/<client>` (the same for the pick of a template, drawn only when there are several),
 `variety/<quantity>` and `variety/<quantity>/<client>` (a create's vCPUs, memory or usage where
-they vary, `harness.model.workload.variety`),
+they vary, `harness.model.workload.variety`), `spread` (a trace's rows recorded at one instant,
+spread over the seconds after it),
 `heartbeat` (phases), `placement/<replica>`, and per node host (keyed by its first node)
 `faults/<first>` and `report-delivery/<first>`."""
 

@@ -34,6 +34,7 @@ REQUEST_FIELDS: Final = (
     ("asks", "i32"),
     ("in_flight", "i32"),
     ("violated", "str"),
+    ("tag", "str"),
 )
 """The request log's columns and the width of each: the one declaration the log's vectors and
 the results layer's Arrow schema (`harness.results.arrow_schemas`) are both held to. Widths:
@@ -66,8 +67,9 @@ NODE_FIELDS: Final = (
     ("lost_unknown", "bool"),
 )
 """A node's end state (`node_columns`), one row per node, and the widths. `cpu_percent` is the
-node's actual CPU use (100 = one busy vCPU: the sum of its sandboxes' vCPUs x usage), as its
-reports carry it; utilisation is `cpu_percent / cpu_count` per cent."""
+node's actual CPU use (100 = one busy vCPU: the sum of its sandboxes' vCPUs x usage, each at
+most the node's vCPUs), as its reports carry it; utilisation is `cpu_percent / cpu_count` per
+cent."""
 REQUEST_COLUMNS: Final = tuple(name for name, _ in REQUEST_FIELDS)
 TIMELINE_COLUMNS: Final = tuple(name for name, _ in TIMELINE_FIELDS)
 
@@ -142,6 +144,7 @@ class RequestLog:
         self.asks = vec[i32]()
         self.in_flight = vec[i32]()
         self.violated: list[str | None] = []
+        self.tag: list[str | None] = []
 
     def create(
         self,
@@ -151,11 +154,13 @@ class RequestLog:
         issued_at: float,
         sent_at: float,
         done_at: float,
+        tag: str | None = None,
     ) -> None:
+        """`tag`: what the create's trace row named it (its job and task, say); None: none."""
         sandbox_id, step, node, rpcs, skips, attempts, failure, _, asks, violated, flying = answer
         self._add(
             _CREATE, sandbox_id, client, replica, issued_at, sent_at, done_at, node,
-            rpcs, skips, attempts, _OUTCOME[step], failure, asks, flying, violated,
+            rpcs, skips, attempts, _OUTCOME[step], failure, asks, flying, violated, tag,
         )  # fmt: skip
 
     def kill(
@@ -169,12 +174,13 @@ class RequestLog:
         sent_at: float,
         done_at: float,
     ) -> None:
-        """A kill is one RPC and one attempt, never a skip."""
+        """A kill is one RPC and one attempt, never a skip; it has no tag (its create's row
+        has, joined by `sandbox_id`)."""
         ok = outcome is Outcome.OK
         self._add(
             _KILL, sandbox_id, client, replica, issued_at, sent_at, done_at, node,
             1, 0, 1, _OUTCOME["killed" if ok else "failed"], None if ok else outcome.value, 0,
-            0, None,
+            0, None, None,
         )  # fmt: skip
 
     def _add(
@@ -195,6 +201,7 @@ class RequestLog:
         asks: int,
         in_flight: int,
         violated: str | None,
+        tag: str | None,
     ) -> None:
         self.kind = append(self.kind, kind)
         self.sandbox_id = append(self.sandbox_id, sandbox_id)
@@ -213,6 +220,7 @@ class RequestLog:
         self.asks = append(self.asks, asks)
         self.in_flight = append(self.in_flight, in_flight)
         self.violated.append(violated)
+        self.tag.append(tag)
 
     def __len__(self) -> int:
         return len(self.kind)

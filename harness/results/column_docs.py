@@ -29,7 +29,8 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "cpu_count": ("vCPU", "The node's vCPUs."),
         "cpu_percent": (
             "% of one vCPU",
-            "Actual CPU use at the end: the sum of live sandboxes' vCPU x usage, x 100.",
+            "Actual CPU use at the end: the sum of live sandboxes' vCPU x usage (each at most "
+            "the node's vCPUs), x 100.",
         ),
         "down": ("bool", "The node is down (crashed) at the end."),
         "lost": ("sandboxes", "Sandboxes the node lost to crashes."),
@@ -76,6 +77,11 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
             "The eligibility rules the create's placements broke (`excluded`, `labels`, "
             "`cpu_family`, `memory`, joined by `+`); null when none did (always for a kill).",
         ),
+        "tag": (
+            "text",
+            "What the create's trace row names it (`tag`; an imported trace's job/task/instance); "
+            "null without one, and for a kill (its `sandbox_id` joins it to its create).",
+        ),
     },
     "timeline": {
         "t": ("s (model time)", "The sample's time (every `run.sample_interval_s`)."),
@@ -85,7 +91,8 @@ COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
         "sandboxes": ("sandboxes", "The node's true sandbox count."),
         "cpu_percent": (
             "% of one vCPU",
-            "The node's actual CPU use: its live sandboxes' vCPU x usage, x 100.",
+            "The node's actual CPU use: its live sandboxes' vCPU x usage (each at most the "
+            "node's vCPUs), x 100.",
         ),
         "view_cpu_allocated": (
             "vCPU",

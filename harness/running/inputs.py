@@ -9,18 +9,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.config import Config
+from harness.config import Config, trace_file
 from harness.engines.ray_setup import plugin_sources
+from harness.model.workload.arrivals import ARRIVALS
 from harness.results.run_folder import sha256_of
 
 
 def named_files(config: Config, strategies: Iterable[str] = ()) -> list[Path]:
     """Every file `config` (and `strategies`, another run's --compare) makes the run read:
-    the trace; the arguments of external.command that are files (its program, its script);
-    each Python source of the import-path plugins' modules."""
+    the trace it replays (for a trace of another format, its import: what the run read of
+    it); the arguments of external.command that are files (its program, its script); each
+    Python source of the import-path plugins' modules."""
     files = []
-    if config.workload.trace:
-        files.append(Path(config.workload.trace))
+    if ARRIVALS[config.workload.arrival].replay:
+        files.append(Path(trace_file.replayed(config)))
     files += [Path(arg) for arg in config.external.command if _is_file(arg)]
     for source in plugin_sources([config], strategies):
         path = Path(source)

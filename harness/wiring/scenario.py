@@ -196,10 +196,14 @@ def close_replicas(hosts: list[Replica]) -> None:
 
 def client_host(config: Config, seed: int, index: int, hosts: int, sink: Sink) -> ClientHost:
     """The clients `c % hosts == index`; a trace to replay is read by each host itself,
-    streamed from the file."""
+    streamed from the file (for a trace of another format, its import)."""
     w = config.workload
-    replay = ARRIVALS[w.arrival].replay
-    rows = partial(trace_file.rows, w.trace, w.template_ids()) if replay else None
+    rows, spread = None, 0.0
+    if ARRIVALS[w.arrival].replay:
+        path = trace_file.replayed(config)
+        memory = trace_file.node_memory_mib(config)
+        rows = partial(trace_file.rows, path, w.template_ids(), memory)
+        spread = trace_file.spread(config, path)
     return ClientHost(
         index,
         hosts,
@@ -209,4 +213,5 @@ def client_host(config: Config, seed: int, index: int, hosts: int, sink: Sink) -
         seed,
         sink,
         rows,
+        spread,
     )

@@ -12,7 +12,7 @@ import pytest
 from harness.cli import PIPED_WIDTH, main
 from harness.config import ConfigError, from_dict, parse_override
 from harness.config.key_tables import defaults_table
-from tests.support.configs import CONFIGS, SCENARIOS
+from tests.support.configs import CONFIGS, SCENARIOS, brief_flags, runnable
 
 
 @pytest.mark.parametrize(
@@ -78,12 +78,13 @@ def test_every_key_has_help_and_a_valid_default():
         pytest.param(True, id="report", marks=pytest.mark.slow),
     ],
 )
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", runnable(SCENARIOS))
 def test_every_shipped_config_runs(path, report, tmp_path):
     out = tmp_path / "out"
     # Shortened to 5 s, except fault scenarios: their faults are timed within the full run.
     shorter = [] if path.name.startswith("faults-") else ["--set", "run.duration_s=5"]
-    argv = ["run", str(path), "--seeds", "1", *shorter, "--out", str(out), "--quiet"]
+    argv = ["run", str(path), "--seeds", "1", *brief_flags(path), *shorter, "--out", str(out)]
+    argv.append("--quiet")
     assert main(argv if report else [*argv, "--no-report"]) == 0
     assert json.loads((out / "run.json").read_text())["completed"] is True
     assert (out / "report.html").exists() == report
@@ -151,7 +152,7 @@ def test_user_mistakes_give_one_line_and_exit_2(argv, message, tmp_path, capsys)
         "plain": str(plain),
         "garbled": str(garbled),
         "sweep": str(CONFIGS / "sweep-heartbeat.toml"),
-        "config": str(SCENARIOS[0]),
+        "config": str(CONFIGS / "seed-herd.toml"),
         "bad_toml": str(bad_toml),
         "latin1": str(latin1),
         "tmp": str(tmp_path),

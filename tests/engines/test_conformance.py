@@ -179,6 +179,10 @@ SKIPS = {
     "requests are issued than on the virtual engine (docs/performance.md)",
     "replicas": "Ray run does not fit: 120 s of model time, 4 replicas; at a time scale that "
     "fits, fewer requests are issued than on the virtual engine (docs/performance.md)",
+    # An hour of a production trace on 552 nodes: hundreds of creates a second from its first
+    # second. Its bands on Ray, if any, are yet to be measured (docs/performance.md).
+    "alibaba-2018": "Ray run not compared: an hour of trace on 552 nodes, whose Ray bands are "
+    "not measured yet (docs/performance.md)",
 }
 
 FAILURES = (

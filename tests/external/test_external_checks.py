@@ -19,8 +19,8 @@ from harness.engines.virtual import VirtualEngine
 from harness.external import EXIT_CODE
 from harness.external.generate import ROOT
 from harness.running.runner import run
-from tests.support.configs import SCENARIOS
-from tests.support.tiers import tiered
+from tests.support.configs import SCENARIOS, runnable, shipped
+from tests.support.tiers import heavy
 
 NODE_0 = [sys.executable, str(ROOT / "tests" / "support" / "external_fault_scheduler.py"), "node-0"]
 
@@ -177,10 +177,10 @@ def test_by_default_a_violation_is_one_line_naming_the_create_node_and_rule(
     assert "needs CPU family 'zen4'; node 0 is 'zen3'" in err
 
 
-@pytest.mark.parametrize("path", tiered(SCENARIOS))
+@pytest.mark.parametrize("path", runnable(SCENARIOS, lambda p: heavy(p.stem)))
 def test_the_in_process_pipeline_keeps_the_rules_on_every_shipped_config(tmp_path, path) -> None:
     """One seed of each, shortened where long: `placements_keep_rules` holds, no violation."""
-    config = load(path, ["run.seeds=1", "run.engine=virtual"])
+    config = shipped(path, ["run.seeds=1", "run.engine=virtual"])
     run(config, [config.placement.strategy], tmp_path / "run")
     summary = pd.read_parquet(tmp_path / "run" / "summary.parquet")
     assert (summary["violations"] == 0).all()

@@ -39,6 +39,23 @@ def test_node_admits_on_true_state_up_to_r_times_cpu_count():
     assert node.report(8.0).seq == 2 and node.cpu_allocated == 2.0
 
 
+def test_a_sandbox_busier_than_it_asked_counts_at_most_its_nodes_own():
+    """A trace's usage may exceed 1 (a sandbox bursting above its request): its CPU and memory
+    use are its size x usage, each at most what the node has, and a kill takes back exactly
+    what its create added."""
+    node = Node(0, cpu_count=4, memory_mib=1000.0, overcommit=4.0)
+    assert node.create(1, Shape(2.0, 300.0, 1.5)) is Outcome.OK  # 3 of 4 vCPUs busy
+    assert (node.cpu_percent, node.memory_used_mib) == (300.0, 450.0)
+    assert node.create(2, Shape(1.0, 600.0, 18.0)) is Outcome.OK  # 18 vCPUs: more than 4
+    assert (node.cpu_percent, node.memory_used_mib) == (700.0, 1450.0)
+    report = node.report(1.0)
+    assert (report.cpu_percent, report.memory_used_mib) == (700.0, 1450.0)
+    assert node.kill(2) is Outcome.OK
+    assert (node.cpu_percent, node.memory_used_mib) == (300.0, 450.0)
+    assert node.kill(1) is Outcome.OK
+    assert (node.cpu_percent, node.memory_used_mib) == (0.0, 0.0)
+
+
 def test_a_sandbox_id_cannot_be_created_twice_on_a_node():
     node = Node(0, 4, 4096, 4.0)
     node.create(1, Shape(1.0, 1, 1.0))

@@ -572,8 +572,8 @@ def test_open_loop_arrivals_in_order_with_lifetimes_from_their_own_stream() -> N
     expected = []
     for i, life in enumerate(lifetimes):
         t = i / 2
-        expected.append((t, Kind.ARRIVAL, i, (i, (t, SHAPE, life))))
-        expected.append((t, Kind.SUBMIT_CREATE, i % 2, (i, i, SHAPE, t, (t, t, life))))
+        expected.append((t, Kind.ARRIVAL, i, (i, (t, SHAPE, life, None))))
+        expected.append((t, Kind.SUBMIT_CREATE, i % 2, (i, i, SHAPE, t, (t, t, life, None))))
     assert open_loop(host, sink) == expected
 
 
@@ -583,8 +583,8 @@ def test_a_late_arrival_keeps_its_intended_time_and_the_next_is_not_early() -> N
     ((_, _, _, first),) = sink.take()
     host.on_arrival(0, first, 0.75)  # handled 0.75 s late; the next was due at 0.5
     (create, nxt) = sink.take()
-    assert create == (0.75, Kind.SUBMIT_CREATE, 0, (0, 0, SHAPE, 0.0, (0.0, 0.75, 60.0)))
-    assert nxt == (0.75, Kind.ARRIVAL, 1, (1, (0.5, SHAPE, 60.0)))
+    assert create == (0.75, Kind.SUBMIT_CREATE, 0, (0, 0, SHAPE, 0.0, (0.0, 0.75, 60.0, None)))
+    assert nxt == (0.75, Kind.ARRIVAL, 1, (1, (0.5, SHAPE, 60.0, None)))
 
 
 def test_poisson_arrival_times_do_not_depend_on_lifetimes() -> None:
@@ -608,8 +608,10 @@ def test_closed_loop_cycle() -> None:
     assert sink.take() == [(0.0, Kind.CLIENT_START, c, 0.0) for c in range(3)]
     # client 1 creates (sandbox 0) through replica 1; placed at 0.125; dies at 1.625
     host.on_client_start(1, 0.0, 0.0)
-    assert sink.take() == [(0.0, Kind.SUBMIT_CREATE, 1, (1, 0, SHAPE, 0.0, (0.0, 0.0, 1.5)))]
-    host.on_create_done(1, (0, "placed", 2, 1, 0, 1, None, (0.0, 0.0, 1.5), 1, None, 0), 0.125)
+    assert sink.take() == [(0.0, Kind.SUBMIT_CREATE, 1, (1, 0, SHAPE, 0.0, (0.0, 0.0, 1.5, None)))]
+    host.on_create_done(
+        1, (0, "placed", 2, 1, 0, 1, None, (0.0, 0.0, 1.5, None), 1, None, 0), 0.125
+    )
     assert sink.take() == [(1.625, Kind.KILL_DUE, 1, (0, 1.625))]
     host.on_kill_due(1, (0, 1.625), 1.625)
     assert sink.take() == [(1.625, Kind.SUBMIT_KILL, 1, (0, (1.625, 1.625)))]
@@ -617,21 +619,25 @@ def test_closed_loop_cycle() -> None:
     assert sink.take() == [(2.0, Kind.CLIENT_START, 1, 2.0)]  # 1.75 + think 0.25
     # next cycle (sandbox 1): fails; back-off 0.5 → starts again at 2.75
     host.on_client_start(1, 2.0, 2.0)
-    assert sink.take() == [(2.0, Kind.SUBMIT_CREATE, 1, (1, 1, SHAPE, 2.0, (2.0, 2.0, 1.5)))]
+    assert sink.take() == [(2.0, Kind.SUBMIT_CREATE, 1, (1, 1, SHAPE, 2.0, (2.0, 2.0, 1.5, None)))]
     host.on_create_done(
-        1, (1, "failed", -1, 1, 0, 1, "no_candidate", (2.0, 2.0, 1.5), 1, None, 0), 2.25
+        1, (1, "failed", -1, 1, 0, 1, "no_candidate", (2.0, 2.0, 1.5, None), 1, None, 0), 2.25
     )
     assert sink.take() == [(2.75, Kind.CLIENT_START, 1, 2.75)]
     # sandbox 2 placed at 2.875: it would die at 4.375, after the run's end: no kill, no cycle
     host.on_client_start(1, 2.75, 2.75)
     sink.take()
-    host.on_create_done(1, (2, "placed", 0, 1, 0, 1, None, (2.75, 2.75, 1.5), 1, None, 0), 2.875)
+    host.on_create_done(
+        1, (2, "placed", 0, 1, 0, 1, None, (2.75, 2.75, 1.5, None), 1, None, 0), 2.875
+    )
     assert sink.take() == []
     # client 0 (replica 0): sandbox 3 placed at 1.375, killed at 2.875, answered at 2.9375;
     # its next cycle would start at 3.1875, after the run's end: none
     host.on_client_start(0, 1.25, 1.25)
     sink.take()
-    host.on_create_done(0, (3, "placed", 1, 1, 0, 1, None, (1.25, 1.25, 1.5), 1, None, 0), 1.375)
+    host.on_create_done(
+        0, (3, "placed", 1, 1, 0, 1, None, (1.25, 1.25, 1.5, None), 1, None, 0), 1.375
+    )
     assert sink.take() == [(2.875, Kind.KILL_DUE, 0, (3, 2.875))]
     host.on_kill_due(0, (3, 2.875), 2.875)
     assert sink.take() == [(2.875, Kind.SUBMIT_KILL, 0, (3, (2.875, 2.875)))]

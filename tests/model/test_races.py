@@ -20,7 +20,7 @@ from harness.model.scheduling.ledgers.optimistic import OptimisticLedger
 from harness.results.seed_result import SeedResult
 from harness.results.statistics import cv_shift
 from tests.support.accounting import beyond_in_flight
-from tests.support.configs import CONFIGS, SCENARIOS
+from tests.support.configs import CONFIGS, SCENARIOS, runnable, shipped
 
 TOL = 1e-9
 pytestmark = pytest.mark.xdist_group("races")
@@ -146,17 +146,14 @@ That is the tolerance: a mean worsening beyond it puts the whole interval above 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "path",
-    SCENARIOS,
-    ids=lambda p: p.stem,
-)
+@pytest.mark.parametrize("path", runnable(SCENARIOS))
 def test_reconcile_cv_is_no_worse_than_optimistic(path: Path) -> None:
-    """Paired over the scenario's seeds, at least MIN_SEEDS of them: the 95% interval of
-    CV(reconcile) - CV(optimistic) must not lie wholly above zero."""
+    """Paired over the scenario's seeds, at least MIN_SEEDS of them (in brief where it is
+    long): the 95% interval of CV(reconcile) - CV(optimistic) must not lie wholly above zero."""
     seeds = max(load(path).run.seeds, MIN_SEEDS)
     optimistic, reconcile = (
-        _runs(load(path, [f"placement.strategy={s}"]), seeds) for s in ("optimistic", "reconcile")
+        _runs(shipped(path, [f"placement.strategy={s}"]), seeds)
+        for s in ("optimistic", "reconcile")
     )
     # CV is NaN only when the nodes end with no sandbox at all (mean 0), and the interval
     # silently leaves NaN seeds out: every seed must end with sandboxes, so all of them pair.

@@ -124,16 +124,16 @@ def test_varying_one_quantity_leaves_every_other_draw_as_it_was():
         return list(drawn)
 
     plain, varied_vcpu = creates(), creates(vcpu_draw="uniform", vcpu_spread=0.5)
-    assert [(t, life) for t, _, life in plain] == [(t, life) for t, _, life in varied_vcpu]
-    assert len({shape.vcpu for _, shape, _ in varied_vcpu}) == 200
-    assert {shape.usage for _, shape, _ in varied_vcpu} == {1.0}
+    assert [(t, life) for t, _, life, _ in plain] == [(t, life) for t, _, life, _ in varied_vcpu]
+    assert len({shape.vcpu for _, shape, _, _ in varied_vcpu}) == 200
+    assert {shape.usage for _, shape, _, _ in varied_vcpu} == {1.0}
 
 
 def test_a_trace_row_may_give_the_usage():
     templates = Templates(WorkloadSpec(usage=0.5))
-    rows = [(0.0, None, None, None, 1.0, 0.25), (1.0, None, 2.0, None, 1.0, None)]
+    rows = [(0.0, None, None, None, 1.0, 0.25, None), (1.0, None, 2.0, None, 1.0, None, None)]
     out = list(templates.replay(rows, 10.0, stream(0, "lifetime"), VarietyStreams(0)))
-    assert [(s.vcpu, s.usage) for _, s, _ in out] == [(1.0, 0.25), (2.0, 0.5)]
+    assert [(s.vcpu, s.usage) for _, s, _, _ in out] == [(1.0, 0.25), (2.0, 0.5)]
 
 
 # --- kills: non-positive lifetimes and the cleanup tick -------------------------------------

@@ -20,7 +20,7 @@ from harness.model.scheduling.ledgers import LEDGERS
 from harness.presentation.headline import headline
 from harness.results.run_folder import load_run
 from harness.results.statistics import by_strategy, comparisons, cv_shift
-from tests.support.configs import CONFIGS, SCENARIOS
+from tests.support.configs import CONFIGS, SCENARIOS, brief_flags, runnable
 
 STRATEGIES = ["stale", "in_progress", "optimistic"]
 QUICK = {"seed-burst", "seed-herd", "faults-crash"}
@@ -29,6 +29,7 @@ QUICK = {"seed-burst", "seed-herd", "faults-crash"}
 
 def _run(config: Path, out: Path) -> dict[str, pd.DataFrame]:
     args = ["run", str(config), "--compare", ",".join(STRATEGIES), "--seeds", "2"]
+    args += brief_flags(config)
     with contextlib.redirect_stdout(io.StringIO()):
         assert main([*args, "--out", str(out), "--quiet", "--no-report"]) == 0
     return load_run(out)[1]
@@ -189,11 +190,7 @@ def _check(frames: dict[str, pd.DataFrame]) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "config",
-    [
-        pytest.param(p, id=p.stem, marks=[] if p.stem in QUICK else [pytest.mark.slow])
-        for p in SCENARIOS
-    ],
+    "config", runnable(SCENARIOS, lambda p: [] if p.stem in QUICK else [pytest.mark.slow])
 )
 def test_every_headline_sentence_agrees_with_the_tables(config: Path, tables) -> None:
     _check(tables(config))

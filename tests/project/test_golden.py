@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.support.configs import CONFIGS, SCENARIOS
+from tests.support.configs import CONFIGS, SCENARIOS, runnable
 from tests.support.golden import GOLDEN, index, mismatches, tables, where
 
 HERD = CONFIGS / "seed-herd.toml"
@@ -29,11 +29,7 @@ def herd() -> dict[str, pd.DataFrame]:
 
 
 @pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(p, marks=[] if p.stem in FAST else [pytest.mark.slow], id=p.stem)
-        for p in SCENARIOS
-    ],
+    "path", runnable(SCENARIOS, lambda p: [] if p.stem in FAST else [pytest.mark.slow])
 )
 def test_a_shipped_scenario_gives_the_recorded_parquet_content(path, request):
     recorded = json.loads(GOLDEN.read_text()).get(path.name)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.config.traces import TRACE_FORMATS
 from harness.engines import ENGINES, Engine, get_engine, real_time
 from harness.engines.virtual import VirtualEngine
 from harness.model.catalogue import MODEL_REGISTRIES, catalogue
@@ -36,7 +37,7 @@ from harness.results.seed_rows import SeedRows
 from tests.support.configs import scenario
 
 ROOT = Path(__file__).resolve().parents[2]
-AXES = [*MODEL_REGISTRIES, ARRIVALS, LIFETIMES, PHASES, FAULT_KINDS, ENGINES]
+AXES = [*MODEL_REGISTRIES, ARRIVALS, LIFETIMES, PHASES, FAULT_KINDS, ENGINES, TRACE_FORMATS]
 
 
 @pytest.mark.parametrize("registry", AXES, ids=lambda r: r.axis)
@@ -76,7 +77,10 @@ def test_harness_plugins_lists_every_registry(capsys):
     header, *rows = lines
     assert header == ("KIND", "NAME", "FROM") and all(len(line) == 3 for line in rows)
     # every registered plugin, then the external scheduler ([external], not a registry)
-    assert rows == [*catalogue(ENGINES), ("scheduler", "external", "harness.external")]
+    assert rows == [
+        *catalogue(ENGINES, TRACE_FORMATS),
+        ("scheduler", "external", "harness.external"),
+    ]
 
 
 def test_engines_are_named_without_importing_them():

@@ -103,6 +103,7 @@ def _placements(placed: list[tuple[float, int]]) -> SeedRows:
         "outcome": ["placed"] * n,
         "reason": [None] * n,
         "violated": [None] * n,
+        "tag": [None] * n,
         "done_at": [t for t, _ in placed],
         "issued_at": [t for t, _ in placed],
         "sent_at": [t for t, _ in placed],
@@ -165,6 +166,7 @@ def test_creates_in_flight_come_from_what_each_replica_saw_when_it_placed():
         "outcome": ["placed"] * n,
         "reason": [None] * n,
         "violated": [None] * n,
+        "tag": [None] * n,
         "latency_ms": [1.0] * n,
         "rpcs": [1, 1, 1, 1, 1, 0],  # the last never reached a node: not counted
         "replica": [0, 0, 0, 1, 1, 1],

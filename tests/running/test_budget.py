@@ -21,7 +21,7 @@ from harness.engines.virtual import VirtualEngine
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.running import cost_check as budget
 from harness.running.cost_check import Machine, check_run, check_sweep, seed_terms
-from tests.support.configs import CONFIGS, SCENARIOS, SWEEPS
+from tests.support.configs import CONFIGS, SCENARIOS, SWEEPS, runnable, shipped
 
 SMALL = Machine(memory_bytes=4e9, cpus=2)
 """A small machine: 4 GB available, 2 cores. Every shipped scenario must fit it."""
@@ -99,10 +99,11 @@ def test_a_sweep_too_big_is_refused_and_force_goes_on(small_machine, tmp_path, c
     assert "heartbeat.interval_s: too long" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", runnable(SCENARIOS))
 def test_every_shipped_scenario_fits_a_small_machine(path):
-    """Under every strategy at once, on either engine, with Ray here or on a cluster."""
-    config = load(path)
+    """Under every strategy at once, on either engine, with Ray here or on a cluster; a long
+    one in brief (an hour of trace under every strategy reads back more than 4 GB)."""
+    config = shipped(path)
     for engine in ("virtual", "ray"):
         for remote in (False, True):
             check_run(config.with_value("run.engine", engine), len(LEDGERS), SMALL, remote)

@@ -127,9 +127,9 @@ class Node:
         self.cpu_allocated += vcpu
         if self.cpu_allocated > self.peak_cpu_allocated:
             self.peak_cpu_allocated = self.cpu_allocated
-        self.cpu_percent += 100.0 * vcpu * usage
+        self.cpu_percent += self._busy(vcpu, usage)
         self.memory_allocated_mib += memory_mib
-        self.memory_used_mib += memory_mib * usage
+        self.memory_used_mib += self._used_memory(memory_mib, usage)
         return Outcome.OK
 
     def kill(self, sandbox_id: int) -> Outcome:
@@ -142,10 +142,23 @@ class Node:
         del self.sandboxes[sandbox_id]
         vcpu, memory_mib, usage = shape.vcpu, shape.memory_mib, shape.usage
         self.cpu_allocated -= vcpu
-        self.cpu_percent -= 100.0 * vcpu * usage
+        self.cpu_percent -= self._busy(vcpu, usage)
         self.memory_allocated_mib -= memory_mib
-        self.memory_used_mib -= memory_mib * usage
+        self.memory_used_mib -= self._used_memory(memory_mib, usage)
         return Outcome.OK
+
+    def _busy(self, vcpu: float, usage: float) -> float:
+        """What a sandbox adds to `cpu_percent`: its vCPUs x usage, x 100, at most the node's
+        own vCPUs (a trace's usage may exceed the request, as a sandbox may burst above it,
+        but it runs on this node's vCPUs). The same value at the create and at the kill."""
+        busy = 100.0 * vcpu * usage
+        most = 100.0 * self.cpu_count
+        return most if busy > most else busy
+
+    def _used_memory(self, memory_mib: float, usage: float) -> float:
+        """What a sandbox adds to `memory_used_mib`: its memory x usage, at most the node's."""
+        used = memory_mib * usage
+        return self.memory_mib if used > self.memory_mib else used
 
     def cache(self, template: str) -> bool:
         """Whether `template` is cached (a warm create). Either way it becomes the most

@@ -21,12 +21,12 @@ from harness.model.random_streams import stream
 from harness.model.recording import CreateAnswer, RequestLog
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.request import Shape
-from harness.model.workload.templates import Create, Templates, TraceRow
+from harness.model.workload.templates import Create, Templates, TraceRow, spread
 from harness.model.workload.variety import VarietyStreams
 from harness.model.workload.workload_keys import WorkloadSpec
 
-CreateContext = tuple[float, float, float | None]
-"""What a create's answer brings back to its client: (issued_at, sent_at, lifetime)."""
+CreateContext = tuple[float, float, float | None, str | None]
+"""What a create's answer brings back to its client: (issued_at, sent_at, lifetime, tag)."""
 KillAnswer = tuple[int, Outcome, int, tuple[float, float]]
 """(sandbox_id, outcome, node, (issued_at, sent_at)) of an answered kill."""
 
@@ -42,6 +42,7 @@ class ClientHost(Recipient):
         seed: int,
         sink: Sink,
         trace: Callable[[], Iterable[TraceRow]] | None = None,
+        spread_s: float = 0.0,
     ) -> None:
         self.index = index
         self.hosts = hosts
@@ -58,6 +59,9 @@ class ClientHost(Recipient):
         self.templates = Templates(spec)
         self.trace = trace
         """The rows of the trace to replay, read afresh by each call (arrival `trace`)."""
+        self.spread_s = spread_s
+        """The trace's rows recorded at one instant are spread over this many seconds after
+        it (`harness.model.workload.templates.spread`, stream `spread`); 0: as recorded."""
         self.log = RequestLog()
         self.waiting = 0
         """Creates and kills sent and not answered yet."""
@@ -111,7 +115,8 @@ class ClientHost(Recipient):
         sizes = VarietyStreams(self.seed)
         if self.arrival.replay:
             assert self.trace is not None, "a trace arrival needs the trace's rows"
-            return self.templates.replay(self.trace(), self.duration, lifetimes, sizes)
+            rows = spread(self.trace(), self.spread_s, stream(self.seed, "spread"))
+            return self.templates.replay(rows, self.duration, lifetimes, sizes)
         times = self.arrival.times(self.spec, self.duration, workload)
         return self.templates.draw(times, stream(self.seed, "template"), lifetimes, sizes)
 
@@ -125,8 +130,8 @@ class ClientHost(Recipient):
 
     def on_arrival(self, client: int, payload: tuple[int, Create], now: float) -> None:
         self.timers -= 1
-        t, shape, life = payload[1]
-        self._create(client, t, now, shape, life)
+        t, shape, life, tag = payload[1]
+        self._create(client, t, now, shape, life, tag)
         self._next_arrival(now)
 
     def on_client_start(self, client: int, intended: float, now: float) -> None:
@@ -139,23 +144,29 @@ class ClientHost(Recipient):
             streams = self._streams[client] = (lifetimes, picks, sizes)
         template = self.templates.pick(streams[1])
         shape = template.shape_for(streams[2])
-        self._create(client, intended, now, shape, template.life(streams[0]))
+        self._create(client, intended, now, shape, template.life(streams[0]), None)
 
     def _create(
-        self, client: int, issued_at: float, now: float, shape: Shape, life: float | None
+        self,
+        client: int,
+        issued_at: float,
+        now: float,
+        shape: Shape,
+        life: float | None,
+        tag: str | None,
     ) -> None:
-        """Send a create; the answer brings back (issued_at, sent_at, lifetime)."""
+        """Send a create; the answer brings back (issued_at, sent_at, lifetime, tag)."""
         sandbox_id = self.index + self.hosts * self.issued
         self.issued += 1
-        context = (issued_at, now, life)
+        context = (issued_at, now, life, tag)
         submit = (client, sandbox_id, shape, issued_at, context)
         self.waiting += 1
         self.sink.emit(now, Kind.SUBMIT_CREATE, client % self.replicas, submit)
 
     def on_create_done(self, client: int, answer: CreateAnswer, now: float) -> None:
         sandbox_id, step = answer[0], answer[1]
-        issued_at, sent_at, life = cast(CreateContext, answer[7])
-        self.log.create(answer, client, client % self.replicas, issued_at, sent_at, now)
+        issued_at, sent_at, life, tag = cast(CreateContext, answer[7])
+        self.log.create(answer, client, client % self.replicas, issued_at, sent_at, now, tag)
         self.waiting -= 1
         if step == "placed":
             due = None if life is None else self.kill_at(now, life)

@@ -68,11 +68,20 @@ def _built(spec: SandboxSpec) -> Template:
     )
 
 
-TraceRow = tuple[float, str | None, float | None, float | None, float | None, float | None]
-"""(time, template ID, vCPUs, memory MiB, lifetime, usage) of one create to replay; None: not
-given."""
-Create = tuple[float, Shape, float | None]
-"""(intended time, shape, lifetime) of one open-loop create."""
+TraceRow = tuple[
+    float, str | None, float | None, float | None, float | None, float | None, str | None
+]
+"""(time, template ID, vCPUs, memory MiB, lifetime, usage, tag) of one create to replay; None:
+not given."""
+Create = tuple[float, Shape, float | None, str | None]
+"""(intended time, shape, lifetime, tag) of one open-loop create; the tag (a trace row's, say
+its job and task) is carried to the create's request row, None when it has none."""
+
+
+SHAPES_KEPT = 4096
+"""Distinct row sizes whose shape a replay keeps to share: a trace of a few sizes shares
+them all, and one whose every row has sizes of its own (a real trace's usage) does not keep
+a shape per row for the whole run."""
 
 
 class Templates:
@@ -109,7 +118,8 @@ class Templates:
         create: the default path)."""
         if not self.several and not self.varies:
             only = self.all[0]
-            return zip(times, repeat(only.shape), map(only.life, repeat(lifetimes)), strict=False)
+            lives = map(only.life, repeat(lifetimes))
+            return zip(times, repeat(only.shape), lives, repeat(None), strict=False)
         return self._drawn(times, picks, lifetimes, sizes)
 
     def _drawn(
@@ -121,7 +131,7 @@ class Templates:
     ) -> Iterator[Create]:
         for t in times:
             template = self.pick(picks)
-            yield t, template.shape_for(sizes), template.life(lifetimes)
+            yield t, template.shape_for(sizes), template.life(lifetimes), None
 
     def replay(
         self,
@@ -133,10 +143,11 @@ class Templates:
         """The creates of trace rows issued before `duration` (rows come in time order). A row
         takes its template's shape (the [workload] keys' when it names none; its sizes drawn
         where they vary) with the row's vCPUs, memory and usage where given (one shape per
-        distinct combination of a fixed template); its lifetime, or when not given a draw of
-        its template's (in row order); an infinite one is never killed."""
+        distinct combination of a fixed template, up to `SHAPES_KEPT` of them at a time); its
+        lifetime, or when not given a draw of its template's (in row order); an infinite one
+        is never killed."""
         shapes: dict[tuple, Shape] = {}
-        for t, template_id, vcpu, memory, life, usage in rows:
+        for t, template_id, vcpu, memory, life, usage, tag in rows:
             if t >= duration:
                 return
             template = self.by_id[template_id] if template_id else self.default
@@ -144,6 +155,8 @@ class Templates:
             if vcpu is not None or memory is not None or usage is not None:
                 sized = (template_id, vcpu, memory, usage)
                 if template.sizes is not None or sized not in shapes:
+                    if len(shapes) >= SHAPES_KEPT:
+                        shapes.clear()
                     shapes[sized] = replace(
                         shape,
                         vcpu=shape.vcpu if vcpu is None else vcpu,
@@ -151,4 +164,38 @@ class Templates:
                         usage=shape.usage if usage is None else usage,
                     )
                 shape = shapes[sized]
-            yield t, shape, template.life(lifetimes) if life is None else life
+            yield t, shape, template.life(lifetimes) if life is None else life, tag
+
+
+def spread(rows: Iterable[TraceRow], seconds: float, rng: random.Random) -> Iterator[TraceRow]:
+    """Trace rows with the rows recorded at one instant spread over the `seconds` after it: a
+    trace recorded to the second gives a second's creates one time, and a whole second's
+    creates at one instant is a burst the system never saw. The n rows of an instant t get
+    the n draws t + seconds x U(0, 1) of `rng`, sorted, in row order: the times of n uniform
+    arrivals, and the rows' order (and so each create's number, its `sandbox_id`) as in the
+    file. Rows stay in time order while no instant falls within `seconds` of the one before
+    (`harness.config.trace_file` refuses a spread wider than that); `seconds` <= 0 changes
+    nothing."""
+    if seconds <= 0:
+        yield from rows
+        return
+    draw = rng.random
+    group: list[TraceRow] = []
+    for row in rows:
+        if group and row[0] != group[0][0]:
+            yield from _spread_group(group, seconds, draw)
+            group = []
+        group.append(row)
+    yield from _spread_group(group, seconds, draw)
+
+
+def _spread_group(
+    group: list[TraceRow], seconds: float, draw: Callable[[], float]
+) -> Iterator[TraceRow]:
+    if not group:
+        return
+    t = group[0][0]
+    offsets = sorted(draw() for _ in group)
+    for row, offset in zip(group, offsets, strict=True):
+        _, template, vcpu, memory, life, usage, tag = row
+        yield t + seconds * offset, template, vcpu, memory, life, usage, tag

@@ -14,6 +14,8 @@ from harness.model.tunables import key
 
 DRAWS = "harness.model.workload.variety:DRAWS"
 """How a quantity of a sandbox may be drawn per create (named by path: no import circle)."""
+TRACE_FORMATS = "harness.config.traces:TRACE_FORMATS"
+"""The formats a trace may come in: the config layer reads them (files), so named by path."""
 
 
 @dataclass(frozen=True)
@@ -115,8 +117,27 @@ class WorkloadSpec(SandboxSpec):
     diurnal_peak_s: float = key(0.0, "diurnal: a time at which the rate is highest.", ge=0)
     trace: str = key(
         "",
-        "trace: CSV or Parquet file of creates, one per row; a relative path is read from "
-        "the config file's folder.",
+        "trace: its source; for trace_format harness a CSV or Parquet file of creates, one "
+        "per row; a relative path is read from the config file's folder.",
+    )
+    trace_format: str = key(
+        "harness",
+        "trace: the source's format: harness (the file is replayed as it is), or one that is "
+        "imported into that format first and cached (alibaba-2018).",
+        choices=TRACE_FORMATS,
+    )
+    trace_start_s: float = key(
+        0.0,
+        "trace, an imported format: the second of the source the run starts at; the run "
+        "replays [trace_start_s, trace_start_s + run.duration_s).",
+        ge=0,
+    )
+    trace_spread_s: float | None = key(
+        None,
+        "trace: the rows recorded at one instant are sent at uniform times over this many "
+        'seconds after it; "none": what the trace records (an imported one its resolution, '
+        "alibaba-2018 1 s), else 0.",
+        ge=0,
     )
     clients: int = key(100, "Concurrent closed-loop clients (closed).", ge=1)
     ramp_s: float = key(0.0, "Closed-loop clients start uniformly over this window.", ge=0)
