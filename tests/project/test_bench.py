@@ -22,6 +22,7 @@ ENDS = {
     "external_throughput.py": ([], '"path": "python server, framed"'),
     "make_trace.py": (["--out", "{tmp}/trace.csv"], "trace.csv: 100 rows"),
     "ray_throughput.py": ([], "load average at the end"),
+    "real_traffic.py": ([], "s of trace"),
     "report_memory.py": ([], "harness report: peak"),
     "report_speed.py": ([], "seed-burst.toml: the report's own CPU"),
     "search_speed.py": ([], "the search's own cost"),
