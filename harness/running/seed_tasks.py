@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, replace
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from harness.config import Config
 from harness.engines import ENGINES, Engine, EngineError, Progress, Snapshot, get_engine
@@ -62,12 +65,73 @@ def broken_lines(checks: list[dict[str, Any]]) -> list[str]:
     return [f"{c['check']} ({c['detail']})" for c in checks if not c["ok"]]
 
 
-def run_unit(config: Config, seed: int, rows: SeedRows | None = None) -> Checked:
+def run_unit(
+    config: Config, seed: int, rows: SeedRows | None = None, home: str | None = None
+) -> Checked:
     """The body of a task: one seed on the config's engine, checked where it ran. The end
-    state the checks needed stays here rather than travelling back."""
+    state the checks needed stays here rather than travelling back. `home`: the Ray node whose
+    disk `rows`' folder is on; a task Ray placed on another node writes the rows into a folder
+    of its own node's instead, which the driver then fetches (`fetched`)."""
+    if home is not None and rows is not None and rows.folder is not None and home != _node():
+        rows = SeedRows(rows.strategy, rows.seed, _scratch() / rows.folder.name, rows.run_id)
     with closing(get_engine(config.run.engine)) as engine:  # stops what it kept for the seed
         result, checks, _ = run_checked(engine, config, seed, None, rows)
     return replace(result, sandbox_ids=[], lost_ids=[], drained_views=None), checks
+
+
+SHIP_BYTES = 8 << 20
+"""A part's files travel from a task's node to the driver's in chunks of this size: what the
+object store holds of them at once."""
+
+
+def _node() -> str:
+    import ray
+
+    return ray.get_runtime_context().get_node_id()
+
+
+def _scratch() -> Path:
+    """A folder of this node's for the rows of a task whose part is on another node's disk."""
+    return Path(tempfile.mkdtemp(prefix="harness-rows-"))
+
+
+def _ship(folder: str) -> Iterator[tuple[str, bytes]]:
+    """The files of a finished seed's rows on this node, chunk by chunk, then the folder goes
+    (a Ray task that yields: `fetched`)."""
+    try:
+        for path in sorted(Path(folder).iterdir()):
+            with path.open("rb") as f:
+                for chunk in iter(lambda f=f: f.read(SHIP_BYTES), b""):
+                    yield path.name, chunk
+    finally:
+        shutil.rmtree(Path(folder).parent, ignore_errors=True)
+
+
+def fetched(result: SeedResult, node: str, rows: SeedRows) -> SeedResult:
+    """`result` with its rows in `rows`' folder (the driver's), fetched from the folder of
+    `node`'s where a task placed there wrote them, a chunk at a time."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    there = result.rows.folder
+    if there is None or rows.folder is None or there == rows.folder:
+        return result
+    place = NodeAffinitySchedulingStrategy(node, soft=False)
+    ship = ray.remote(num_cpus=0, num_returns="streaming", max_retries=0)(_ship)
+    rows.folder.mkdir(parents=True, exist_ok=True)
+    files: dict[str, BinaryIO] = {}
+    try:
+        for ref in ship.options(scheduling_strategy=place).remote(str(there)):
+            name, chunk = ray.get(ref)
+            if name not in files:
+                files[name] = (rows.folder / name).open("wb")
+            files[name].write(chunk)
+    finally:
+        for f in files.values():
+            f.close()
+    here = SeedRows(rows.strategy, rows.seed, rows.folder, rows.run_id)
+    here.rows, here.closed = dict(result.rows.rows), True
+    return replace(result, rows=here)
 
 
 def workers(config: Config, units: int, estimate_s: float, cpus: int) -> int:
@@ -122,13 +186,24 @@ class InProcess:
             yield result, checks
 
 
+def located(body: Callable[..., Checked]) -> Callable[..., tuple[Checked, str]]:
+    """`body`, answering the node it ran on beside its result (where its rows are)."""
+
+    def located(*args: Any) -> tuple[Checked, str]:
+        return body(*args), _node()
+
+    return located
+
+
 class OnRay:
     """Units as Ray tasks, `workers` at once, each writing its rows into its part folder
     (on this machine: a task Ray places elsewhere writes where the driver does only on a
     shared file system); results come as they finish, in any order."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, home: str | None = None) -> None:
         self.workers = workers
+        self.home = home
+        """The Ray node whose disk the parts are on; None: the driver's."""
 
     def results(
         self,
@@ -139,24 +214,26 @@ class OnRay:
     ) -> Iterator[Checked]:
         import ray
 
-        task = ray.remote(num_cpus=1, max_retries=0)(run_unit)
+        task = ray.remote(num_cpus=1, max_retries=0)(located(run_unit))
+        home = self.home or _node()
         queue = list(enumerate(units))
         queue.reverse()
-        flying: dict[Any, tuple[int, Unit]] = {}
+        flying: dict[Any, tuple[int, Unit, SeedRows]] = {}
         try:
             while queue or flying:
                 while queue and len(flying) < self.workers:
                     index, unit = queue.pop()
                     rows = rows_for(unit.strategy, unit.seed)
-                    flying[task.remote(unit.config, unit.seed, rows)] = (index, unit)
+                    flying[task.remote(unit.config, unit.seed, rows, home)] = (index, unit, rows)
                 (ref,), _ = ray.wait(list(flying), num_returns=1)
-                index, unit = flying.pop(ref)
+                index, unit, rows = flying.pop(ref)
                 try:
-                    yield ray.get(ref)
+                    (result, checks), node = ray.get(ref)
+                    yield fetched(result, node, rows), checks
                 except ray.exceptions.RayTaskError as e:
                     stopped = getattr(e.cause, "partial", None)
-                    if stopped is not None:
-                        partial(stopped)
+                    if stopped is not None and stopped.rows.folder == rows.folder:
+                        partial(stopped)  # on this node's disk: a task elsewhere kept its own
                     cause = e.cause if isinstance(e.cause, Exception) else e
                     raise EngineError(
                         f"{unit.strategy} seed {unit.seed} failed: {type(cause).__name__}: "

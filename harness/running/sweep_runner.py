@@ -23,17 +23,19 @@ from harness.results.failures import InvariantError
 from harness.results.seed_result import SeedResult
 from harness.results.seed_rows import SeedRows
 from harness.results.sweep_folder import SweepStore
-from harness.running.seed_tasks import broken_lines, run_unit
+from harness.running.seed_tasks import broken_lines, fetched, located, run_unit
 
 # progress(cells complete, cells failed, cells in the sweep)
 SweepProgress = Callable[[int, int, int], None]
 
 
-def run_seed(config: Config, seed: int, rows: SeedRows | None = None) -> SeedResult:
+def run_seed(
+    config: Config, seed: int, rows: SeedRows | None = None, home: str | None = None
+) -> SeedResult:
     """The body of one task: one seed of one cell on the config's engine, its rows written
-    into `rows`' folder (kept in memory without), checked where it ran
-    (`harness.results.invariants`): a broken check fails the cell with its message."""
-    result, checks = run_unit(config, seed, rows)
+    into `rows`' folder (kept in memory without; see `run_unit` for `home`), checked where it
+    ran (`harness.results.invariants`): a broken check fails the cell with its message."""
+    result, checks = run_unit(config, seed, rows, home)
     broken = broken_lines(checks)
     if broken:
         raise InvariantError(f"seed {seed}", broken)
@@ -75,7 +77,8 @@ def _describe(error: Exception) -> tuple[str, str]:
 def _drive(store: SweepStore, progress: SweepProgress | None) -> None:
     import ray
 
-    task = ray.remote(run_seed)
+    task = ray.remote(located(run_seed))
+    home = ray.get_runtime_context().get_node_id()
     seeds = store.sweep.seeds
     total = len(store.sweep.cells)
     todo = store.pending()
@@ -84,7 +87,7 @@ def _drive(store: SweepStore, progress: SweepProgress | None) -> None:
         progress(done, failed, total)
     window = 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
     queue = deque((cell, seed) for cell in todo for seed in seeds)
-    in_flight: dict[Any, tuple[Cell, int]] = {}
+    in_flight: dict[Any, tuple[Cell, int, SeedRows]] = {}
     results: dict[int, dict[int, SeedResult]] = {}
     began: dict[int, float] = {}
     dead: set[int] = set()
@@ -94,15 +97,16 @@ def _drive(store: SweepStore, progress: SweepProgress | None) -> None:
             if cell.index not in dead:
                 began.setdefault(cell.index, time.monotonic())
                 rows = store.seed_rows(cell, seed)
-                in_flight[task.remote(cell.config, seed, rows)] = (cell, seed)
+                in_flight[task.remote(cell.config, seed, rows, home)] = (cell, seed, rows)
         if not in_flight:
             continue
         (ref,), _ = ray.wait(list(in_flight), num_returns=1)
-        cell, seed = in_flight.pop(ref)
+        cell, seed, rows = in_flight.pop(ref)
         if cell.index in dead:
             continue
         try:
-            result = ray.get(ref)
+            result, node = ray.get(ref)
+            result = fetched(result, node, rows)
         except ray.exceptions.RayError as e:
             # The cell's other seeds still in flight finish and are ignored: ray.cancel
             # racing a task's completion crashed the driver (Ray 2.60, task_manager.cc
