@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, NoReturn, Protocol
 from rich.console import Console
 
 import harness
+from harness import interrupts, testing_signals
 from harness.config import Config, ConfigError, load, stored_config
 from harness.config.sweep_file import load_sweep
 from harness.engines import ENGINES, EngineError, real_time
@@ -30,11 +30,8 @@ from harness.external import SchedulerError
 from harness.model.catalogue import catalogue
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
-from harness.results import phase_hooks
 from harness.results.failures import InvariantError, ResultsError, WriteFailed
 from harness.results.thresholds import FORM, not_run
-from harness.running import interrupts
-from harness.running.interrupts import Interrupted, exit_code
 
 # The modules that load Arrow, pandas, numpy or Ray (results folders, comparisons, terminal
 # tables, the runners, the cost check) are imported inside the commands that use them, once
@@ -341,7 +338,7 @@ def _until_done(
         work()
     except KeyboardInterrupt as e:
         _stopped(e, kept())
-        return exit_code(e)
+        return interrupts.exit_code(e)
     except EngineError as e:
         print(f"harness: error: {printable(f'{e}; {kept()}')}", file=sys.stderr)
         return 1
@@ -360,17 +357,12 @@ def _until_done(
 def _stopped(error: BaseException, kept: str) -> None:
     """The line said when a signal stops the command: what it left, on stderr with the errors
     (stdout holds results, which a stopped command has not printed)."""
-    print(f"{_signal_word(error)}: {printable(kept)}", file=sys.stderr)
+    print(f"{interrupts.word(error)}: {printable(kept)}", file=sys.stderr)
 
 
 def _notice(line: str) -> None:
     """A line about the run's state (a damaged part run again) on stderr, beside the errors."""
     print(f"harness: {printable(line)}", file=sys.stderr)
-
-
-def _signal_word(error: BaseException) -> str:
-    """How the line said on a signal begins: SIGTERM terminates, SIGINT (Ctrl-C) interrupts."""
-    return "terminated" if getattr(error, "signum", None) == signal.SIGTERM else "interrupted"
 
 
 def _ray_address(address: str | None) -> bool:
@@ -500,7 +492,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     except KeyboardInterrupt as e:  # the run is whole on disk: say so, and of the report
         unwritten = "" if args.no_report else "; report.html not written"
         _stopped(e, f"{state_of(out)}{unwritten}")
-        return exit_code(e)
+        return interrupts.exit_code(e)
     overload_warning(frames, console)
     return _threshold_code(meta["thresholds"]) or compared
 
@@ -751,25 +743,6 @@ def _cmd_keys(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-class _Interrupts:
-    """The handler of SIGINT (Ctrl-C) and SIGTERM: the first stops the command where it is
-    (`harness.running.interrupts.stop`: at once, or when the section writing files ends), so the run
-    writes what it has; any later one is only counted, so that writing, and stopping Ray, are
-    never cut short. While `shielded`, the first is only counted too. Either way the command
-    exits with 128 + the first signal."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.first: int | None = None
-        self.shielded = False
-
-    def __call__(self, signum: int, frame: object) -> None:
-        self.count += 1
-        self.first = self.first or signum
-        if self.count == 1 and not self.shielded:
-            interrupts.stop(signum)
-
-
 def _command(argv: list[str] | None, console: Console) -> int:
     try:
         args = parse_args(argv)
@@ -797,37 +770,31 @@ def _command(argv: list[str] | None, console: Console) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line `argv` (else the process's). Run as the program (no `argv`), a signal
-    after the command has finished is only counted: the exit code is decided by then."""
-    handler = _Interrupts()
-    handlers = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    code = exit_code(Interrupted(signal.SIGINT))
-    try:
-        console = Console()
-        if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
-            # piped, and no width asked for (rich reads COLUMNS itself): room for the tables
-            # rather than 80 columns
-            console.width = PIPED_WIDTH
-        with ray_scope():  # a Ray the command started is stopped before it returns
-            try:
-                code = _command(argv, console)
-            finally:
-                handler.shielded = True
-                phase_hooks.at("shutdown")
-    except KeyboardInterrupt as e:  # outside a run (a run says what it kept itself)
-        print(f"harness: {_signal_word(e)}", file=sys.stderr)
-        return exit_code(e)
-    finally:
-        if argv is not None:
-            for signum, previous in handlers.items():
-                signal.signal(signum, previous)
-    interrupted = exit_code(Interrupted(handler.first)) if handler.first else None
-    if interrupted is not None and code in (0, THRESHOLD_FAILED):
-        # while Ray stopped, after the command was done: the run's own result stands
-        print(f"harness: {_signal_word(Interrupted(handler.first))}", file=sys.stderr)
-        code = interrupted
-    phase_hooks.at("done")
-    return code
+    """The command line `argv` (else the process's). A signal stops the command where it polls
+    (`harness.interrupts`); one after the command has finished is only counted: the exit code
+    is decided by then, and a command that succeeded exits with 128 + the signal."""
+    with interrupts.taken(restore=argv is not None):
+        try:
+            console = Console()
+            if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
+                # piped, and no width asked for (rich reads COLUMNS itself): room for the tables
+                # rather than 80 columns
+                console.width = PIPED_WIDTH
+            with ray_scope():  # a Ray the command started is stopped before it returns
+                try:
+                    code = _command(argv, console)
+                finally:
+                    interrupts.shield()
+                    testing_signals.at("shutdown")
+        except KeyboardInterrupt as e:  # outside a run (a run says what it kept itself)
+            print(f"harness: {interrupts.word(e)}", file=sys.stderr)
+            return interrupts.exit_code(e)
+        if interrupts.first() is not None and code in (0, THRESHOLD_FAILED):
+            # while Ray stopped, after the command was done: the run's own result stands
+            print(f"harness: {interrupts.word()}", file=sys.stderr)
+            code = interrupts.exit_code()
+        testing_signals.at("done")
+        return code
 
 
 if __name__ == "__main__":

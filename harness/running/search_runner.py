@@ -31,16 +31,16 @@ from optuna.distributions import (
 )
 from optuna.trial import TrialState
 
+from harness import interrupts, testing_signals
 from harness.config import Config, ConfigError
 from harness.config.search_file import SEARCHERS, Dimension, Search
 from harness.engines import get_engine, real_time
 from harness.engines.ray_setup import connect, plugin_sources, stop_ray
-from harness.results import phase_hooks
 from harness.results.arrow_schemas import summary_table
 from harness.results.failures import InvariantError, ResultsError
 from harness.results.search_folder import COMPLETE, FAILED, SearchStore
 from harness.results.thresholds import COLUMNS
-from harness.running.seed_tasks import run_checked
+from harness.running.seed_tasks import WAIT_S, run_checked
 from harness.wiring.demand_estimate import demand
 
 # progress(trials done, trial budget or None, best objective so far or None, trials/s)
@@ -79,6 +79,7 @@ class InProcess:
 
     def run(self, jobs: list[Job], strategies: list[str], seeds: list[int]) -> Iterator[Outcome]:
         for key, config in jobs:
+            interrupts.poll()  # between trials
             try:
                 rows, wall = run_trial(config, strategies, seeds)
             except Exception as e:
@@ -100,7 +101,11 @@ class OnRay:
         ray = self._ray
         refs = {self._task.remote(config, strategies, seeds): key for key, config in jobs}
         while refs:
-            (ref,), _ = ray.wait(list(refs), num_returns=1)
+            ready, _ = ray.wait(list(refs), num_returns=1, timeout=WAIT_S)
+            interrupts.poll()
+            if not ready:
+                continue
+            (ref,) = ready
             key = refs.pop(ref)
             try:
                 rows, wall = ray.get(ref)
@@ -216,7 +221,8 @@ def run_search(
             f"a search needs an engine that keeps model time (as virtual does): {engine} runs "
             "in real time, where no trial could be repeated",
         )
-    phase_hooks.at("start")
+    testing_signals.at("start")
+    interrupts.poll()  # a stop asked for so far: nothing is written yet
     store = SearchStore(out_dir, search, resume)
     started = False
     completed = False

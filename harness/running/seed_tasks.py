@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import Any
 
+from harness import interrupts
 from harness.config import Config
 from harness.engines import ENGINES, Engine, EngineError, Progress, Snapshot, get_engine
 from harness.results.invariants import check
@@ -22,13 +24,20 @@ RAY_WORTH_S = 30.0
 """Computing a run must be estimated to take (on one core) before `run.workers = 0` runs its
 seeds as Ray tasks: below, starting Ray costs more than the other cores give back."""
 
+WAIT_S = 1.0
+"""Wall seconds the driver waits for a task to finish before it looks again: for a stop asked
+for (`harness.interrupts.poll`), and at how far the running tasks have gone."""
+REPORT_S = 2.0
+"""Wall seconds between two reports of a task's progress to the driver (`Board`)."""
+
 Checked = tuple[SeedResult, list[dict[str, Any]]]
 """A finished unit: its result, and its invariant checks."""
 RowsFor = Callable[[str, int], SeedRows]
 """Where the rows of (strategy, seed) go (`harness.results.run_folder.RunWriter.seed_rows`)."""
 Moved = Callable[[int, float, Snapshot | None, int], None]
-"""Progress of the unit at an index: the share of its model time done, and what an engine in
-real time shows live (a snapshot, and the creates stuck in refusals)."""
+"""Progress of the unit at an index: the share of its model time done (1.0: finished, said
+before its result is handed over), what an engine in real time shows live (a snapshot), and
+the creates stuck in refusals."""
 
 
 @dataclass(frozen=True)
@@ -62,12 +71,44 @@ def broken_lines(checks: list[dict[str, Any]]) -> list[str]:
     return [f"{c['check']} ({c['detail']})" for c in checks if not c["ok"]]
 
 
-def run_unit(config: Config, seed: int, rows: SeedRows | None = None) -> Checked:
+def run_unit(
+    config: Config, seed: int, rows: SeedRows | None = None, progress: Progress | None = None
+) -> Checked:
     """The body of a task: one seed on the config's engine, checked where it ran. The end
     state the checks needed stays here rather than travelling back."""
     with closing(get_engine(config.run.engine)) as engine:  # stops what it kept for the seed
-        result, checks, _ = run_checked(engine, config, seed, None, rows)
+        result, checks, _ = run_checked(engine, config, seed, progress, rows)
     return replace(result, sandbox_ids=[], lost_ids=[], drained_views=None), checks
+
+
+class Board:
+    """Where the tasks of a run leave how far their seeds have gone (a Ray actor that takes no
+    core), for the driver to read while it waits: a seed of hours must not look hung."""
+
+    def __init__(self) -> None:
+        self.moved: dict[int, tuple[float, int]] = {}
+
+    def report(self, index: int, fraction: float, refused: int) -> None:
+        self.moved[index] = (fraction, refused)
+
+    def read(self) -> dict[int, tuple[float, int]]:
+        return self.moved
+
+
+def run_reporting(config: Config, seed: int, rows: SeedRows, board: Any, index: int) -> Checked:
+    """`run_unit` as a task that tells `board` the share of its model time done, and the
+    creates stuck in refusals, every `REPORT_S` at most."""
+    duration = config.run.duration_s
+    due = 0.0
+
+    def tick(t: float, snapshot: Snapshot | None = None, refused: int = 0) -> None:
+        nonlocal due
+        now = time.monotonic()
+        if now >= due:
+            due = now + REPORT_S
+            board.report.remote(index, t / duration, refused)
+
+    return run_unit(config, seed, rows, tick)
 
 
 def workers(config: Config, units: int, estimate_s: float, cpus: int) -> int:
@@ -100,6 +141,7 @@ class InProcess:
         """Each unit's result as it finishes; `progress` meanwhile, and `partial(result)`
         with what a unit that stopped midway had written."""
         for index, unit in enumerate(units):
+            interrupts.poll()  # between seeds
 
             def tick(
                 t: float,
@@ -119,6 +161,7 @@ class InProcess:
                 if stopped is not None:
                     partial(stopped)
                 raise
+            progress(index, 1.0, None, 0)
             yield result, checks
 
 
@@ -139,7 +182,8 @@ class OnRay:
     ) -> Iterator[Checked]:
         import ray
 
-        task = ray.remote(num_cpus=1, max_retries=0)(run_unit)
+        task = ray.remote(num_cpus=1, max_retries=0)(run_reporting)
+        board = ray.remote(num_cpus=0)(Board).remote()
         queue = list(enumerate(units))
         queue.reverse()
         flying: dict[Any, tuple[int, Unit]] = {}
@@ -148,11 +192,19 @@ class OnRay:
                 while queue and len(flying) < self.workers:
                     index, unit = queue.pop()
                     rows = rows_for(unit.strategy, unit.seed)
-                    flying[task.remote(unit.config, unit.seed, rows)] = (index, unit)
-                (ref,), _ = ray.wait(list(flying), num_returns=1)
+                    flying[task.remote(unit.config, unit.seed, rows, board, index)] = (index, unit)
+                ready, _ = ray.wait(list(flying), num_returns=1, timeout=WAIT_S)
+                interrupts.poll()
+                if not ready:
+                    running = {i for i, _ in flying.values()}
+                    for i, (fraction, refused) in ray.get(board.read.remote()).items():
+                        if i in running:
+                            progress(i, fraction, None, refused)
+                    continue
+                (ref,) = ready
                 index, unit = flying.pop(ref)
                 try:
-                    yield ray.get(ref)
+                    done = ray.get(ref)
                 except ray.exceptions.RayTaskError as e:
                     stopped = getattr(e.cause, "partial", None)
                     if stopped is not None:
@@ -167,7 +219,10 @@ class OnRay:
                         f"{unit.strategy} seed {unit.seed}: its task's process died ({e})"
                     ) from e
                 progress(index, 1.0, None, 0)
+                yield done
         finally:
             for ref in flying:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
+            with contextlib.suppress(Exception):
+                ray.kill(board)

@@ -15,15 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness import interrupts, testing_signals
 from harness.config import Config
 from harness.config.sweep_file import Cell, Sweep
 from harness.engines.ray_setup import connect, plugin_sources, stop_ray
-from harness.results import phase_hooks
 from harness.results.failures import InvariantError
 from harness.results.seed_result import SeedResult
 from harness.results.seed_rows import SeedRows
 from harness.results.sweep_folder import SweepStore
-from harness.running.seed_tasks import broken_lines, run_unit
+from harness.running.seed_tasks import WAIT_S, broken_lines, run_unit
 
 # progress(cells complete, cells failed, cells in the sweep)
 SweepProgress = Callable[[int, int, int], None]
@@ -48,7 +48,8 @@ def run_sweep(
 ) -> SweepStore:
     """Run the cells of `sweep` not yet complete in `out_dir` (none: Ray is not even started);
     uses the Ray already running in this process if any, else starts (and then stops) one."""
-    phase_hooks.at("start")
+    testing_signals.at("start")
+    interrupts.poll()  # a stop asked for so far: nothing is written yet
     store = SweepStore(out_dir, sweep)
     if not store.pending():
         if progress is not None:
@@ -97,7 +98,11 @@ def _drive(store: SweepStore, progress: SweepProgress | None) -> None:
                 in_flight[task.remote(cell.config, seed, rows)] = (cell, seed)
         if not in_flight:
             continue
-        (ref,), _ = ray.wait(list(in_flight), num_returns=1)
+        ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=WAIT_S)
+        interrupts.poll()
+        if not ready:
+            continue
+        (ref,) = ready
         cell, seed = in_flight.pop(ref)
         if cell.index in dead:
             continue
