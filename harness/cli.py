@@ -447,12 +447,13 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     else:
         _not_a_results_folder(Path(args.config))
         config, strategies = run_config(args)
-    from harness.presentation.terminal import LazyProgress, overload_warning
+    from harness.presentation.progress import LazyProgress
+    from harness.presentation.terminal import overload_warning
     from harness.results.comparison import FILE as COMPARISON_FILE
     from harness.results.comparison import check_configs, load_side
     from harness.results.comparison import run_config as comparable
     from harness.results.run_folder import new_run_id, state_of
-    from harness.running.cost_check import check_run, this_machine
+    from harness.running.cost_check import check_run, over_capacity, this_machine
     from harness.running.runner import run
 
     if args.baseline is not None:  # a bad baseline, or one of another config, before any run
@@ -469,6 +470,9 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         on_ray = ENGINES[config.run.engine].on_ray
         on_a_cluster = on_ray and _ray_address(config.ray.address)
         check_run(config, len(strategies), this_machine(), remote=on_a_cluster)
+    foreseen = over_capacity(config)
+    if foreseen is not None:
+        _notice(foreseen)
     run_id = new_run_id(config.run.name)  # without --out, the folder is named by it
     out = _writable_name(args.resume or args.out or Path("results") / run_id)
     progress = None if args.quiet else LazyProgress(config.run.name)
@@ -502,15 +506,19 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
     _check_threshold_strategies(
         sweep.base, list(dict.fromkeys(c.config.placement.strategy for c in sweep.cells))
     )
-    from harness.presentation.terminal import SweepBar, print_sweep
+    from harness.presentation.progress import SweepBar
+    from harness.presentation.terminal import print_sweep
     from harness.results.sweep_folder import load_sweep_results, sweep_state
-    from harness.running.cost_check import check_sweep, this_machine
+    from harness.running.cost_check import cells_over_capacity, check_sweep, this_machine
     from harness.running.sweep_runner import run_sweep  # ray: only loaded when sweeping
 
     if not args.force:
         configs = [cell.config for cell in sweep.cells]
         remote = _ray_address(args.address)
         check_sweep(configs, sweep.base.run.seeds, this_machine(), remote=remote)
+    foreseen = cells_over_capacity([cell.config for cell in sweep.cells])
+    if foreseen is not None:
+        _notice(foreseen)
     out = _writable_name(args.out or Path("results") / sweep.name)
     progress = None if args.quiet else SweepBar(sweep.name)
     stores = []
@@ -558,7 +566,8 @@ def _failed_code(what: str, failures: list[str], total: int, accept: bool) -> in
 
 def _cmd_search(args: argparse.Namespace, console: Console) -> int:
     from harness.config.search_file import load_search, stored_search, with_budget
-    from harness.presentation.search_report import SearchLine, print_search
+    from harness.presentation.progress import SearchLine
+    from harness.presentation.search_report import print_search
     from harness.results.search_folder import (
         load_search_results,
         read_search_meta,
@@ -580,7 +589,7 @@ def _cmd_search(args: argparse.Namespace, console: Console) -> int:
             raise ConfigError(flag, f"must be above 0, got {value}")
     search = with_budget(search, args.trials, args.wall_s)
     out = _writable_name(args.resume or args.out or Path("results") / search.name)
-    progress = None if args.quiet else SearchLine(search.name, console)
+    progress = None if args.quiet else SearchLine(search.name)
     stopped = _until_done(
         lambda: run_search(
             search, out, progress, args.address, not args.in_process, args.resume is not None
@@ -622,8 +631,11 @@ def _write_report(folder: Path, console: Console) -> None:
     from harness.presentation.html_report import (
         write_report,  # matplotlib: only loaded when drawing
     )
+    from harness.presentation.progress import ticking
 
-    console.print(f"report: {write_report(folder)}")
+    with ticking(f"drawing {folder / 'report.html'}"):
+        written = write_report(folder)
+    console.print(f"report: {written}")
 
 
 def _print_run(folder: Path, console: Console) -> tuple[dict[str, Any], dict[str, Any]]:

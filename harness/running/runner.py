@@ -107,8 +107,10 @@ def run(
             progress(done, total, 0.0, None, 0)
         running: dict[int, tuple[float, int]] = {}  # unit index -> (share done, refused)
 
-        def moved(index: int, fraction: float, snapshot: Snapshot | None, refused: int) -> None:
-            if fraction >= 1.0:
+        def moved(
+            index: int, fraction: float | None, snapshot: Snapshot | None, refused: int
+        ) -> None:
+            if fraction is None:  # finished: counted in `done` once its result is in
                 running.pop(index, None)
                 return
             running[index] = (fraction, refused)

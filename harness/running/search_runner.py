@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import optuna
@@ -43,8 +43,16 @@ from harness.results.thresholds import COLUMNS
 from harness.running.seed_tasks import WAIT_S, run_checked
 from harness.wiring.demand_estimate import demand
 
-# progress(trials done, trial budget or None, best objective so far or None, trials/s)
-SearchProgress = Callable[[int, int | None, float | None, float], None]
+
+class SearchProgress(Protocol):
+    """What a search tells its progress display: trials done, the trial budget (None: none),
+    the best objective so far (None: none yet) and trials per second; then, past the trials,
+    the phase it is in (shrinking, confirming), which takes minutes of its own."""
+
+    def __call__(self, done: int, limit: int | None, best: float | None, rate: float) -> None: ...
+
+    def phase(self, what: str) -> None: ...
+
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 BOOTSTRAP = 400
@@ -233,7 +241,7 @@ def run_search(
         else:
             pool = InProcess()
         search_loop(store, pool, progress)
-        finish(store, pool)
+        finish(store, pool, progress)
         completed = True
     finally:
         store.close(completed)
@@ -435,10 +443,13 @@ def confirm(
     }
 
 
-def finish(store: SearchStore, pool: InProcess | OnRay) -> None:
+def finish(
+    store: SearchStore, pool: InProcess | OnRay, progress: SearchProgress | None = None
+) -> None:
     """After the search: best.toml, the shrunk minimal.toml with what each key it needs
-    matters, and both confirmed on fresh seeds. An objective the same on every finished trial
-    has no worst case: that is recorded (`constant`) and nothing is shrunk or confirmed."""
+    matters, and both confirmed on fresh seeds (each phase told to `progress`). An objective
+    the same on every finished trial has no worst case: that is recorded (`constant`) and
+    nothing is shrunk or confirmed."""
     search = store.search
     done = _complete(store)
     if not done or (len(done) > 1 and len({r["objective"] for r in done}) == 1):
@@ -448,6 +459,8 @@ def finish(store: SearchStore, pool: InProcess | OnRay) -> None:
     values = {key: best[key] for key in search.space}
     store.update(best={"trial": best["trial"], "objective": best["objective"], "values": values})
     _write(store, "best.toml", values, f"trial {best['trial']}: {best['objective']!r}")
+    if progress is not None:
+        progress.phase(f"shrinking trial {best['trial']} towards the base scenario")
     minimal, objective, steps, without = shrink(search, pool, values, best["objective"])
     store.update(
         minimal={
@@ -459,6 +472,8 @@ def finish(store: SearchStore, pool: InProcess | OnRay) -> None:
         }
     )
     _write(store, "minimal.toml", minimal, f"shrunk from trial {best['trial']}: {objective!r}")
+    if progress is not None:
+        progress.phase(f"confirming best and minimal on {search.confirm_seeds} fresh seeds")
     store.update(
         confirmed={
             "best": confirm(search, pool, values, best["objective"]),

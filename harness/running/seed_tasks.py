@@ -29,15 +29,19 @@ WAIT_S = 1.0
 for (`harness.interrupts.poll`), and at how far the running tasks have gone."""
 REPORT_S = 2.0
 """Wall seconds between two reports of a task's progress to the driver (`Board`)."""
+STORM = 10
+"""Creates in flight stuck in refusals at once (each refused `REFUSED_AGAIN` times or more,
+`harness.model.protocol.replica_party`) from which a seed is in a storm of refusals: its
+progress then counts the model time it may run past its duration, and the display names it."""
 
 Checked = tuple[SeedResult, list[dict[str, Any]]]
 """A finished unit: its result, and its invariant checks."""
 RowsFor = Callable[[str, int], SeedRows]
 """Where the rows of (strategy, seed) go (`harness.results.run_folder.RunWriter.seed_rows`)."""
-Moved = Callable[[int, float, Snapshot | None, int], None]
-"""Progress of the unit at an index: the share of its model time done (1.0: finished, said
-before its result is handed over), what an engine in real time shows live (a snapshot), and
-the creates stuck in refusals."""
+Moved = Callable[[int, float | None, Snapshot | None, int], None]
+"""Progress of the unit at an index: the share of its model time done (`Share`; None:
+finished, said before its result is handed over), what an engine in real time shows live (a
+snapshot), and the creates stuck in refusals."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,24 @@ class Unit:
     @property
     def strategy(self) -> str:
         return self.config.placement.strategy
+
+
+class Share:
+    """A seed's share done, from the model time it has reached: over its duration; once it
+    has been in a storm of refusals (`STORM`), over its duration and the placement's deadline,
+    for the creates sent before its end are placed again until then (the seed runs on past its
+    duration, and a share pinned at 1 would say nothing is left). Never above 1."""
+
+    def __init__(self, config: Config) -> None:
+        self.duration = config.run.duration_s
+        p = config.placement
+        self.tail = p.deadline_s if p.retry_refused else 0.0
+        self.stormed = False
+
+    def __call__(self, t: float, refused: int) -> float:
+        self.stormed = self.stormed or refused >= STORM
+        end = self.duration + (self.tail if self.stormed else 0.0)
+        return min(t / end, 1.0)
 
 
 def run_checked(
@@ -98,15 +120,16 @@ class Board:
 def run_reporting(config: Config, seed: int, rows: SeedRows, board: Any, index: int) -> Checked:
     """`run_unit` as a task that tells `board` the share of its model time done, and the
     creates stuck in refusals, every `REPORT_S` at most."""
-    duration = config.run.duration_s
+    share = Share(config)
     due = 0.0
 
     def tick(t: float, snapshot: Snapshot | None = None, refused: int = 0) -> None:
         nonlocal due
+        done = share(t, refused)
         now = time.monotonic()
         if now >= due:
             due = now + REPORT_S
-            board.report.remote(index, t / duration, refused)
+            board.report.remote(index, done, refused)
 
     return run_unit(config, seed, rows, tick)
 
@@ -142,15 +165,16 @@ class InProcess:
         with what a unit that stopped midway had written."""
         for index, unit in enumerate(units):
             interrupts.poll()  # between seeds
+            shares = Share(unit.config)
 
             def tick(
                 t: float,
                 snapshot: Snapshot | None = None,
                 refused: int = 0,
                 index: int = index,
-                duration: float = unit.config.run.duration_s,
+                share: Share = shares,
             ) -> None:
-                progress(index, t / duration, snapshot, refused)
+                progress(index, share(t, refused), snapshot, refused)
 
             try:
                 result, checks, _ = run_checked(
@@ -161,7 +185,7 @@ class InProcess:
                 if stopped is not None:
                     partial(stopped)
                 raise
-            progress(index, 1.0, None, 0)
+            progress(index, None, None, 0)
             yield result, checks
 
 
@@ -218,7 +242,7 @@ class OnRay:
                     raise EngineError(
                         f"{unit.strategy} seed {unit.seed}: its task's process died ({e})"
                     ) from e
-                progress(index, 1.0, None, 0)
+                progress(index, None, None, 0)
                 yield done
         finally:
             for ref in flying:

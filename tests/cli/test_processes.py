@@ -192,7 +192,7 @@ def test_a_second_ctrl_c_while_the_files_are_flushed_is_ignored(tmp_path, monkey
             pass
 
     out = tmp_path / "run"
-    monkeypatch.setattr("harness.presentation.terminal.LazyProgress", lambda name: FirstCtrlC())
+    monkeypatch.setattr("harness.presentation.progress.LazyProgress", lambda name: FirstCtrlC())
     code = main(["run", str(CONFIGS / "seed-herd.toml"), "--seeds", "50", "--out", str(out)])
     assert code == 130
     meta, frames = load_run(out)  # every file readable
