@@ -331,11 +331,16 @@ class Closable(Protocol):
 def _until_done(
     work: Callable[[], object], progress: Closable | None, console: Console, kept: Callable[[], str]
 ) -> int | None:
-    """Runs `work`, always closing the progress display; when it stops early, says what is on
-    disk (`kept()`, read from the disk then) and returns the exit code (128 + the signal when
-    interrupted, 1 an engine failure, WRITE_FAILED a file that could not be written)."""
+    """Runs `work`, always closing the progress display (before anything else is said); when
+    it stops early, says what is on disk (`kept()`, read from the disk then) and returns the
+    exit code (128 + the signal when interrupted, 1 an engine failure, WRITE_FAILED a file that
+    could not be written)."""
     try:
-        work()
+        try:
+            work()
+        finally:
+            if progress is not None:
+                progress.close()
     except KeyboardInterrupt as e:
         _stopped(e, kept())
         return interrupts.exit_code(e)
@@ -348,9 +353,6 @@ def _until_done(
     except WriteFailed as e:
         print(f"harness: error: {printable(f'{e}; {kept()}')}", file=sys.stderr)
         return WRITE_FAILED
-    finally:
-        if progress is not None:
-            progress.close()
     return None
 
 
