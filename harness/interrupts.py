@@ -87,11 +87,12 @@ def install() -> None:
 @contextmanager
 def taken(restore: bool) -> Iterator[None]:
     """The signals taken for one command, from a fresh start unless they already are (taken at
-    start-up by `harness.__main__`, whose signal must not be lost); the handlers before it put
-    back at the end if `restore` (a command run inside another program, a test)."""
+    start-up by `harness.__main__`, whose signal must not be lost); with `restore` (a command
+    run inside another program, a test), the handlers before it are put back at the end, and
+    what it noted is forgotten: nothing after it stops for a signal it got."""
+    global _stop
     before = {s: signal.getsignal(s) for s in SIGNALS}
     if before[signal.SIGINT] is not handler:
-        global _stop
         _stop = _Stop()
         install()
     try:
@@ -100,6 +101,7 @@ def taken(restore: bool) -> Iterator[None]:
         if restore:
             for signum, previous in before.items():
                 signal.signal(signum, previous)
+            _stop = _Stop()
 
 
 def poll() -> None:

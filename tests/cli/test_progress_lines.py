@@ -43,7 +43,7 @@ def test_a_run_piped_prints_progress_lines_through_every_phase(tmp_path):
     """With stderr not a terminal, the bar redrawn in place printed nothing until the end: a
     run of an hour of trace said nothing in its log for 15 minutes."""
     out = tmp_path / "run"
-    args = ["run", HERD, "--seeds", "3", "--set", "run.duration_s=600", "--out", str(out)]
+    args = ["run", HERD, "--seeds", "3", "--set", "run.duration_s=300", "--out", str(out)]
     _, err = _harness(args)
     seeds = [float(done) for done, _ in SEEDS.findall(err)]
     assert len(seeds) >= 3, err
@@ -53,11 +53,11 @@ def test_a_run_piped_prints_progress_lines_through_every_phase(tmp_path):
 
 
 STORM = [
-    *("--seeds", "1", "--no-report", "--set", "run.duration_s=5", "--set", "cluster.nodes=3"),
-    *("--set", "cluster.cpu_count=4", "--set", "workload.rate_per_s=50"),
-    *("--set", "workload.lifetime_s=60", "--set", "placement.deadline_s=2"),
+    *("--seeds", "1", "--no-report", "--set", "run.duration_s=3", "--set", "cluster.nodes=3"),
+    *("--set", "cluster.cpu_count=2", "--set", "workload.rate_per_s=30"),
+    *("--set", "workload.lifetime_s=60", "--set", "placement.deadline_s=1"),
 ]
-"""Room for 48 sandboxes, 250 asked for at once: every create beyond the room is refused by a
+"""Room for 24 sandboxes, 90 asked for at once: every create beyond the room is refused by a
 full node and placed again, without a cap (`placement.max_asks` 0, as upstream), until its
 deadline."""
 
@@ -66,11 +66,11 @@ def test_a_storm_of_refusals_is_foreseen_named_and_explained(tmp_path):
     """`--set workload.rate_per_s=200` on seed-herd filled the cluster and took minutes: the
     cost check foresaw nothing, nothing named the storm, and the headline said only 'failed
     creates 4341 per seed'."""
-    out, err = _harness(["run", HERD, *STORM, "--out", str(tmp_path / "run")], every_s=0.5)
+    out, err = _harness(["run", HERD, *STORM, "--out", str(tmp_path / "run")], every_s=0.2)
     lines = err.splitlines()
     assert lines[0].startswith(
-        "harness: seed-herd asks for more room than its cluster has: about 250 sandboxes alive "
-        "at once at its peak, room for about 48"
+        "harness: seed-herd asks for more room than its cluster has: about 90 sandboxes alive "
+        "at once at its peak, room for about 24"
     ), err
     stormed = [line for line in lines if "storm of refusals" in line]
     assert len(stormed) == 1 and "placement.max_asks" in stormed[0], err
@@ -81,6 +81,7 @@ def test_a_storm_of_refusals_is_foreseen_named_and_explained(tmp_path):
     ), out
 
 
+@pytest.mark.slow  # a search of six trials, shrunk and confirmed
 def test_a_search_piped_says_its_trials_then_its_shrinking_and_confirmation(tmp_path):
     """A search said nothing for the minutes it shrank and confirmed its best trial."""
     search = tmp_path / "s.toml"

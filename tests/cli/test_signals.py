@@ -23,6 +23,7 @@ from harness.interrupts import Interrupted
 from harness.results.run_folder import load_run
 from tests.support.configs import CONFIGS
 from tests.support.processes import Tree
+from tests.support.tiers import slow
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -103,6 +104,17 @@ def test_a_plain_keyboard_interrupt_exits_with_the_first_signals_code(taken):
     assert interrupts.word(KeyboardInterrupt()) == "terminated"
 
 
+def test_a_command_run_inside_another_program_leaves_no_stop_behind():
+    """A signal one command noted and never acted on stopped the next thing of this process
+    that polled (Ray starting for the next test)."""
+    with interrupts.taken(restore=True):
+        signal.raise_signal(signal.SIGTERM)
+    interrupts.poll()
+    with interrupts.uncut():
+        pass
+    assert interrupts.first() is None
+
+
 def _harness(args: list[str], spec: str, timeout: float = 180) -> subprocess.CompletedProcess:
     """`harness ARGS` as its own process, sending itself the signals of `spec` at their phases."""
     return subprocess.run(
@@ -128,13 +140,15 @@ RUN = ["run", HERD, "--seeds", "3", "--set", "run.duration_s=2", "--quiet"]
 WEAKREF_PHASES = [
     # (spec, exit code, what the line says, run.json's completed)
     ("seed#2=TERM@weakref", 143, "terminated: 1 of 3 seeds finished are kept", False),
-    ("seed#3=INT@weakref", 130, "interrupted: 2 of 3 seeds finished are kept", False),
-    ("report=TERM@weakref", 143, "terminated: the run had completed", True),
+    slow("seed#3=INT@weakref", 130, "interrupted: 2 of 3 seeds finished are kept", False),
+    slow("report=TERM@weakref", 143, "terminated: the run had completed", True),
 ]
 
 
 @pytest.mark.parametrize(
-    "spec,code,said,completed", WEAKREF_PHASES, ids=[p[0] for p in WEAKREF_PHASES]
+    "spec,code,said,completed",
+    WEAKREF_PHASES,
+    ids=[getattr(p, "values", p)[0] for p in WEAKREF_PHASES],
 )
 def test_a_signal_inside_a_weakref_callback_stops_a_run(spec, code, said, completed, tmp_path):
     """SIGTERM landing inside a weakref callback left the run going to its end, then a
@@ -146,6 +160,7 @@ def test_a_signal_inside_a_weakref_callback_stops_a_run(spec, code, said, comple
     assert not (out / "report.html").exists()
 
 
+@pytest.mark.slow  # a run, then its report signalled
 def test_a_signal_inside_a_weakref_callback_stops_harness_report(tmp_path):
     out = tmp_path / "run"
     assert _harness([*RUN, "--no-report", "--out", str(out)], "").returncode == 0
