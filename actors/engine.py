@@ -25,13 +25,14 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.host import ClientPool, NodeGroup, Replica, Restarted
 from actors.wall_clock import WallClock
+from harness import interrupts, testing_signals
 from harness.config import Config
 from harness.engines import Engine, EngineError, Progress, Snapshot
 from harness.engines.live_load import LoadMeter
 from harness.engines.ray_setup import connect, plugin_sources
 from harness.external import SchedulerError
 from harness.model.recording import TimelineLog, Truth
-from harness.results import percentiles, phase_hooks
+from harness.results import percentiles
 from harness.results.seed_result import SeedResult, partial_result, seed_result
 from harness.results.seed_rows import SeedRows
 from harness.wiring import scenario
@@ -284,7 +285,7 @@ class RaySeedRun:
                 meter.add(batch)
             finished = finished and pool_done
         if not had and meter.creates + meter.kills:
-            phase_hooks.at("rows")  # the seed's first rows are written
+            testing_signals.at("rows")  # the seed's first rows are written
         return finished
 
     def _salvage(self, rows: SeedRows) -> None:
@@ -314,6 +315,7 @@ class RaySeedRun:
         cpu, wall, loads = time.process_time(), time.perf_counter(), []
         try:
             while True:
+                interrupts.poll()
                 loads.append(os.getloadavg()[0])
                 now = clock.now()
                 # Replicas and pools first: a group that raised may only have talked to a dead one.

@@ -45,19 +45,23 @@ HERD = ("stale", "in_progress", "optimistic")
 def herd_chart() -> bytes:
     """The herd page's chart: CV of sandboxes per node over seed-herd's run, per strategy."""
     from harness.config import load
-    from harness.presentation import plots
+    from harness.presentation import plots, series
     from harness.presentation.html_report import _beats
-    from harness.results.run_folder import load_run
-    from harness.results.statistics import cv_over_time
+    from harness.results.run_folder import open_run
     from harness.running.runner import run
 
     config = load(str(ROOT / "configs" / "seed-herd.toml"), [], [])
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "run"
         run(config, list(HERD), out)
-        _, frames = load_run(out)
+        files = open_run(out)
+        r = config.run
+        samples = series.timeline_samples(
+            files.batches, files.frame("nodes"), r.sample_interval_s, r.duration_s
+        )
     beats, _ = _beats(config)
-    return plots.cv_over_time(cv_over_time(frames["timeline"]), plots.colors(list(HERD)), beats)
+    over_time = series.cv_over_time(samples)
+    return plots.cv_over_time(over_time, plots.colors(list(HERD)), beats)
 
 
 FIGURES: dict[str, Callable[[], bytes]] = {

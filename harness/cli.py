@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, NoReturn, Protocol
 from rich.console import Console
 
 import harness
+from harness import interrupts, testing_signals
 from harness.config import Config, ConfigError, load, stored_config
 from harness.config.sweep_file import load_sweep
 from harness.config.traces import TRACE_FORMATS
@@ -31,12 +31,9 @@ from harness.external import SchedulerError
 from harness.model.catalogue import catalogue
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
-from harness.results import phase_hooks
 from harness.results.failures import InvariantError, ResultsError, WriteFailed
 from harness.results.folder_kinds import held_under, holder
 from harness.results.thresholds import FORM, not_run
-from harness.running import interrupts
-from harness.running.interrupts import Interrupted, exit_code
 
 # The modules that load Arrow, pandas, numpy or Ray (results folders, comparisons, terminal
 # tables, the runners, the cost check) are imported inside the commands that use them, once
@@ -356,14 +353,19 @@ class Closable(Protocol):
 def _until_done(
     work: Callable[[], object], progress: Closable | None, console: Console, kept: Callable[[], str]
 ) -> int | None:
-    """Runs `work`, always closing the progress display; when it stops early, says what is on
-    disk (`kept()`, read from the disk then) and returns the exit code (128 + the signal when
-    interrupted, 1 an engine failure, WRITE_FAILED a file that could not be written)."""
+    """Runs `work`, always closing the progress display (before anything else is said); when
+    it stops early, says what is on disk (`kept()`, read from the disk then) and returns the
+    exit code (128 + the signal when interrupted, 1 an engine failure, WRITE_FAILED a file that
+    could not be written)."""
     try:
-        work()
+        try:
+            work()
+        finally:
+            if progress is not None:
+                progress.close()
     except KeyboardInterrupt as e:
         _stopped(e, kept())
-        return exit_code(e)
+        return interrupts.exit_code(e)
     except EngineError as e:
         print(f"harness: error: {printable(f'{e}; {kept()}')}", file=sys.stderr)
         return 1
@@ -373,26 +375,18 @@ def _until_done(
     except WriteFailed as e:
         print(f"harness: error: {printable(f'{e}; {kept()}')}", file=sys.stderr)
         return WRITE_FAILED
-    finally:
-        if progress is not None:
-            progress.close()
     return None
 
 
 def _stopped(error: BaseException, kept: str) -> None:
     """The line said when a signal stops the command: what it left, on stderr with the errors
     (stdout holds results, which a stopped command has not printed)."""
-    print(f"{_signal_word(error)}: {printable(kept)}", file=sys.stderr)
+    print(f"{interrupts.word(error)}: {printable(kept)}", file=sys.stderr)
 
 
 def _notice(line: str) -> None:
     """A line about the run's state (a damaged part run again) on stderr, beside the errors."""
     print(f"harness: {printable(line)}", file=sys.stderr)
-
-
-def _signal_word(error: BaseException) -> str:
-    """How the line said on a signal begins: SIGTERM terminates, SIGINT (Ctrl-C) interrupts."""
-    return "terminated" if getattr(error, "signum", None) == signal.SIGTERM else "interrupted"
 
 
 def _ray_address(address: str | None) -> bool:
@@ -477,12 +471,13 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     else:
         _not_a_results_folder(Path(args.config))
         config, strategies = run_config(args)
-    from harness.presentation.terminal import LazyProgress, overload_warning
+    from harness.presentation.progress import LazyProgress
+    from harness.presentation.terminal import overload_warning
     from harness.results.comparison import FILE as COMPARISON_FILE
     from harness.results.comparison import check_configs, load_side
     from harness.results.comparison import run_config as comparable
     from harness.results.run_folder import new_run_id, state_of
-    from harness.running.cost_check import check_run, this_machine
+    from harness.running.cost_check import check_run, over_capacity, this_machine
     from harness.running.runner import run
 
     if args.baseline is not None:  # a bad baseline, or one of another config, before any run
@@ -499,6 +494,9 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
         on_ray = ENGINES[config.run.engine].on_ray
         on_a_cluster = on_ray and _ray_address(config.ray.address)
         check_run(config, len(strategies), this_machine(), remote=on_a_cluster)
+    foreseen = over_capacity(config)
+    if foreseen is not None:
+        _notice(foreseen)
     run_id = new_run_id(config.run.name)  # without --out, the folder is named by it
     out = _writable_name(args.resume or args.out or Path("results") / run_id)
     progress = None if args.quiet else LazyProgress(config.run.name)
@@ -522,7 +520,7 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     except KeyboardInterrupt as e:  # the run is whole on disk: say so, and of the report
         unwritten = "" if args.no_report else "; report.html not written"
         _stopped(e, f"{state_of(out)}{unwritten}")
-        return exit_code(e)
+        return interrupts.exit_code(e)
     overload_warning(frames, console)
     thresholds = _threshold_code(meta["thresholds"])
     return thresholds or _violations_code(frames["summary"], args.accept_violations) or compared
@@ -551,15 +549,19 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
     _check_threshold_strategies(
         sweep.base, list(dict.fromkeys(c.config.placement.strategy for c in sweep.cells))
     )
-    from harness.presentation.terminal import SweepBar, print_sweep
+    from harness.presentation.progress import SweepBar
+    from harness.presentation.terminal import print_sweep
     from harness.results.sweep_folder import load_sweep_results, sweep_state
-    from harness.running.cost_check import check_sweep, this_machine
+    from harness.running.cost_check import cells_over_capacity, check_sweep, this_machine
     from harness.running.sweep_runner import run_sweep  # ray: only loaded when sweeping
 
     if not args.force:
         configs = [cell.config for cell in sweep.cells]
         remote = _ray_address(args.address)
         check_sweep(configs, sweep.base.run.seeds, this_machine(), remote=remote)
+    foreseen = cells_over_capacity([cell.config for cell in sweep.cells])
+    if foreseen is not None:
+        _notice(foreseen)
     out = _writable_name(args.out or Path("results") / sweep.name)
     progress = None if args.quiet else SweepBar(sweep.name)
     stores = []
@@ -607,7 +609,8 @@ def _failed_code(what: str, failures: list[str], total: int, accept: bool) -> in
 
 def _cmd_search(args: argparse.Namespace, console: Console) -> int:
     from harness.config.search_file import load_search, stored_search, with_budget
-    from harness.presentation.search_report import SearchLine, print_search
+    from harness.presentation.progress import SearchLine
+    from harness.presentation.search_report import print_search
     from harness.results.search_folder import (
         load_search_results,
         read_search_meta,
@@ -629,7 +632,7 @@ def _cmd_search(args: argparse.Namespace, console: Console) -> int:
             raise ConfigError(flag, f"must be above 0, got {value}")
     search = with_budget(search, args.trials, args.wall_s)
     out = _writable_name(args.resume or args.out or Path("results") / search.name)
-    progress = None if args.quiet else SearchLine(search.name, console)
+    progress = None if args.quiet else SearchLine(search.name)
     stopped = _until_done(
         lambda: run_search(
             search, out, progress, args.address, not args.in_process, args.resume is not None
@@ -671,8 +674,11 @@ def _write_report(folder: Path, console: Console) -> None:
     from harness.presentation.html_report import (
         write_report,  # matplotlib: only loaded when drawing
     )
+    from harness.presentation.progress import ticking
 
-    console.print(f"report: {write_report(folder)}")
+    with ticking(f"drawing {folder / 'report.html'}"):
+        written = write_report(folder)
+    console.print(f"report: {written}")
 
 
 def _print_run(folder: Path, console: Console) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -861,25 +867,6 @@ def _cmd_keys(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-class _Interrupts:
-    """The handler of SIGINT (Ctrl-C) and SIGTERM: the first stops the command where it is
-    (`harness.running.interrupts.stop`: at once, or when the section writing files ends), so the run
-    writes what it has; any later one is only counted, so that writing, and stopping Ray, are
-    never cut short. While `shielded`, the first is only counted too. Either way the command
-    exits with 128 + the first signal."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.first: int | None = None
-        self.shielded = False
-
-    def __call__(self, signum: int, frame: object) -> None:
-        self.count += 1
-        self.first = self.first or signum
-        if self.count == 1 and not self.shielded:
-            interrupts.stop(signum)
-
-
 def _command(argv: list[str] | None, console: Console) -> int:
     try:
         args = parse_args(argv)
@@ -908,37 +895,31 @@ def _command(argv: list[str] | None, console: Console) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line `argv` (else the process's). Run as the program (no `argv`), a signal
-    after the command has finished is only counted: the exit code is decided by then."""
-    handler = _Interrupts()
-    handlers = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    code = exit_code(Interrupted(signal.SIGINT))
-    try:
-        console = Console()
-        if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
-            # piped, and no width asked for (rich reads COLUMNS itself): room for the tables
-            # rather than 80 columns
-            console.width = PIPED_WIDTH
-        with ray_scope():  # a Ray the command started is stopped before it returns
-            try:
-                code = _command(argv, console)
-            finally:
-                handler.shielded = True
-                phase_hooks.at("shutdown")
-    except KeyboardInterrupt as e:  # outside a run (a run says what it kept itself)
-        print(f"harness: {_signal_word(e)}", file=sys.stderr)
-        return exit_code(e)
-    finally:
-        if argv is not None:
-            for signum, previous in handlers.items():
-                signal.signal(signum, previous)
-    interrupted = exit_code(Interrupted(handler.first)) if handler.first else None
-    if interrupted is not None and code in (0, THRESHOLD_FAILED):
-        # while Ray stopped, after the command was done: the run's own result stands
-        print(f"harness: {_signal_word(Interrupted(handler.first))}", file=sys.stderr)
-        code = interrupted
-    phase_hooks.at("done")
-    return code
+    """The command line `argv` (else the process's). A signal stops the command where it polls
+    (`harness.interrupts`); one after the command has finished is only counted: the exit code
+    is decided by then, and a command that succeeded exits with 128 + the signal."""
+    with interrupts.taken(restore=argv is not None):
+        try:
+            console = Console()
+            if not console.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
+                # piped, and no width asked for (rich reads COLUMNS itself): room for the tables
+                # rather than 80 columns
+                console.width = PIPED_WIDTH
+            with ray_scope():  # a Ray the command started is stopped before it returns
+                try:
+                    code = _command(argv, console)
+                finally:
+                    interrupts.shield()
+                    testing_signals.at("shutdown")
+        except KeyboardInterrupt as e:  # outside a run (a run says what it kept itself)
+            print(f"harness: {interrupts.word(e)}", file=sys.stderr)
+            return interrupts.exit_code(e)
+        if interrupts.first() is not None and code in (0, THRESHOLD_FAILED):
+            # while Ray stopped, after the command was done: the run's own result stands
+            print(f"harness: {interrupts.word()}", file=sys.stderr)
+            code = interrupts.exit_code()
+        testing_signals.at("done")
+        return code
 
 
 if __name__ == "__main__":

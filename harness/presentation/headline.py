@@ -7,15 +7,28 @@ from __future__ import annotations
 import math
 
 from harness.results import time_keeping
+from harness.results.seed_figures import FAILURE_REASONS
 from harness.results.statistics import Change, Comparison
+from harness.results.summary_columns import SUMMARY_COLUMNS
+
+FAILED = "Failed creates: "
+"""How the meaning of each `failed_<reason>` summary column begins."""
+
+
+def _reason(meaning: str) -> str:
+    """A `failed_<reason>` column's meaning as the headline words it: what happened and the key
+    behind it, without the prefix, the code marks and an aside in brackets."""
+    text = meaning.removeprefix(FAILED).split(" (")[0].rstrip(".")
+    return text.replace("`", "")
+
 
 REASONS = {
-    "no_candidate": "no node passed the filters",
-    "attempts_exhausted": "every attempt failed",
-    "deadline": "out of time",
-    "asks_exhausted": "asked placement.max_asks times",
+    c.name.removeprefix("failed_"): _reason(c.meaning)
+    for c in SUMMARY_COLUMNS
+    if c.name.removeprefix("failed_") in FAILURE_REASONS
 }
-"""What each failure reason (`harness.results.statistics.FAILURE_REASONS`) means, in words."""
+"""What each failure reason (`harness.results.statistics.FAILURE_REASONS`) means, in words:
+from its column's meaning (`harness.results.summary_columns`), said once."""
 
 
 def _count(*values: float) -> list[str]:
@@ -47,6 +60,19 @@ def _failures(c: Comparison) -> str:
     return f"failed creates {_arrow(c.failed)} per seed" + _percent(
         c.failed.relative if c.failed.after != c.failed.before else math.nan
     )
+
+
+def why_failed(c: Comparison) -> str:
+    """`, all deadline (still unplaced at placement.deadline_s)`, or each reason's count per
+    seed, most first: why a strategy's own creates failed; empty when none did."""
+    counts = sorted(
+        ((ch.after, r) for r, ch in c.failed_reasons.items() if ch.after > 0), reverse=True
+    )
+    if not counts:
+        return ""
+    if len(counts) == 1:
+        return f", all {counts[0][1]} ({REASONS[counts[0][1]]})"
+    return ": " + ", ".join(f"{_count(n)[0]} {r} ({REASONS[r]})" for n, r in counts)
 
 
 def _flying(c: Comparison) -> str:
@@ -170,7 +196,10 @@ def sentence(c: Comparison) -> str:
 def _sentence(c: Comparison) -> str:
     if c.strategy == c.base:
         seeds = "1 seed" if c.seeds == 1 else f"{c.seeds} seeds"
-        return f"{c.strategy}: CV {c.cv.after:.3f} over {seeds}; {_nodes(c)}; {_failures(c)}."
+        return (
+            f"{c.strategy}: CV {c.cv.after:.3f} over {seeds}; {_nodes(c)}; {_failures(c)}"
+            f"{why_failed(c)}."
+        )
     if c.same_as is not None:
         return same_as(c)
     if not c.clear:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness import interrupts, testing_signals
 from harness.config import Config, stored_config
 from harness.config.sweep_file import get_value
 from harness.model.cluster.heartbeat import HeartbeatPlan
@@ -18,7 +19,6 @@ from harness.presentation import plots, series
 from harness.presentation.headline import headline, plugins_line, same_as
 from harness.presentation.placer import per_strategy, placed_by
 from harness.presentation.search_report import search_page
-from harness.results import phase_hooks
 from harness.results.atomic_files import write_text
 from harness.results.comparison import FILE as COMPARISON_FILE
 from harness.results.comparison import UNCHANGED
@@ -72,7 +72,8 @@ def write_report(folder: str | Path) -> Path:
         f"<body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n"
     )
     out = folder / "report.html"
-    phase_hooks.at("report")
+    testing_signals.at("report")
+    interrupts.poll()
     write_text(out, page)  # whole or not at all: a full disk leaves the previous report
     return out
 

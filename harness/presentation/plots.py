@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.layout_engine import TightLayoutEngine
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from harness import interrupts
 from harness.results.statistics import rank_shares
 
 THEORY = {"color": "0.35", "linestyle": "--", "linewidth": 1.2}
@@ -162,6 +163,7 @@ saves are worth in a report (docs/performance.md, the report's drawing)."""
 
 
 def _png(fig: Figure) -> bytes:
+    interrupts.poll()  # a stop asked for is acted on between pictures
     _lay_out(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, pil_kwargs={"compress_level": COMPRESS})

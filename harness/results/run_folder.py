@@ -32,7 +32,6 @@ import os
 import platform
 import secrets
 import shutil
-import signal
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -46,7 +45,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import harness
-from harness.results import machine, phase_hooks
+from harness import interrupts, testing_signals
+from harness.results import machine
 from harness.results.arrow_schemas import TABLES, stamped, summary_table
 from harness.results.atomic_files import (
     FolderLock,
@@ -387,7 +387,7 @@ class RunWriter:
         self.done: set[tuple[str, int]] = set()
         self._next = 0
         self._meta_due = 0.0
-        with phase_hooks.uncut():  # claimed and described, or not claimed at all
+        with interrupts.uncut():  # claimed and described, or not claimed at all
             self._lock = (
                 lock_folder(self.out_dir) if resume else claim_out_dir(self.out_dir, overwrite)
             )
@@ -483,7 +483,7 @@ class RunWriter:
         record = {"strategy": key[0], "seed": key[1], "partial": partial}
         record["invariants"] = checks or []
         record["files"] = {}
-        with phase_hooks.uncut():
+        with interrupts.uncut():
             if rows.folder is None:  # rows kept in memory: written into a part of their own
                 tmp = self.seed_rows(*key).folder
                 assert tmp is not None
@@ -504,7 +504,7 @@ class RunWriter:
                     rows_in = pq.read_metadata(path).num_rows
                     record["files"][name] = {"rows": rows_in, "sha256": sha256_of(path)}
                 (tmp / SEED_FILE).write_text(json.dumps(record, default=str))
-                phase_hooks.at("commit")
+                testing_signals.at("commit")
                 os.rename(tmp, folder)
             except OSError as e:
                 raise failed(e, tmp) from None
@@ -536,9 +536,12 @@ class RunWriter:
         parts kept; run.json says why (if it can still be written) and WriteFailed is
         raised."""
         try:
-            with phase_hooks.uncut():
+            with interrupts.uncut():
                 self._close(completed, error)
         finally:
+            # The rows of seeds stopped before they were committed go, whatever happened.
+            for tmp in (self.out_dir / PARTS).glob(".*.tmp"):
+                shutil.rmtree(tmp, ignore_errors=True)
             self._lock.release()
 
     def _close(self, completed: bool, error: str | None) -> None:
@@ -550,7 +553,7 @@ class RunWriter:
         }
         self.meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         try:
-            phase_hooks.at("close")
+            testing_signals.at("close")
             replace_together(writes)
             self.meta["completed"] = completed
             if error:
@@ -564,9 +567,6 @@ class RunWriter:
             raise
         if completed:  # an unfinished run keeps its parts: `--resume` reads them
             shutil.rmtree(self.out_dir / PARTS, ignore_errors=True)
-        else:  # but not the rows of seeds stopped before they were committed
-            for tmp in (self.out_dir / PARTS).glob(".*.tmp"):
-                shutil.rmtree(tmp, ignore_errors=True)
 
     def __enter__(self) -> RunWriter:
         return self
@@ -593,7 +593,7 @@ def stopped_by(exc: BaseException | None) -> str:
     """What run.json says stopped a run: "interrupted" (SIGINT), "terminated" (SIGTERM), the
     file that could not be written, or the error."""
     if isinstance(exc, KeyboardInterrupt):
-        return "terminated" if getattr(exc, "signum", None) == signal.SIGTERM else "interrupted"
+        return interrupts.word(exc)
     if isinstance(exc, WriteFailed):
         return str(exc)
     return repr(exc)

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import tomli_w
 
 import harness
-from harness.results import phase_hooks
+from harness import interrupts, testing_signals
 from harness.results.atomic_files import write_json, write_parquet, write_text
 from harness.results.failures import ResultsError
 from harness.results.run_folder import (
@@ -99,8 +99,8 @@ class SearchStore:
     def add_trial(self, row: dict[str, Any]) -> None:
         """Write a finished trial (complete or failed): trials.parquet, whole, replaced; search.json
         follows with the batch (`update`). A signal meanwhile waits for the trial to be written."""
-        with phase_hooks.uncut():
-            phase_hooks.at("trial")
+        with interrupts.uncut():
+            testing_signals.at("trial")
             self.trials[row["trial"]] = row
             rows = [self.trials[n] for n in sorted(self.trials)]
             table = pa.Table.from_pylist(rows)

@@ -31,7 +31,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import harness
-from harness.results import machine, phase_hooks
+from harness import interrupts, testing_signals
+from harness.results import machine
 from harness.results.arrow_schemas import TABLES, stamped, summary_table
 from harness.results.atomic_files import write_json, write_parquet
 from harness.results.run_folder import (
@@ -139,8 +140,8 @@ class SweepStore:
         partition of each table is one file, replaced whole (an earlier, interrupted attempt's
         file included), streamed from its seeds' rows a batch at a time. A signal meanwhile
         waits for the cell to be written."""
-        with phase_hooks.uncut():
-            phase_hooks.at("cell")
+        with interrupts.uncut():
+            testing_signals.at("cell")
             self._add_cell(cell, results, wall_s)
 
     def _add_cell(self, cell: Cell, results: list[SeedResult], wall_s: float) -> None:

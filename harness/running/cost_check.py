@@ -76,6 +76,10 @@ TIMELINE_ROW_S = 2e-6
 RAY_START_S = 2.5
 """Wall seconds to start a seed's actors on Ray (docs, "A Ray cluster")."""
 
+OVER_ROOM = 1.25
+"""How far the workload's peak must exceed the cluster's room before `over_capacity` says so:
+the estimate is rough (a trace's rows are counted, not their own lifetimes and sizes), and a
+peak a little over the room is often met by sandboxes ending."""
 LIMIT_S = 24 * 3600.0
 """Longest run (or sweep) accepted without --force: a day of computing, by the estimate's
 floor. The longest shipped scenario takes minutes; a day is a typo's order of magnitude."""
@@ -412,3 +416,37 @@ def check_sweep(configs: list[Config], seeds: int, machine: Machine, remote: boo
     seconds = seeds * sum(t.seconds for terms in cells for t in terms) / workers
     how = f"{seeds} seeds x {len(configs)} cells on {workers} cores"
     _refuse_time(seconds, worst, how, seeds_key)
+
+
+def over_capacity(config: Config) -> str | None:
+    """One line when the workload asks for more sandboxes alive at once than the cluster has
+    room for (`harness.wiring.demand_estimate.Demand`: `wanted` over `room`), else None. A
+    create beyond the room is refused by a full node and, as upstream, placed again and again
+    until its deadline: a storm of refusals, which made a run of a second take minutes. Said
+    before the run, not refused: a full cluster may be what is studied."""
+    d = demand(config)
+    if d.wanted <= OVER_ROOM * d.room:
+        return None
+    cpus = sum(p.count * p.cpu_count for p in config.cluster.node_pools())
+    p = config.placement
+    if p.retry_refused:
+        then = (
+            "placed again until placement.deadline_s passes, which can make the run far "
+            "longer (placement.max_asks caps the asks per create)"
+        )
+    else:
+        then = "failed at once (placement.retry_refused is false)"
+    return (
+        f"{config.run.name} asks for more room than its cluster has: about {d.wanted:,.0f} "
+        f"sandboxes alive at once at its peak, room for about {d.room:,.0f} ({cpus:,} vCPUs "
+        f"x placement.r {p.r:g}); creates beyond it are refused by full nodes and {then}"
+    )
+
+
+def cells_over_capacity(configs: list[Config]) -> str | None:
+    """`over_capacity` for a sweep's cells: how many, and the first one's line."""
+    said = [(i, line) for i, c in enumerate(configs) if (line := over_capacity(c)) is not None]
+    if not said:
+        return None
+    first, line = said[0]
+    return f"{len(said)} of {len(configs)} cells, the first cell {first}: {line}"

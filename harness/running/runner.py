@@ -6,12 +6,12 @@ from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
+from harness import interrupts, testing_signals
 from harness.config import Config
 from harness.engines import Engine, Snapshot, get_engine
 from harness.engines.ray_setup import connect, plugin_sources
 from harness.model.cluster.faults.kinds import record as fault_record
 from harness.model.scheduling.placement.record import placement_record
-from harness.results import phase_hooks
 from harness.results.failures import InvariantError
 from harness.results.run_folder import ResultsError, RunWriter, check_out_dir, resumable
 from harness.results.seed_result import SeedResult
@@ -21,8 +21,8 @@ from harness.running.cost_check import seed_terms, this_machine
 from harness.running.inputs import fingerprint, first_changed
 from harness.running.seed_tasks import InProcess, OnRay, Unit, broken_lines, workers
 
-# progress(units_done, units_total, fraction_of_current_unit, live snapshot or None, creates
-# stuck in refusals)
+# progress(units_done, units_total, share of the running units done (their model time, added
+# up), live snapshot or None, creates stuck in refusals in the running units)
 RunProgress = Callable[[int, int, float, Snapshot | None, int], None]
 
 
@@ -60,7 +60,7 @@ def run(
     damaged part is named in a line given to `notice` and its seed run again. A file the config
     names (`harness.running.inputs`) that changed since the run began refuses the resume.
     """
-    phase_hooks.at("start")
+    testing_signals.at("start")
     inputs = fingerprint(config, strategies)
     if resume:
         recorded = resumable(out_dir, config.to_dict(), strategies).get("inputs", inputs)
@@ -71,6 +71,7 @@ def run(
         check_out_dir(out_dir, overwrite)
     engine = get_engine(config.run.engine)
     engine.prepare(config, strategies)
+    interrupts.poll()  # a stop asked for so far: nothing is written yet
     seeds = config.run.seed_numbers
     # The scheduler processes' standard error, per seed and replica, kept with the results.
     logs = {}
@@ -104,19 +105,28 @@ def run(
         pool = _pool(config, engine, len(units))
         if progress is not None:
             progress(done, total, 0.0, None, 0)
+        running: dict[int, tuple[float, int]] = {}  # unit index -> (share done, refused)
 
-        def moved(index: int, fraction: float, snapshot: Snapshot | None, refused: int) -> None:
-            if progress is not None and fraction < 1.0:
-                progress(done, total, fraction, snapshot, refused)
+        def moved(
+            index: int, fraction: float | None, snapshot: Snapshot | None, refused: int
+        ) -> None:
+            if fraction is None:  # finished: counted in `done` once its result is in
+                running.pop(index, None)
+                return
+            running[index] = (fraction, refused)
+            if progress is not None:
+                share = sum(f for f, _ in running.values())
+                progress(done, total, share, snapshot, sum(r for _, r in running.values()))
 
-        phase_hooks.at("seed")
+        testing_signals.at("seed")
         for result, checks in pool.results(units, writer.seed_rows, moved, _partial(writer)):
             writer.add(result, checks)
             done += 1
             if progress is not None:
-                progress(done, total, 0.0, None, 0)
+                share = sum(f for f, _ in running.values())
+                progress(done, total, share, None, sum(r for _, r in running.values()))
             if done < total:
-                phase_hooks.at("seed")
+                testing_signals.at("seed")
         summaries = writer.summaries()
         writer.meta["time_keeping"] = run_verdict(summaries)
         writer.set_thresholds(evaluate(config.thresholds, summaries))

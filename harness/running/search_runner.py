@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import optuna
@@ -31,20 +31,28 @@ from optuna.distributions import (
 )
 from optuna.trial import TrialState
 
+from harness import interrupts, testing_signals
 from harness.config import Config, ConfigError
 from harness.config.search_file import SEARCHERS, Dimension, Search
 from harness.engines import get_engine, real_time
 from harness.engines.ray_setup import connect, plugin_sources, stop_ray
-from harness.results import phase_hooks
 from harness.results.arrow_schemas import summary_table
 from harness.results.failures import InvariantError, ResultsError
 from harness.results.search_folder import COMPLETE, FAILED, SearchStore
 from harness.results.thresholds import COLUMNS
-from harness.running.seed_tasks import run_checked
+from harness.running.seed_tasks import WAIT_S, run_checked
 from harness.wiring.demand_estimate import demand
 
-# progress(trials done, trial budget or None, best objective so far or None, trials/s)
-SearchProgress = Callable[[int, int | None, float | None, float], None]
+
+class SearchProgress(Protocol):
+    """What a search tells its progress display: trials done, the trial budget (None: none),
+    the best objective so far (None: none yet) and trials per second; then, past the trials,
+    the phase it is in (shrinking, confirming), which takes minutes of its own."""
+
+    def __call__(self, done: int, limit: int | None, best: float | None, rate: float) -> None: ...
+
+    def phase(self, what: str) -> None: ...
+
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 BOOTSTRAP = 400
@@ -79,6 +87,7 @@ class InProcess:
 
     def run(self, jobs: list[Job], strategies: list[str], seeds: list[int]) -> Iterator[Outcome]:
         for key, config in jobs:
+            interrupts.poll()  # between trials
             try:
                 rows, wall = run_trial(config, strategies, seeds)
             except Exception as e:
@@ -100,7 +109,11 @@ class OnRay:
         ray = self._ray
         refs = {self._task.remote(config, strategies, seeds): key for key, config in jobs}
         while refs:
-            (ref,), _ = ray.wait(list(refs), num_returns=1)
+            ready, _ = ray.wait(list(refs), num_returns=1, timeout=WAIT_S)
+            interrupts.poll()
+            if not ready:
+                continue
+            (ref,) = ready
             key = refs.pop(ref)
             try:
                 rows, wall = ray.get(ref)
@@ -216,7 +229,8 @@ def run_search(
             f"a search needs an engine that keeps model time (as virtual does): {engine} runs "
             "in real time, where no trial could be repeated",
         )
-    phase_hooks.at("start")
+    testing_signals.at("start")
+    interrupts.poll()  # a stop asked for so far: nothing is written yet
     store = SearchStore(out_dir, search, resume)
     started = False
     completed = False
@@ -227,7 +241,7 @@ def run_search(
         else:
             pool = InProcess()
         search_loop(store, pool, progress)
-        finish(store, pool)
+        finish(store, pool, progress)
         completed = True
     finally:
         store.close(completed)
@@ -429,10 +443,13 @@ def confirm(
     }
 
 
-def finish(store: SearchStore, pool: InProcess | OnRay) -> None:
+def finish(
+    store: SearchStore, pool: InProcess | OnRay, progress: SearchProgress | None = None
+) -> None:
     """After the search: best.toml, the shrunk minimal.toml with what each key it needs
-    matters, and both confirmed on fresh seeds. An objective the same on every finished trial
-    has no worst case: that is recorded (`constant`) and nothing is shrunk or confirmed."""
+    matters, and both confirmed on fresh seeds (each phase told to `progress`). An objective
+    the same on every finished trial has no worst case: that is recorded (`constant`) and
+    nothing is shrunk or confirmed."""
     search = store.search
     done = _complete(store)
     if not done or (len(done) > 1 and len({r["objective"] for r in done}) == 1):
@@ -442,6 +459,8 @@ def finish(store: SearchStore, pool: InProcess | OnRay) -> None:
     values = {key: best[key] for key in search.space}
     store.update(best={"trial": best["trial"], "objective": best["objective"], "values": values})
     _write(store, "best.toml", values, f"trial {best['trial']}: {best['objective']!r}")
+    if progress is not None:
+        progress.phase(f"shrinking trial {best['trial']} towards the base scenario")
     minimal, objective, steps, without = shrink(search, pool, values, best["objective"])
     store.update(
         minimal={
@@ -453,6 +472,8 @@ def finish(store: SearchStore, pool: InProcess | OnRay) -> None:
         }
     )
     _write(store, "minimal.toml", minimal, f"shrunk from trial {best['trial']}: {objective!r}")
+    if progress is not None:
+        progress.phase(f"confirming best and minimal on {search.confirm_seeds} fresh seeds")
     store.update(
         confirmed={
             "best": confirm(search, pool, values, best["objective"]),

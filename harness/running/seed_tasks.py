@@ -9,12 +9,14 @@ import contextlib
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from harness import interrupts
 from harness.config import Config
 from harness.engines import ENGINES, Engine, EngineError, Progress, Snapshot, get_engine
 from harness.results.invariants import check
@@ -25,13 +27,24 @@ RAY_WORTH_S = 30.0
 """Computing a run must be estimated to take (on one core) before `run.workers = 0` runs its
 seeds as Ray tasks: below, starting Ray costs more than the other cores give back."""
 
+WAIT_S = 1.0
+"""Wall seconds the driver waits for a task to finish before it looks again: for a stop asked
+for (`harness.interrupts.poll`), and at how far the running tasks have gone."""
+REPORT_S = 2.0
+"""Wall seconds between two reports of a task's progress to the driver (`Board`)."""
+STORM = 10
+"""Creates in flight stuck in refusals at once (each refused `REFUSED_AGAIN` times or more,
+`harness.model.protocol.replica_party`) from which a seed is in a storm of refusals: its
+progress then counts the model time it may run past its duration, and the display names it."""
+
 Checked = tuple[SeedResult, list[dict[str, Any]]]
 """A finished unit: its result, and its invariant checks."""
 RowsFor = Callable[[str, int], SeedRows]
 """Where the rows of (strategy, seed) go (`harness.results.run_folder.RunWriter.seed_rows`)."""
-Moved = Callable[[int, float, Snapshot | None, int], None]
-"""Progress of the unit at an index: the share of its model time done, and what an engine in
-real time shows live (a snapshot, and the creates stuck in refusals)."""
+Moved = Callable[[int, float | None, Snapshot | None, int], None]
+"""Progress of the unit at an index: the share of its model time done (`Share`; None:
+finished, said before its result is handed over), what an engine in real time shows live (a
+snapshot), and the creates stuck in refusals."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,24 @@ class Unit:
     @property
     def strategy(self) -> str:
         return self.config.placement.strategy
+
+
+class Share:
+    """A seed's share done, from the model time it has reached: over its duration; once it
+    has been in a storm of refusals (`STORM`), over its duration and the placement's deadline,
+    for the creates sent before its end are placed again until then (the seed runs on past its
+    duration, and a share pinned at 1 would say nothing is left). Never above 1."""
+
+    def __init__(self, config: Config) -> None:
+        self.duration = config.run.duration_s
+        p = config.placement
+        self.tail = p.deadline_s if p.retry_refused else 0.0
+        self.stormed = False
+
+    def __call__(self, t: float, refused: int) -> float:
+        self.stormed = self.stormed or refused >= STORM
+        end = self.duration + (self.tail if self.stormed else 0.0)
+        return min(t / end, 1.0)
 
 
 def run_checked(
@@ -66,7 +97,11 @@ def broken_lines(checks: list[dict[str, Any]]) -> list[str]:
 
 
 def run_unit(
-    config: Config, seed: int, rows: SeedRows | None = None, home: str | None = None
+    config: Config,
+    seed: int,
+    rows: SeedRows | None = None,
+    progress: Progress | None = None,
+    home: str | None = None,
 ) -> Checked:
     """The body of a task: one seed on the config's engine, checked where it ran. The end
     state the checks needed stays here rather than travelling back. `home`: the Ray node whose
@@ -75,7 +110,7 @@ def run_unit(
     if home is not None and rows is not None and rows.folder is not None and home != _node():
         rows = SeedRows(rows.strategy, rows.seed, _scratch() / rows.folder.name, rows.run_id)
     with closing(get_engine(config.run.engine)) as engine:  # stops what it kept for the seed
-        result, checks, _ = run_checked(engine, config, seed, None, rows)
+        result, checks, _ = run_checked(engine, config, seed, progress, rows)
     return replace(result, sandbox_ids=[], lost_ids=[], drained_views=None), checks
 
 
@@ -109,7 +144,8 @@ def _ship(folder: str) -> Iterator[tuple[str, bytes]]:
 
 def fetched(result: SeedResult, node: str, rows: SeedRows) -> SeedResult:
     """`result` with its rows in `rows`' folder (the driver's), fetched from the folder of
-    `node`'s where a task placed there wrote them, a chunk at a time."""
+    `node`'s where a task placed there wrote them, a chunk at a time (a stop is acted on
+    between chunks)."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -123,6 +159,7 @@ def fetched(result: SeedResult, node: str, rows: SeedRows) -> SeedResult:
     try:
         for ref in ship.options(scheduling_strategy=place).remote(str(there)):
             name, chunk = ray.get(ref)
+            interrupts.poll()
             if name not in files:
                 files[name] = (rows.folder / name).open("wb")
             files[name].write(chunk)
@@ -132,6 +169,48 @@ def fetched(result: SeedResult, node: str, rows: SeedRows) -> SeedResult:
     here = SeedRows(rows.strategy, rows.seed, rows.folder, rows.run_id)
     here.rows, here.closed = dict(result.rows.rows), True
     return replace(result, rows=here)
+
+
+def located(body: Callable[..., Checked]) -> Callable[..., tuple[Checked, str]]:
+    """`body`, answering the node it ran on beside its result (where its rows are)."""
+
+    def located(*args: Any) -> tuple[Checked, str]:
+        return body(*args), _node()
+
+    return located
+
+
+class Board:
+    """Where the tasks of a run leave how far their seeds have gone (a Ray actor that takes no
+    core), for the driver to read while it waits: a seed of hours must not look hung."""
+
+    def __init__(self) -> None:
+        self.moved: dict[int, tuple[float, int]] = {}
+
+    def report(self, index: int, fraction: float, refused: int) -> None:
+        self.moved[index] = (fraction, refused)
+
+    def read(self) -> dict[int, tuple[float, int]]:
+        return self.moved
+
+
+def run_reporting(
+    config: Config, seed: int, rows: SeedRows, board: Any, index: int, home: str | None = None
+) -> Checked:
+    """`run_unit` as a task that tells `board` the share of its model time done, and the
+    creates stuck in refusals, every `REPORT_S` at most."""
+    share = Share(config)
+    due = 0.0
+
+    def tick(t: float, snapshot: Snapshot | None = None, refused: int = 0) -> None:
+        nonlocal due
+        done = share(t, refused)
+        now = time.monotonic()
+        if now >= due:
+            due = now + REPORT_S
+            board.report.remote(index, done, refused)
+
+    return run_unit(config, seed, rows, tick, home)
 
 
 def workers(config: Config, units: int, estimate_s: float, cpus: int) -> int:
@@ -164,15 +243,17 @@ class InProcess:
         """Each unit's result as it finishes; `progress` meanwhile, and `partial(result)`
         with what a unit that stopped midway had written."""
         for index, unit in enumerate(units):
+            interrupts.poll()  # between seeds
+            shares = Share(unit.config)
 
             def tick(
                 t: float,
                 snapshot: Snapshot | None = None,
                 refused: int = 0,
                 index: int = index,
-                duration: float = unit.config.run.duration_s,
+                share: Share = shares,
             ) -> None:
-                progress(index, t / duration, snapshot, refused)
+                progress(index, share(t, refused), snapshot, refused)
 
             try:
                 result, checks, _ = run_checked(
@@ -183,16 +264,8 @@ class InProcess:
                 if stopped is not None:
                     partial(stopped)
                 raise
+            progress(index, None, None, 0)
             yield result, checks
-
-
-def located(body: Callable[..., Checked]) -> Callable[..., tuple[Checked, str]]:
-    """`body`, answering the node it ran on beside its result (where its rows are)."""
-
-    def located(*args: Any) -> tuple[Checked, str]:
-        return body(*args), _node()
-
-    return located
 
 
 class OnRay:
@@ -214,7 +287,8 @@ class OnRay:
     ) -> Iterator[Checked]:
         import ray
 
-        task = ray.remote(num_cpus=1, max_retries=0)(located(run_unit))
+        task = ray.remote(num_cpus=1, max_retries=0)(located(run_reporting))
+        board = ray.remote(num_cpus=0)(Board).remote()
         home = self.home or _node()
         queue = list(enumerate(units))
         queue.reverse()
@@ -224,12 +298,21 @@ class OnRay:
                 while queue and len(flying) < self.workers:
                     index, unit = queue.pop()
                     rows = rows_for(unit.strategy, unit.seed)
-                    flying[task.remote(unit.config, unit.seed, rows, home)] = (index, unit, rows)
-                (ref,), _ = ray.wait(list(flying), num_returns=1)
+                    ref = task.remote(unit.config, unit.seed, rows, board, index, home)
+                    flying[ref] = (index, unit, rows)
+                ready, _ = ray.wait(list(flying), num_returns=1, timeout=WAIT_S)
+                interrupts.poll()
+                if not ready:
+                    running = {i for i, _, _ in flying.values()}
+                    for i, (fraction, refused) in ray.get(board.read.remote()).items():
+                        if i in running:
+                            progress(i, fraction, None, refused)
+                    continue
+                (ref,) = ready
                 index, unit, rows = flying.pop(ref)
                 try:
                     (result, checks), node = ray.get(ref)
-                    yield fetched(result, node, rows), checks
+                    done = fetched(result, node, rows), checks
                 except ray.exceptions.RayTaskError as e:
                     stopped = getattr(e.cause, "partial", None)
                     if stopped is not None and stopped.rows.folder == rows.folder:
@@ -243,8 +326,11 @@ class OnRay:
                     raise EngineError(
                         f"{unit.strategy} seed {unit.seed}: its task's process died ({e})"
                     ) from e
-                progress(index, 1.0, None, 0)
+                progress(index, None, None, 0)
+                yield done
         finally:
             for ref in flying:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
+            with contextlib.suppress(Exception):
+                ray.kill(board)

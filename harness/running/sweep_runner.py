@@ -15,15 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness import interrupts, testing_signals
 from harness.config import Config
 from harness.config.sweep_file import Cell, Sweep
 from harness.engines.ray_setup import connect, plugin_sources, stop_ray
-from harness.results import phase_hooks
 from harness.results.failures import InvariantError
 from harness.results.seed_result import SeedResult
 from harness.results.seed_rows import SeedRows
 from harness.results.sweep_folder import SweepStore
-from harness.running.seed_tasks import broken_lines, fetched, located, run_unit
+from harness.running.seed_tasks import WAIT_S, broken_lines, fetched, located, run_unit
 
 # progress(cells complete, cells failed, cells in the sweep)
 SweepProgress = Callable[[int, int, int], None]
@@ -35,7 +35,7 @@ def run_seed(
     """The body of one task: one seed of one cell on the config's engine, its rows written
     into `rows`' folder (kept in memory without; see `run_unit` for `home`), checked where it
     ran (`harness.results.invariants`): a broken check fails the cell with its message."""
-    result, checks = run_unit(config, seed, rows, home)
+    result, checks = run_unit(config, seed, rows, None, home)
     broken = broken_lines(checks)
     if broken:
         raise InvariantError(f"seed {seed}", broken)
@@ -50,7 +50,8 @@ def run_sweep(
 ) -> SweepStore:
     """Run the cells of `sweep` not yet complete in `out_dir` (none: Ray is not even started);
     uses the Ray already running in this process if any, else starts (and then stops) one."""
-    phase_hooks.at("start")
+    testing_signals.at("start")
+    interrupts.poll()  # a stop asked for so far: nothing is written yet
     store = SweepStore(out_dir, sweep)
     if not store.pending():
         if progress is not None:
@@ -100,7 +101,11 @@ def _drive(store: SweepStore, progress: SweepProgress | None) -> None:
                 in_flight[task.remote(cell.config, seed, rows, home)] = (cell, seed, rows)
         if not in_flight:
             continue
-        (ref,), _ = ray.wait(list(in_flight), num_returns=1)
+        ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=WAIT_S)
+        interrupts.poll()
+        if not ready:
+            continue
+        (ref,) = ready
         cell, seed, rows = in_flight.pop(ref)
         if cell.index in dead:
             continue

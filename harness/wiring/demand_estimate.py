@@ -25,6 +25,12 @@ class Demand:
     cycle: float
     """A closed-loop client's cycle (lifetime, think time and the RPCs' round trips), seconds;
     NaN for other arrivals."""
+    wanted: float
+    """Sandboxes the workload would keep alive at once at its peak, were there room for all
+    (`alive` is this, or the room, whichever is less)."""
+    room: float
+    """Sandboxes the cluster holds: its vCPUs, over-committed `placement.r` times, over the
+    mean vCPUs a sandbox asks for."""
 
 
 def _mix(w: WorkloadSpec) -> list[tuple[float, SandboxSpec]]:
@@ -67,10 +73,8 @@ def demand(config: Config) -> Demand:
         rtt = (c.create_latency_ms + c.kill_latency_ms) / 1000.0
         cycle = lifetime + w.think_s + rtt  # validation: closed clients have lifetimes
         creates = started * (1.0 + duration / cycle)
-        return Demand(creates, creates - started, min(started, slots), cycle)
+        return Demand(creates, creates - started, min(started, slots), cycle, started, slots)
     creates = float(trace_file.check(config)) if arrival.replay else arrival.expected(w, duration)
-    alive = min(creates, slots)
-    if not arrival.at_once:
-        alive = min(alive, creates / duration * lifetime)
+    wanted = creates if arrival.at_once else min(creates, creates / duration * lifetime)
     kills = creates * sum(share * _killed_share(s, w, duration) for share, s in mix)
-    return Demand(creates, kills, alive, math.nan)
+    return Demand(creates, kills, min(wanted, slots), math.nan, wanted, slots)

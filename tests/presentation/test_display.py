@@ -22,7 +22,8 @@ from harness.config.key_tables import (
 from harness.config.sweep_file import load_sweep
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.presentation.html_report import _table
-from harness.presentation.terminal import SweepBar, clock, print_keys, print_run, print_sweep
+from harness.presentation.progress import SweepBar, clock
+from harness.presentation.terminal import print_keys, print_run, print_sweep
 from harness.results.run_folder import load_run, open_run
 from harness.results.statistics import by_strategy, pooled_load
 from harness.results.sweep_folder import SweepStore, load_sweep_results

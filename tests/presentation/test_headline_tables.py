@@ -17,8 +17,9 @@ import pytest
 
 from harness.cli import main
 from harness.model.scheduling.ledgers import LEDGERS
-from harness.presentation.headline import headline
+from harness.presentation.headline import REASONS, headline
 from harness.results.run_folder import load_run
+from harness.results.seed_figures import FAILURE_REASONS
 from harness.results.statistics import by_strategy, comparisons, cv_shift
 from tests.support.configs import CONFIGS, SCENARIOS, brief_flags, runnable
 
@@ -105,6 +106,29 @@ def _check_nodes(sentence: str, row: pd.Series, base: pd.Series) -> None:
         assert float(failed.group(2) or failed.group(1)) == pytest.approx(row["failed"], abs=0.05)
 
 
+def _check_reasons(sentence: str, rows: pd.DataFrame) -> None:
+    """Why the first strategy's creates failed, as its sentence says: each reason's mean count
+    per seed, or `all` of them for the one reason, as the summary's `failed_<reason>`."""
+    means = {r: rows[f"failed_{r}"].mean() for r in FAILURE_REASONS}
+    failing = {r: m for r, m in means.items() if m > 0}
+    alone = re.search(r"per seed, all (\w+) \(([^)]*)\)", sentence)
+    listed = re.findall(r"([\d.]+) (\w+) \(([^)]*)\)", sentence.partition("per seed: ")[2])
+    if not failing:
+        assert not alone and not listed, sentence
+    elif len(failing) == 1:
+        assert alone and alone.group(1) in failing, sentence
+        assert alone.group(2) == REASONS[alone.group(1)], sentence
+    else:
+        assert {r: float(n) for n, r, _ in listed} == pytest.approx(failing, abs=0.05), sentence
+        assert all(words == REASONS[r] for _, r, words in listed), sentence
+
+
+def test_every_failure_reason_is_worded_with_what_sets_it():
+    assert set(REASONS) == set(FAILURE_REASONS)
+    assert "placement.deadline_s" in REASONS["deadline"]
+    assert "placement.max_asks" in REASONS["asks_exhausted"]
+
+
 def _check_flying(sentence: str, strategy: str, flying: dict) -> None:
     """Each count of creates in flight a sentence gives is the requests table's."""
     most, share, whole = flying.get(strategy, (1, 0.0, False))
@@ -153,6 +177,7 @@ def _check(frames: dict[str, pd.DataFrame]) -> list[str]:
         if strategy == STRATEGIES[0]:
             assert f"{strategy}: CV {row['cv_mean']:.3f} over 2 seeds" in sentence
             _check_nodes(sentence, row, row)
+            _check_reasons(sentence, summary[summary["strategy"] == strategy])
             continue
         equal = re.match(r"\S+ equals (\S+) to every digit in all 2 seeds", sentence)
         equal = equal or re.search(r"as (\S+) does, equal to it to every digit", sentence)

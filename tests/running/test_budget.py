@@ -276,3 +276,25 @@ def test_the_two_huge_scenarios_are_refused_and_force_runs_them(
     monkeypatch.setattr(harness.running.runner, "run", started)
     with pytest.raises(Started):
         main(["run", str(config), "--force", "--quiet", "--out", str(tmp_path / "never")])
+
+
+def test_a_scenario_asking_for_more_than_its_cluster_holds_is_foreseen_in_one_line():
+    """seed-herd at 200 creates a second for 60 s, each living 60 s: 12,000 sandboxes wanted
+    at once where 7,680 fit (10 nodes x 192 vCPUs x placement.r 4). It ran for minutes in a
+    storm of refusals, and the cost check foresaw nothing; at 120 a second it fits."""
+    keys = ["run.duration_s=60", "workload.lifetime_s=60"]
+    full = load(HERD, [*keys, "workload.rate_per_s=200"])
+    said = budget.over_capacity(full)
+    assert said is not None and "\n" not in said
+    for part in ("about 12,000 sandboxes alive at once", "room for about 7,680", "max_asks"):
+        assert part in said, said
+    assert budget.over_capacity(load(HERD, [*keys, "workload.rate_per_s=120"])) is None
+    failing = full.with_value("placement.retry_refused", False)
+    assert "failed at once (placement.retry_refused is false)" in budget.over_capacity(failing)
+    cells = budget.cells_over_capacity([load(HERD), full, full])
+    assert cells is not None and cells.startswith("2 of 3 cells, the first cell 1: seed-herd ")
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_no_shipped_scenario_is_said_to_ask_for_more_than_its_cluster_holds(path):
+    assert budget.over_capacity(load(str(path))) is None
