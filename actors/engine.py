@@ -358,8 +358,10 @@ class RaySeedRun:
         )
         return finals, drained, rpc
 
-    def run(self, rows: SeedRows, progress: Progress | None = None) -> SeedResult:
+    def run(self, progress: Progress | None = None, rows: SeedRows | None = None) -> SeedResult:
+        """The seed, its rows into `rows` (kept in memory without)."""
         config = self.config
+        rows = SeedRows(config.placement.strategy, self.seed) if rows is None else rows
         wall = time.perf_counter()
         try:
             self._actors()
@@ -492,7 +494,6 @@ class RayEngine(Engine):
         progress: Progress | None = None,
         rows: SeedRows | None = None,
     ) -> SeedResult:
-        rows = SeedRows(config.placement.strategy, seed) if rows is None else rows
         connect(config.ray.address, plugin_sources([config]))
         shape = layout(config)
         if self._kept is not None and self._kept.layout != shape:
@@ -500,7 +501,7 @@ class RayEngine(Engine):
         if self._kept is None:
             self._kept = ActorSet(shape)
         try:
-            result = RaySeedRun(config, seed, self._kept).run(rows, progress)
+            result = RaySeedRun(config, seed, self._kept).run(progress, rows)
         except BaseException:
             self.close()
             raise
