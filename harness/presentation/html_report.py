@@ -111,6 +111,8 @@ RUN_COLUMNS = [
     ("CV mean", ("cv_mean",), "{:.3f}"),
     ("CV 95% CI", ("cv_lo", "cv_hi"), "{:.3f}-{:.3f}"),
     ("CV median", ("cv_median",), "{:.3f}"),
+    ("CV time", ("cv_time_mean",), "{:.3f}"),
+    ("herd x", ("herd_ratio",), "{:.2f}"),
     ("util CV mean", ("util_cv_mean",), "{:.3f}"),
     ("util CV 95% CI", ("util_cv_lo", "util_cv_hi"), "{:.3f}-{:.3f}"),
     ("alloc CV", ("alloc_cv_mean",), "{:.3f}"),
@@ -151,6 +153,12 @@ def _run_table(rows: pd.DataFrame) -> str:
 
 
 RUN_NOTES: tuple[tuple[str | None, str], ...] = (
+    (
+        "CV time",
+        "CV time: the CV of sandboxes per node over the run, time-weighted, rather than at its "
+        "end; herd x: in each report interval, the most chosen node's share of the placements "
+        "over what an even spread gives it (1: even).",
+    ),
     (
         None,
         "busiest, idlest: the busiest and idlest node's sandboxes at the end; placed, failed: "
