@@ -39,6 +39,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HERD = ("stale", "in_progress", "optimistic")
+QUIET_PROGRESS_S = 86_400
+"""Seconds between progress lines far beyond any command's length: none comes."""
 """The strategies the herd page compares."""
 
 
@@ -86,7 +88,10 @@ def output(command: str) -> str:
         if "--out" in argv:
             at = argv.index("--out") + 1
             named, argv[at] = argv[at], str(Path(folder) / "out")
-        env = {**os.environ, "COLUMNS": str(COLUMNS)}
+        from harness.presentation.progress import PROGRESS_ENV
+
+        # No progress line: a shown output must not depend on how fast this machine is.
+        env = {**os.environ, "COLUMNS": str(COLUMNS), PROGRESS_ENV: str(QUIET_PROGRESS_S)}
         done = subprocess.run(
             [sys.executable, "-m", "harness", *argv[1:]],
             cwd=ROOT,

@@ -17,6 +17,7 @@ import harness
 from harness.config import load
 from harness.config.trace_file import COLUMNS as TRACE_COLUMNS
 from harness.model.scheduling.placement.filters.memory_overcommit import MemoryOvercommit
+from harness.presentation.progress import PROGRESS_ENV
 from harness.results.arrow_schemas import TABLES
 from harness.results.column_docs import COLUMNS, COMMON
 from tests.support.configs import SCENARIOS
@@ -126,8 +127,10 @@ def _shims(folder: Path) -> dict[str, str]:
     for shim in folder.iterdir():
         shim.chmod(0o755)
     path = f"{folder}{os.pathsep}{os.environ['PATH']}"
-    # Unbuffered, as in a terminal: what a command prints on stdout and stderr keeps its order.
-    return {**os.environ, "PATH": path, "COLUMNS": "80", "PYTHONUNBUFFERED": "1"}
+    # Unbuffered, as in a terminal: what a command prints on stdout and stderr keeps its order;
+    # no progress line, whose coming depends on the machine's pace.
+    quiet = {PROGRESS_ENV: "86400"}
+    return {**os.environ, "PATH": path, "COLUMNS": "80", "PYTHONUNBUFFERED": "1", **quiet}
 
 
 RUNNABLE_PAGES = [p for p in PAGES if any(b.runnable for b in blocks(p))]
