@@ -310,14 +310,14 @@ def report_image(browser: str) -> bytes:
 
 def named(files: list[str], makers: dict[str, Callable[[], bytes]]) -> list[str]:
     """The generated files `files` names (paths from the current folder or the project root),
-    or SystemExit saying which is none of them."""
+    or ValueError saying which is none of them."""
     found = []
     for given in files:
         path = Path(given).resolve()
         name = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else given
         if name not in makers:
             long = "" if name not in generated(long=True) else " without --long"
-            raise SystemExit(f"generate.py: {given}: not a file docs/generate.py makes{long}")
+            raise ValueError(f"{given}: not a file docs/generate.py makes{long}")
         found.append(name)
     return found
 
@@ -332,7 +332,11 @@ def main() -> int:
     stale = []
     makers = generated(args.long)
     if args.files:
-        makers = {name: makers[name] for name in named(args.files, makers)}
+        try:
+            makers = {name: makers[name] for name in named(args.files, makers)}
+        except ValueError as e:
+            print(f"generate.py: {e}", file=sys.stderr)
+            return 2
     # Each output block is a process of its own: they run side by side, and beside the figures
     # (a long command waits for the one before: `Runs`).
     with ThreadPoolExecutor(max_workers=len(makers)) as pool:

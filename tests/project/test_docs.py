@@ -300,3 +300,20 @@ def test_an_output_block_prints_no_import_whether_or_not_the_cache_holds_its_tra
         assert (folder / "summary.parquet").is_file()  # the run's results, for a figure
     assert "import" not in fresh and "results: results/slice" in fresh, fresh
     assert held == fresh
+
+
+def test_the_generator_makes_only_the_files_named():
+    """`generate.py --long PAGE FIGURE`: the files named, from the project root or as absolute
+    paths, and no other (the searches' long page is not rerun); a long figure named without
+    --long, or a file it does not make, is refused, saying which."""
+    generate = _generate()
+    cv = "docs/assets/real-traffic-cv.png"
+    page = "docs/explanation/real-traffic.md"
+    makers = generate.generated(long=True)
+    assert generate.named([cv, str(ROOT / page)], makers) == [cv, page]
+    refused = f"{cv}: not a file docs/generate.py makes without --long"
+    with pytest.raises(ValueError, match=f"^{re.escape(refused)}$"):
+        generate.named([cv], generate.generated())
+    refused = "docs/nope.md: not a file docs/generate.py makes"
+    with pytest.raises(ValueError, match=f"^{re.escape(refused)}$"):
+        generate.named(["docs/nope.md"], makers)
