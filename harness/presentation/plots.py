@@ -239,8 +239,9 @@ def cv_over_time(
     of: str = "sandboxes per node",
 ) -> bytes:
     """CV of sandboxes per node (or of what `of` names: then no theory line) over the run,
-    per strategy (mean over seeds, 95% band), with heartbeat times as vertical lines and the
-    uniform-random CV sqrt((n-1)/m) dashed."""
+    per strategy (mean over seeds, 95% band), with heartbeat times as vertical lines (none
+    where nodes report at phases of their own) and the uniform-random CV sqrt((n-1)/m)
+    dashed."""
     fig = new_figure(10, 4)
     ax = fig.subplots()
     for t in beats:
@@ -261,7 +262,7 @@ def cv_over_time(
             label="uniform random",
             **THEORY,
         )
-    ax.set_xlabel("time (s); grey lines: heartbeats applied")
+    ax.set_xlabel("time (s); grey lines: heartbeats applied" if beats else "time (s)")
     _log_if_dwarfed(ax, series, f"CV of {of}")
     _from_zero(ax, series)
     _legend_outside(fig, ax)
