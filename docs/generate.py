@@ -70,7 +70,7 @@ def timeline_cv(
     from harness.config import stored_config
     from harness.presentation import series
     from harness.presentation.html_report import _beats
-    from harness.results.run_folder import open_run
+    from harness.results.run_reader import open_run
 
     run = open_run(folder)
     config = stored_config(run.meta["config"], folder / "run.json")

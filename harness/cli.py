@@ -32,7 +32,7 @@ from harness.model.catalogue import catalogue
 from harness.model.registry import RegistryError
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.results.failures import InvariantError, ResultsError, WriteFailed
-from harness.results.folder_kinds import held_under, holder
+from harness.results.folder_policy import held_under, holder
 from harness.results.thresholds import FORM, not_run
 
 # The modules that load Arrow, pandas, numpy or Ray (results folders, comparisons, terminal
@@ -451,7 +451,7 @@ def _resumed_config(args: argparse.Namespace) -> tuple[Config, list[str]]:
     command line gives, which must then agree with it (checked by `run`)."""
     if args.config is not None:
         return run_config(args)
-    from harness.results.run_folder import resumable
+    from harness.results.run_reader import resumable
 
     meta = resumable(args.resume)
     if args.overrides or args.engine or args.address or args.seeds is not None or args.thresholds:
@@ -476,7 +476,8 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
     from harness.results.comparison import FILE as COMPARISON_FILE
     from harness.results.comparison import check_configs, load_side
     from harness.results.comparison import run_config as comparable
-    from harness.results.run_folder import new_run_id, state_of
+    from harness.results.folder_policy import new_run_id
+    from harness.results.run_reader import state_of
     from harness.running.cost_check import check_run, over_capacity, this_machine
     from harness.running.runner import run
 
@@ -685,7 +686,7 @@ def _print_run(folder: Path, console: Console) -> tuple[dict[str, Any], dict[str
     """Print a run's tables; its run.json and its summary (all a caller needs after). Of the
     large tables, only the load figures pooled over seeds are read, a batch at a time."""
     from harness.presentation.terminal import print_run
-    from harness.results.run_folder import open_run
+    from harness.results.run_reader import open_run
     from harness.results.statistics import pooled_load
 
     run = open_run(folder)

@@ -23,7 +23,7 @@ from harness.results.atomic_files import write_text
 from harness.results.comparison import FILE as COMPARISON_FILE
 from harness.results.comparison import UNCHANGED
 from harness.results.comparison import read as read_comparison
-from harness.results.run_folder import open_run
+from harness.results.run_reader import open_run
 from harness.results.search_folder import is_search
 from harness.results.statistics import (
     FLAT_TOLERANCE,

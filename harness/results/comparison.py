@@ -29,14 +29,9 @@ import pyarrow as pa
 
 from harness.results import machine
 from harness.results.atomic_files import write_parquet
-from harness.results.run_folder import (
-    PARTS,
-    ResultsError,
-    holder,
-    load_run,
-    read_columns,
-    read_meta,
-)
+from harness.results.failures import ResultsError
+from harness.results.folder_policy import holder
+from harness.results.run_reader import PARTS, load_run, read_columns, read_meta
 from harness.results.summary_columns import (
     BY_NAME,
     OVERLOADED,

@@ -7,7 +7,8 @@
     best.toml       the worst scenario found, runnable by `harness run` (same seeds, same result)
     minimal.toml    the best one shrunk towards the base: only the keys it needs still moved
 
-The search holds its folder under a lock until it closes (`harness.results.run_folder.lock_folder`).
+The search holds its folder under a lock until it closes
+(`harness.results.folder_policy.lock_folder`).
 A trial is on disk once trials.parquet has its row; search.json follows. `--resume DIR` replays
 the stored trials to the searcher (same seed, same trials asked) and runs only the others."""
 
@@ -28,15 +29,14 @@ import harness
 from harness import interrupts, testing_signals
 from harness.results.atomic_files import write_json, write_parquet, write_text
 from harness.results.failures import ResultsError
-from harness.results.run_folder import (
+from harness.results.folder_policy import (
     check_out_dir,
-    first_difference,
     holder,
     lock_folder,
     new_run_id,
     nothing_written,
-    read_record,
 )
+from harness.results.run_reader import first_difference, read_record
 
 if TYPE_CHECKING:  # the results layer reads the search it is handed; it imports none
     from harness.config.search_file import Search

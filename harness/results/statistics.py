@@ -85,7 +85,7 @@ def _mean_of(group: pd.DataFrame, column: str) -> float:
 
 Batches = Callable[[str, Sequence[str]], Iterable[pa.Table]]
 """A run's large table, some columns of it, a batch at a time, finished seeds only
-(`harness.results.run_folder.RunFiles.batches`)."""
+(`harness.results.run_reader.RunFiles.batches`)."""
 
 
 def pooled_load(summary: pd.DataFrame, batches: Batches) -> pd.DataFrame:

@@ -6,9 +6,10 @@
     requests/cell=<n>/...   per cell, each row with the cell's values of the varied keys
     timeline/cell=<n>/...
 
-The sweep holds its folder under a lock until it closes (`harness.results.run_folder.lock_folder`),
-so no run or second sweep writes into it meanwhile. Every table has the sweep's `run_id` (kept when
-a sweep is resumed), so results of several sweeps and runs can be stacked and told apart.
+The sweep holds its folder under a lock until it closes
+(`harness.results.folder_policy.lock_folder`), so no run or second sweep writes into it meanwhile.
+Every table has the sweep's `run_id` (kept when a sweep is resumed), so results of several
+sweeps and runs can be stacked and told apart.
 
 A cell is complete once sweep.json says so. Its tables are written first (replacing whatever
 an earlier, interrupted attempt left in its partition), then summary.parquet, then sweep.json,
@@ -35,16 +36,9 @@ from harness import interrupts, testing_signals
 from harness.results import machine
 from harness.results.arrow_schemas import TABLES, stamped, summary_table
 from harness.results.atomic_files import write_json, write_parquet
-from harness.results.run_folder import (
-    ResultsError,
-    check_fields,
-    holder,
-    lock_folder,
-    new_run_id,
-    nothing_written,
-    read_columns,
-    read_record,
-)
+from harness.results.failures import ResultsError
+from harness.results.folder_policy import holder, lock_folder, new_run_id, nothing_written
+from harness.results.run_reader import check_fields, read_columns, read_record
 from harness.results.seed_result import SeedResult
 from harness.results.seed_rows import RECORDED, SeedRows
 from harness.results.thresholds import evaluate

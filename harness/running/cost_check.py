@@ -270,7 +270,7 @@ def seed_terms(config: Config) -> list[Term]:
 
 
 def read_back(config: Config, runs: int) -> Term:
-    """The run's tables read back once it ends (`harness.results.run_folder.load_run`), to print
+    """The run's tables read back once it ends (`harness.results.run_reader.load_run`), to print
     them and draw the report: every seed of every strategy at once."""
     terms = {t.what: t for t in seed_terms(config)}
     rows, samples = terms["request rows"], terms["timeline rows"]

@@ -12,8 +12,10 @@ from harness.engines import Engine, Snapshot, get_engine
 from harness.engines.ray_setup import connect, plugin_sources
 from harness.model.cluster.faults.kinds import record as fault_record
 from harness.model.scheduling.placement.record import placement_record
-from harness.results.failures import InvariantError
-from harness.results.run_folder import ResultsError, RunWriter, check_out_dir, resumable
+from harness.results.failures import InvariantError, ResultsError
+from harness.results.folder_policy import check_out_dir
+from harness.results.run_reader import resumable
+from harness.results.run_writer import RunWriter
 from harness.results.seed_result import SeedResult
 from harness.results.thresholds import evaluate
 from harness.results.time_keeping import run_verdict
@@ -54,8 +56,8 @@ def run(
     (`harness.results.invariants`); broken checks are written with the results, and the run then
     raises InvariantError. The config's thresholds are checked on the finished run and written
     to run.json; failing them is for the caller to act on. `run_id` is the id every table
-    carries (`harness.results.run_folder.new_run_id`), a new one if not given. With `resume`,
-    `out_dir` holds this run unfinished (`harness.results.run_folder.resumable`): its finished
+    carries (`harness.results.folder_policy.new_run_id`), a new one if not given. With `resume`,
+    `out_dir` holds this run unfinished (`harness.results.run_reader.resumable`): its finished
     seeds are kept and only the others run, so the files are those of a run never stopped; a
     damaged part is named in a line given to `notice` and its seed run again. A file the config
     names (`harness.running.inputs`) that changed since the run began refuses the resume.

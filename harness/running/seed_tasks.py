@@ -40,7 +40,7 @@ progress then counts the model time it may run past its duration, and the displa
 Checked = tuple[SeedResult, list[dict[str, Any]]]
 """A finished unit: its result, and its invariant checks."""
 RowsFor = Callable[[str, int], SeedRows]
-"""Where the rows of (strategy, seed) go (`harness.results.run_folder.RunWriter.seed_rows`)."""
+"""Where the rows of (strategy, seed) go (`harness.results.run_writer.RunWriter.seed_rows`)."""
 Moved = Callable[[int, float | None, Snapshot | None, int], None]
 """Progress of the unit at an index: the share of its model time done (`Share`; None:
 finished, said before its result is handed over), what an engine in real time shows live (a

@@ -20,7 +20,8 @@ import pytest
 
 from harness import testing_signals
 from harness.cli import main
-from harness.results.run_folder import RunWriter, load_run
+from harness.results.run_reader import load_run
+from harness.results.run_writer import RunWriter
 from tests.support.configs import CONFIGS
 from tests.support.processes import Tree, paused
 

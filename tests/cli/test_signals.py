@@ -20,7 +20,7 @@ import pytest
 
 from harness import interrupts, testing_signals
 from harness.interrupts import Interrupted
-from harness.results.run_folder import load_run
+from harness.results.run_reader import load_run
 from tests.support.configs import CONFIGS
 from tests.support.processes import Tree
 from tests.support.tiers import slow

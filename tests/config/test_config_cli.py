@@ -170,7 +170,7 @@ def test_user_mistakes_give_one_line_and_exit_2(argv, message, tmp_path, capsys)
 
 def test_an_interrupted_run_leaves_readable_partial_results(tmp_path, monkeypatch):
     from harness.engines.virtual import VirtualEngine
-    from harness.results.run_folder import load_run
+    from harness.results.run_reader import load_run
 
     real = VirtualEngine.run_seed
     calls = 0

@@ -8,7 +8,7 @@ import pytest
 from actors.engine import ActorSet
 from harness.cli import main
 from harness.engines.ray_setup import plugin_sources
-from harness.results.run_folder import load_run
+from harness.results.run_reader import load_run
 from tests.support.configs import CONFIGS, scenario
 from tests.support.ray_runs import ray_cluster
 

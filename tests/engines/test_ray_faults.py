@@ -20,7 +20,7 @@ from harness import testing_signals
 from harness.cli import main
 from harness.config import load
 from harness.engines import EngineError
-from harness.results.run_folder import load_run
+from harness.results.run_reader import load_run
 from harness.running.runner import run
 from tests.support.configs import CONFIGS
 from tests.support.processes import Tree

@@ -24,7 +24,7 @@ from harness.model.scheduling.ledgers import LEDGERS
 from harness.presentation.html_report import _table
 from harness.presentation.progress import SweepBar, clock
 from harness.presentation.terminal import print_keys, print_run, print_sweep
-from harness.results.run_folder import load_run, open_run
+from harness.results.run_reader import load_run, open_run
 from harness.results.statistics import by_strategy, pooled_load
 from harness.results.sweep_folder import SweepStore, load_sweep_results
 from harness.running.sweep_runner import run_seed

@@ -18,7 +18,7 @@ import pytest
 from harness.cli import main
 from harness.model.scheduling.ledgers import LEDGERS
 from harness.presentation.headline import REASONS, headline
-from harness.results.run_folder import load_run
+from harness.results.run_reader import load_run
 from harness.results.seed_figures import FAILURE_REASONS
 from harness.results.statistics import by_strategy, comparisons, cv_shift
 from tests.support.configs import CONFIGS, SCENARIOS, brief_flags, runnable

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.results.run_folder import load_run
+from harness.results.run_reader import load_run
 from harness.results.statistics import by_strategy, flat
 from tests.support.configs import CONFIGS
 

@@ -112,11 +112,11 @@ def _run_every_scenario(out: Path) -> None:
     run held still: the run id and the engine's wall time."""
     from harness.engines import virtual
     from harness.model.scheduling.ledgers import LEDGERS
-    from harness.results import run_folder as run_store
+    from harness.results import folder_policy
     from harness.results.failures import InvariantError
     from harness.running.runner import run
 
-    run_store.new_run_id = lambda name: f"{name}-same"
+    folder_policy.new_run_id = lambda name: f"{name}-same"
 
     class _Still:
         @staticmethod

@@ -26,9 +26,10 @@ from harness import testing_signals
 from harness.cli import WRITE_FAILED, main
 from harness.config.sweep_file import load_sweep
 from harness.engines import virtual
-from harness.results import run_folder as run_store
+from harness.results import folder_policy
 from harness.results.arrow_schemas import TABLES
-from harness.results.run_folder import PARTS, RunWriter, load_run
+from harness.results.run_reader import PARTS, load_run
+from harness.results.run_writer import RunWriter
 from harness.results.sweep_folder import SweepStore
 from tests.support.configs import CONFIGS, scenario
 from tests.support.tiers import slow
@@ -52,7 +53,7 @@ def _hold_still(monkeypatch: pytest.MonkeyPatch) -> None:
         def perf_counter() -> float:
             return 0.0
 
-    monkeypatch.setattr(run_store, "new_run_id", lambda name: f"{name}-same")  # and the folder
+    monkeypatch.setattr(folder_policy, "new_run_id", lambda name: f"{name}-same")  # and the folder
     monkeypatch.setattr(virtual, "time", _Still)
 
 

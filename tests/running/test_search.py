@@ -23,7 +23,7 @@ from harness.cli import main
 from harness.config import ConfigError
 from harness.config.search_file import load_search
 from harness.presentation.search_report import bias_text
-from harness.results.run_folder import load_run
+from harness.results.run_reader import load_run
 from harness.results.search_folder import load_search_results
 from harness.running.search_runner import run_search, run_trial, summaries
 from tests.support.configs import CONFIGS

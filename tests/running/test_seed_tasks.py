@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.engines.virtual import VirtualEngine
-from harness.results.run_folder import RunWriter
+from harness.results.run_writer import RunWriter
 from harness.running.seed_tasks import InProcess, OnRay, Unit
 from tests.support.configs import CONFIGS
 from tests.support.golden import folder_digests

@@ -16,7 +16,7 @@ from harness.config import ConfigError
 from harness.config.sweep_file import load_sweep
 from harness.engines.ray_setup import stop_ray
 from harness.model.scheduling.ledgers import LEDGERS
-from harness.results.run_folder import ResultsError
+from harness.results.failures import ResultsError
 from harness.results.sweep_folder import SweepStore, load_sweep_results, read_cells
 from harness.running.sweep_runner import run_sweep
 from tests.support.configs import CONFIGS
