@@ -27,10 +27,10 @@ from harness.results.run_reader import open_run
 from harness.results.search_folder import is_search
 from harness.results.statistics import (
     FLAT_TOLERANCE,
-    Comparison,
+    Contrast,
     bin_width,
     by_strategy,
-    comparisons,
+    contrasts,
     cv_by,
     flat,
     median_seed,
@@ -239,7 +239,7 @@ def _scenario(
     nodes: pd.DataFrame,
     batches: series.Batches,
     config: Config,
-    found: list[Comparison],
+    found: list[Contrast],
     uniform: bool,
 ) -> str:
     """The pictures of one scenario, every strategy side by side: the herd, then the charts
@@ -382,7 +382,7 @@ def _run(folder: Path) -> tuple[str, str]:
     head = f"<p>{len(meta.get('seeds', []))} seeds{k}{state}</p>"
     if summary.empty:
         return title, head + '<p class="bad">No seed finished: nothing to show.</p>'
-    found = comparisons(summary, nodes)
+    found = contrasts(summary, nodes)
     pipeline = plugins_line(plugins)
     story = "".join(
         f"<li>{html.escape(line)}</li>"
@@ -470,7 +470,7 @@ def _sweep(folder: Path) -> tuple[str, str]:
             nodes,
             cell_batches(folder, chosen),
             config,
-            comparisons(featured_summary, nodes),
+            contrasts(featured_summary, nodes),
             bool(drawn(config.placement, config.cluster.node_count, config.external.active)[1]),
         )
     )

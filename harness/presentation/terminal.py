@@ -30,7 +30,7 @@ from harness.presentation.placer import per_strategy, placed_by
 from harness.results.seed_figures import cv
 from harness.results.statistics import (
     by_strategy,
-    comparisons,
+    contrasts,
     median_seed,
     utilisation_varies,
 )
@@ -317,7 +317,7 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
     pipeline = plugins_line(plugins)
     if pipeline:
         console.print(Text(pipeline, style="dim"))
-    found = comparisons(summary, nodes)
+    found = contrasts(summary, nodes)
     for told in headline(found, run_verdict(summary), placed_by(summary)):
         console.print(Text(told))
     panels = []

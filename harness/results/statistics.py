@@ -258,7 +258,7 @@ class Change:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Contrast:
     """What a strategy changed against the run's first, and the figures that say why where
     they can: the headline of a run (`harness.presentation.headline`). The first strategy is
     compared to itself (`base == strategy`) to give its own figures."""
@@ -327,7 +327,7 @@ def _counts_in_progress(strategy: str) -> bool | None:
     return issubclass(ledger, Ledger) and ledger.counts_in_progress
 
 
-def comparisons(summary: pd.DataFrame, nodes: pd.DataFrame) -> list[Comparison]:
+def contrasts(summary: pd.DataFrame, nodes: pd.DataFrame) -> list[Contrast]:
     """The run's first strategy with its own figures, then every other against it on the
     same seeds: CV, busiest and idlest node, failed creates (and for what reason), how wrong
     each view was, whether it placed exactly as an earlier strategy, and how many creates were
@@ -351,7 +351,7 @@ def comparisons(summary: pd.DataFrame, nodes: pd.DataFrame) -> list[Comparison]:
         mine = flying.get_group(strategy)
         pair = [strategy, base, *([same[strategy]] if strategy in same else [])]
         found.append(
-            Comparison(
+            Contrast(
                 strategy=strategy,
                 base=base,
                 seeds=int((summary["strategy"] == strategy).sum()),

@@ -20,7 +20,7 @@ from harness.model.scheduling.ledgers import LEDGERS
 from harness.presentation.headline import REASONS, headline
 from harness.results.run_reader import load_run
 from harness.results.seed_figures import FAILURE_REASONS
-from harness.results.statistics import by_strategy, comparisons, cv_shift
+from harness.results.statistics import by_strategy, contrasts, cv_shift
 from tests.support.configs import CONFIGS, SCENARIOS, brief_flags, runnable
 
 STRATEGIES = ["stale", "in_progress", "optimistic"]
@@ -160,7 +160,7 @@ def _check_flying(sentence: str, strategy: str, flying: dict) -> None:
 def _check(frames: dict[str, pd.DataFrame]) -> list[str]:
     summary, nodes, requests = frames["summary"], frames["nodes"], frames["requests"]
     table = by_strategy(summary).set_index("strategy")
-    lines = headline(comparisons(summary, nodes))
+    lines = headline(contrasts(summary, nodes))
     flying = _in_flight(requests)
     base = table.loc[STRATEGIES[0]]
     shifts = cv_shift(
