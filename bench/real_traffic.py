@@ -213,10 +213,7 @@ def main() -> None:
     for what, figures in found.items():
         cv = figures.get("cv")
         shown = "" if cv is None else "  CV " + ", ".join(f"{k} {v}" for k, v in cv.items())
-        print(
-            f"{what:<{width}}  {figures['wall_s']:>7.1f} s  {figures['peak_mib']:>6,} MiB"
-            f"{shown}"
-        )
+        print(f"{what:<{width}}  {figures['wall_s']:>7.1f} s  {figures['peak_mib']:>6,} MiB{shown}")
     if args.out is None:
         shutil.rmtree(work, ignore_errors=True)
 

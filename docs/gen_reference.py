@@ -25,9 +25,9 @@ from harness.config.key_tables import (
 )
 from harness.config.traces import TRACE_FORMATS
 from harness.model.registry import Registry
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
 from harness.model.scheduling.placement.registries import REGISTRIES
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.results.arrow_schemas import TABLES
 from harness.results.column_docs import COLUMNS, COMMON, ROW
 from harness.results.summary_columns import SUMMARY_COLUMNS
@@ -193,7 +193,7 @@ def plugins_page() -> str:
         "selectors": "placement.selector",
         "strategies": "placement.strategy",
     }
-    for registry in (*REGISTRIES.values(), LEDGERS):
+    for registry in (*REGISTRIES.values(), STRATEGIES):
         out.append(
             f"\n## {registry.axis.capitalize()} (`{keys[registry.axis]}`)\n\n"
             f"Base class `{registry.base.__module__}.{registry.base.__name__}`; entry-point "

@@ -33,8 +33,8 @@ from harness.external import wire
 from harness.external.transport import Frames, frame
 from harness.model.cluster.node import NodeInfo, Outcome
 from harness.model.random_streams import stream
-from harness.model.scheduling.ledgers import make_ledger
 from harness.model.scheduling.scheduler import Scheduler, Step
+from harness.model.scheduling.strategies import make_strategy
 from harness.model.workload.request import CreateRequest, Shape
 
 
@@ -59,7 +59,7 @@ class Session:
                 raise ValueError("a Place came before every node registered")
             r = self.rules
             cpus = [info.cpu_count for info in nodes]
-            ledger = make_ledger(r.strategy, cpus, r)
+            ledger = make_strategy(r.strategy, cpus, r)
             rng = stream(self.seed, f"placement/{self.replica}")
             self.scheduler = Scheduler(nodes, r, ledger, rng)
         return self.scheduler
@@ -71,7 +71,7 @@ class Session:
             return
         s = self.ready()
         if kind == "report":
-            s.ledger.apply_report(wire.from_report(event.report), now)
+            s.strategy.apply_report(wire.from_report(event.report), now)
         elif kind == "create_answered":
             a = event.create_answered
             req = self.creates[a.sandbox_id]

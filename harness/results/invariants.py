@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.eligibility import RULES
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.results.seed_figures import matches
 from harness.results.seed_result import SeedResult
 
@@ -120,7 +120,7 @@ def check(config: Config, result: SeedResult) -> list[dict[str, Any]]:
                 "eligibility rule: " + ", ".join(f"{r} {s[f'violations_{r}']}" for r in RULES),
             )
         )
-    ledger = LEDGERS[config.placement.strategy]
+    ledger = STRATEGIES[config.placement.strategy]
     if ledger.exact_when_drained and result.drained_views is not None:
         true_cpu = nodes.column("cpu_allocated").to_numpy()
         live = ~nodes.column("down").to_numpy(zero_copy_only=False)

@@ -22,9 +22,9 @@ from harness.model.protocol.client_party import ClientHost
 from harness.model.protocol.node_party import NodeHost
 from harness.model.protocol.replica_party import ReplicaHost
 from harness.model.random_streams import stream
-from harness.model.scheduling.ledgers import LEDGERS, make_ledger
 from harness.model.scheduling.placement.pipeline import Parts
 from harness.model.scheduling.scheduler import Choice, Scheduler
+from harness.model.scheduling.strategies import STRATEGIES, make_strategy
 from harness.model.workload.arrivals import ARRIVALS
 from harness.wiring.demand_estimate import demand
 
@@ -74,11 +74,11 @@ def beat_groups(config: Config, seed: int, node_ids: range) -> list[BeatGroup]:
 
 def quiet_allowed(config: Config) -> bool:
     """Whether the replicas would ignore a report that says what the node's last one said: the
-    strategy ignores one (`Ledger.ignores_unchanged_reports`) and no placement plugin reads when
+    strategy ignores one (`Strategy.ignores_unchanged_reports`) and no placement plugin reads when
     a view was reported. Nodes may then skip such reports (`NodeHost`, `quiet`): the run is the
     same (`tests/engines/test_virtual_engine.py` checks every table)."""
     return (
-        LEDGERS[config.placement.strategy].ignores_unchanged_reports()
+        STRATEGIES[config.placement.strategy].ignores_unchanged_reports()
         and not Parts.of(config.placement).reads_report_times()
     )
 
@@ -107,7 +107,7 @@ def node_host(config: Config, seed: int, hosted: list[Node], sink: Sink) -> Node
     and report delivery draw from streams keyed by its first node."""
     first = hosted[0].node_id
     ids = range(first, first + len(hosted))
-    ledger = LEDGERS[config.placement.strategy]
+    ledger = STRATEGIES[config.placement.strategy]
     return NodeHost(
         hosted,
         heartbeat_plan(config),
@@ -133,7 +133,7 @@ def replica_host(
     p = config.placement
     nodes = registrations(config.cluster)
     cpu_counts = [info.cpu_count for info in nodes]
-    ledger = make_ledger(p.strategy, cpu_counts, p)
+    ledger = make_strategy(p.strategy, cpu_counts, p)
     scheduler = Scheduler(nodes, p, ledger, stream(seed, f"placement/{index}"), remote)
     return ReplicaHost(index, scheduler, rpc_model(config), sink)
 

@@ -148,7 +148,7 @@ def test_double_count_race(strategy: str) -> None:
     # 20.75: the answer, after the report
     p.replica.on_create_answer(0, answer, 20.75)
     # the last report applied is still the beat's (sync_response drops the answer's older one)
-    assert p.replica.scheduler.ledger.views[0].seq == report[3].seq
+    assert p.replica.scheduler.strategy.views[0].seq == report[3].seq
     assert p.sink.take() == [
         (20.75, Kind.CREATE_DONE, 0, (7, "placed", 0, 1, 0, 1, None, ("ctx", 7), 1, None, 0))
     ]
@@ -218,7 +218,7 @@ def test_optimistic_remove_subtracts_with_the_underflow_guard() -> None:
     """Base load 1, sandboxes of 2 vCPUs: a kill answered OK subtracts 2; when a report taken
     after the kill is applied first, the view holds 1 < 2 and the remove is skipped."""
     p = race("optimistic", vcpu=2.0, base=1.0)
-    view = p.replica.scheduler.ledger.views[0]
+    view = p.replica.scheduler.strategy.views[0]
     p.sync()
 
     def place(sandbox_id: int, now: float) -> None:

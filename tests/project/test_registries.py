@@ -23,11 +23,11 @@ from harness.model.cluster.faults.kinds import counters
 from harness.model.cluster.node import Node, Outcome
 from harness.model.cluster.phases import PHASES
 from harness.model.registry import RegistryError
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.filters.too_many_starting import TooManyStarting
 from harness.model.scheduling.placement.pipeline import Parts
 from harness.model.scheduling.placement.registries import FILTERS, SAMPLERS
 from harness.model.scheduling.scheduler import PlacementSpec
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.lifetimes import LIFETIMES
 from harness.model.workload.request import Shape
@@ -188,7 +188,7 @@ def test_no_import_circle_in_the_packages():
 
 @pytest.mark.parametrize(
     ("registry", "typo", "meant"),
-    [(LEDGERS, "optimistc", "optimistic"), (SAMPLERS, "bestofk", "best_of_k")],
+    [(STRATEGIES, "optimistc", "optimistic"), (SAMPLERS, "bestofk", "best_of_k")],
     ids=lambda x: getattr(x, "axis", x),
 )
 def test_a_misspelt_name_gets_the_closest_one(registry, typo, meant):
