@@ -28,8 +28,8 @@ from harness.model.scheduling.placement.registries import old_keys, parse_weight
 from harness.model.scheduling.scheduler import PlacementSpec
 from harness.model.tunables import ConfigError, allows, choice_names
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.lifetimes import LIFETIMES
-from harness.model.workload.variety import DRAWS, MEAN_KEY, QUANTITIES, varied
+from harness.model.workload.distributions import DRAWS, LIFETIMES
+from harness.model.workload.variety import MEAN_KEY, QUANTITIES, varied
 from harness.model.workload.workload_keys import SandboxSpec
 from harness.results.thresholds import Threshold, ThresholdError, parse
 
@@ -505,7 +505,7 @@ def _check_variety(prefix: str, sandbox: SandboxSpec) -> None:
                 raise ConfigError(
                     f"{prefix}.lifetime_draw", "needs lifetime_s, the mean, not none (never killed)"
                 )
-            if not LIFETIMES[sandbox.lifetime_dist].exact:
+            if LIFETIMES[sandbox.lifetime_dist].varies:
                 raise ConfigError(
                     f"{prefix}.lifetime_draw",
                     f"{kind} and lifetime_dist {sandbox.lifetime_dist} both draw the lifetime: "

@@ -11,8 +11,7 @@ from harness.model.scheduling.placement.algorithms import ALGORITHMS
 from harness.model.scheduling.placement.registries import REGISTRIES
 from harness.model.scheduling.strategies import STRATEGIES
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.lifetimes import LIFETIMES
-from harness.model.workload.variety import DRAWS
+from harness.model.workload.distributions import DRAWS, LIFETIMES
 
 MODEL_REGISTRIES: tuple[Registry, ...] = (
     ALGORITHMS,

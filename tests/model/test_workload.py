@@ -21,8 +21,8 @@ from harness.engines.virtual import VirtualEngine
 from harness.model.protocol import Kind
 from harness.model.random_streams import stream
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.lifetimes import LIFETIMES, lifetime
-from harness.model.workload.templates import Templates
+from harness.model.workload.distributions import LIFETIMES
+from harness.model.workload.templates import Templates, lifetime
 from harness.model.workload.workload_keys import SandboxSpec, WorkloadSpec
 from tests.support.configs import refused, scenario
 from tests.support.distributions import COUNT_SDS, KS_999, ks_distance, theory_cdf

@@ -29,7 +29,7 @@ from harness.model.scheduling.placement.registries import FILTERS, SAMPLERS
 from harness.model.scheduling.scheduler import PlacementSpec
 from harness.model.scheduling.strategies import STRATEGIES
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.lifetimes import LIFETIMES
+from harness.model.workload.distributions import LIFETIMES
 from harness.model.workload.request import Shape
 from harness.results.arrow_schemas import SUMMARY, summary_table
 from harness.results.seed_result import seed_result
@@ -111,7 +111,7 @@ def test_capabilities_replace_the_names():
     assert [n for n, k in ARRIVALS.builtins.items() if k.closed] == ["closed"]
     assert [n for n, k in ARRIVALS.builtins.items() if k.replay] == ["trace"]
     assert [n for n, k in ARRIVALS.builtins.items() if k.at_once] == ["burst"]
-    assert [n for n, k in LIFETIMES.builtins.items() if k.exact] == ["fixed"]
+    assert [n for n, k in LIFETIMES.builtins.items() if not k.varies] == ["fixed"]
     assert [n for n, k in PHASES.builtins.items() if k.together] == ["aligned"]
     assert [n for n, k in FAULT_KINDS.builtins.items() if k.slows] == ["slow_node"]
 

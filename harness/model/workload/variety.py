@@ -14,102 +14,17 @@ Kinds (m: the mean, s: the spread):
 - `fixed`: m, nothing drawn;
 - `uniform`: m (1 + U(-s, s)), upstream's "mean with a relative variance";
 - `normal`: N(m, (s m)^2), s the relative standard deviation;
-- `lognormal`: exp(N(mu, s^2)) with mu = ln m - s^2 / 2, so that the mean is m (the same
-  lognormal as the lifetime distribution's, `mean_preserving_mu`).
+- `lognormal`: exp(N(mu, s^2)) with mu = ln m - s^2 / 2, so that the mean is m (the
+  lifetime distribution `lognormal` itself: `harness.model.workload.distributions`).
 """
 
 from __future__ import annotations
 
 import math
 import random
-from typing import ClassVar
 
 from harness.model.random_streams import stream
-from harness.model.registry import Registry
-from harness.model.workload.lifetimes.lognormal import mean_preserving_mu
-
-
-class Draw:
-    """A per-create distribution around a mean (`<q>_draw`), registered by name in `DRAWS`."""
-
-    name: ClassVar[str] = ""
-    varies: ClassVar[bool] = True
-    """Whether it draws at all: one that does not (`fixed`) leaves the template's value, and a
-    workload of such draws opens no stream (`varied` gives None)."""
-
-    def __init__(self, mean: float, spread: float) -> None:
-        self.mean = mean
-
-    def draw(self, rng: random.Random) -> float:
-        raise NotImplementedError
-
-    def support(self) -> tuple[float, float]:
-        """The smallest and largest value a draw can take (infinite: unbounded)."""
-        raise NotImplementedError
-
-
-class Fixed(Draw):
-    """The mean itself, nothing drawn (the default)."""
-
-    name = "fixed"
-    varies = False
-
-    def draw(self, rng: random.Random) -> float:
-        return self.mean
-
-    def support(self) -> tuple[float, float]:
-        return self.mean, self.mean
-
-
-class Uniform(Draw):
-    name = "uniform"
-
-    def __init__(self, mean: float, spread: float) -> None:
-        super().__init__(mean, spread)
-        self.lo = mean * (1.0 - spread)
-        self.span = 2.0 * spread * mean
-
-    def draw(self, rng: random.Random) -> float:
-        # `mean * (1 + U(-s, s))` with U as `a + (b - a) * random()`, as Go's and Python's are.
-        return self.lo + self.span * rng.random()
-
-    def support(self) -> tuple[float, float]:
-        return self.lo, self.lo + self.span
-
-
-class Normal(Draw):
-    name = "normal"
-
-    def __init__(self, mean: float, spread: float) -> None:
-        super().__init__(mean, spread)
-        self.sigma = spread * abs(mean)
-
-    def draw(self, rng: random.Random) -> float:
-        return rng.normalvariate(self.mean, self.sigma)
-
-    def support(self) -> tuple[float, float]:
-        if self.sigma == 0:
-            return self.mean, self.mean
-        return -math.inf, math.inf
-
-
-class LogNormal(Draw):
-    name = "lognormal"
-
-    def __init__(self, mean: float, spread: float) -> None:
-        super().__init__(mean, spread)
-        self.sigma = spread
-        self.mu = mean_preserving_mu(mean, spread)
-
-    def draw(self, rng: random.Random) -> float:
-        return rng.lognormvariate(self.mu, self.sigma)
-
-    def support(self) -> tuple[float, float]:
-        return (0.0, math.inf) if self.sigma > 0 else (math.exp(self.mu),) * 2
-
-
-DRAWS = Registry("draws", "draw", Draw, (Fixed, Uniform, Normal, LogNormal))
-"""Per-create distributions by name (`<q>_draw`); `fixed` (the default) draws nothing."""
+from harness.model.workload.distributions import DRAWS
 
 
 class Varied:

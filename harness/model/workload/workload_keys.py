@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.model.tunables import key
+from harness.model.workload.distributions import DRAWS, LIFETIMES
 
-DRAWS = "harness.model.workload.variety:DRAWS"
-"""How a quantity of a sandbox may be drawn per create (named by path: no import circle)."""
 TRACE_FORMATS = "harness.config.traces:TRACE_FORMATS"
 """The formats a trace may come in: the config layer reads them (files), so named by path."""
 
@@ -34,7 +33,7 @@ class SandboxSpec:
     lifetime_dist: str = key(
         "fixed",
         "fixed, exponential, lognormal or pareto, each with mean lifetime_s.",
-        choices="harness.model.workload.lifetimes:LIFETIMES",
+        choices=LIFETIMES,
     )
     lifetime_sigma: float = key(
         1.0, "lognormal: standard deviation of the log of the lifetime.", gt=0
