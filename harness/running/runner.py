@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.config import Config
 from harness.engines import Engine, Snapshot, get_engine
 from harness.engines.ray_setup import connect, plugin_sources
-from harness.model.cluster.faults.kinds import record as fault_record
+from harness.model.cluster.faults.fault_keys import record as fault_record
 from harness.model.scheduling.placement.record import placement_record
 from harness.results import phase_hooks
 from harness.results.failures import InvariantError
