@@ -113,7 +113,7 @@ class RayConfig:
 
 @dataclass(frozen=True)
 class Sections:
-    """Every section of a config, as declared; `harness.config.validation.Config` is the
+    """Every section of a config, as declared; `harness.config.config.Config` is the
     checked whole (built only by validation, which changes of it go through again)."""
 
     run: RunConfig = field(default_factory=RunConfig)
