@@ -2,7 +2,8 @@
 
 The runner and engines own wiring, the model owns rules: this module is the one place that
 turns a validated `Config` into the model's own pieces (nodes, heartbeat plan, faults, RPC
-model, scheduler replicas, client hosts) and names the random stream each one draws from.
+model, scheduler replicas, client hosts), each handed the random stream it draws from
+(`harness.model.random_streams.Streams`, which names every stream).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from harness.model.protocol import Sink
 from harness.model.protocol.client_party import ClientHost
 from harness.model.protocol.node_party import NodeHost
 from harness.model.protocol.replica_party import ReplicaHost
-from harness.model.random_streams import stream
+from harness.model.random_streams import Streams
 from harness.model.scheduling.placement.pipeline import Parts
 from harness.model.scheduling.scheduler import Choice, Scheduler
 from harness.model.scheduling.strategies import STRATEGIES, make_strategy
@@ -31,7 +32,7 @@ from harness.wiring.demand_estimate import demand
 
 def nodes(config: Config, seed: int) -> list[Node]:
     """The cluster at t = 0, with its initial loads."""
-    return build_nodes(config.cluster, config.placement.r, stream(seed, "cluster"))
+    return build_nodes(config.cluster, config.placement.r, Streams(seed).cluster())
 
 
 def rpc_model(config: Config) -> RpcModel:
@@ -63,7 +64,7 @@ def beat_groups(config: Config, seed: int, node_ids: range) -> list[BeatGroup]:
     """The beat groups of the nodes `node_ids`: every node's phase is drawn (in node order, so
     a node's phase does not depend on how nodes are split among hosts), then kept for these."""
     every = heartbeat_plan(config).groups(
-        list(range(config.cluster.node_count)), stream(seed, "heartbeat")
+        list(range(config.cluster.node_count)), Streams(seed).heartbeat()
     )
     lo, hi = node_ids.start, node_ids.stop
     if lo == 0 and hi >= config.cluster.node_count:
@@ -112,13 +113,13 @@ def node_host(config: Config, seed: int, hosted: list[Node], sink: Sink) -> Node
         hosted,
         heartbeat_plan(config),
         beat_groups(config, seed, ids),
-        Faults(config.faults, stream(seed, f"faults/{first}"), ids),
+        Faults(config.faults, Streams(seed).faults(first), ids),
         rpc_model(config),
         create_times(config),
         config.placement.replicas,
         ledger.wants_sandbox_ids,
         ledger.wants_response_report,
-        stream(seed, f"report-delivery/{first}"),
+        Streams(seed).report_delivery(first),
         sink,
         quiet_nodes(config),
     )
@@ -134,7 +135,7 @@ def replica_host(
     nodes = registrations(config.cluster)
     cpu_counts = [info.cpu_count for info in nodes]
     ledger = make_strategy(p.strategy, cpu_counts, p)
-    scheduler = Scheduler(nodes, p, ledger, stream(seed, f"placement/{index}"), remote)
+    scheduler = Scheduler(nodes, p, ledger, Streams(seed).placement(index), remote)
     return ReplicaHost(index, scheduler, rpc_model(config), sink)
 
 

@@ -18,7 +18,7 @@ import harness.wiring.scenario as sc
 from harness.config import Config, ConfigError
 from harness.model.cluster.node import Outcome
 from harness.model.protocol import Kind
-from harness.model.random_streams import stream
+from harness.model.random_streams import Streams
 from harness.model.workload.request import Shape
 from tests.support.configs import scenario
 from tests.support.messages import Message, Sink, clients, open_loop
@@ -441,7 +441,7 @@ def four_staggered(strategy: str, duration: float) -> tuple[Parties, list[float]
         heartbeat={"interval_s": 20.0, "phase": "staggered", "quiet_nodes": "on"},
         run={"duration_s": duration},
     )
-    rng = stream(0, "heartbeat")
+    rng = Streams(0).heartbeat()
     return Parties(config), [rng.uniform(0.0, 20.0) for _ in range(4)]
 
 
@@ -539,7 +539,7 @@ def test_a_beat_reports_to_each_replica_after_delay_and_jitter_except_lost_and_d
     # 20.5 + 0.25 + a jitter draw (node by node, replica by replica; no draw was used before);
     # no next beat (30 >= 25)
     p.nodes.on_beat(0, 20.0, 20.5)
-    rng = stream(0, "report-delivery/0")
+    rng = Streams(0).report_delivery(0)
     expected = [
         (20.5 + (0.25 + rng.uniform(0.0, 0.5)), Kind.REPORT, replica, node, 20.5)
         for node in (0, 1)
@@ -567,7 +567,7 @@ def test_open_loop_arrivals_in_order_with_lifetimes_from_their_own_stream() -> N
     """Constant 2/s for 3 s: arrivals 0..5 at i / 2; arrival i is client i and sandbox i, sent
     to replica i % 2, with the i-th draw of the `lifetime` stream."""
     host, sink = clients(rate_per_s=2.0, lifetime_s=5.0, lifetime_dist="exponential")
-    rng = stream(0, "lifetime")
+    rng = Streams(0).lifetimes()
     lifetimes = [rng.expovariate(1 / 5.0) for _ in range(6)]
     expected = []
     for i, life in enumerate(lifetimes):

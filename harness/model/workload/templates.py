@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from itertools import accumulate, repeat
 
+from harness.model.random_streams import VarietyStreams
 from harness.model.workload.distributions import LIFETIMES
 from harness.model.workload.distributions.distribution import Distribution
 from harness.model.workload.request import Shape
-from harness.model.workload.variety import Varied, VarietyStreams, varied
+from harness.model.workload.variety import Varied, varied
 from harness.model.workload.workload_keys import SandboxSpec, WorkloadSpec
 
 

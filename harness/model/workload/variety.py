@@ -6,9 +6,9 @@ vCPU = `max(int(4 * (1 + U(-0.8, 0.8))), 1)`, a usage ratio clipped to [0.1, 1],
 that may be negative. Here each of the four quantities has the keys `<q>_draw` (the kind
 below), `<q>_spread`, `<q>_clip` ([lo, hi], or empty) and, for vCPUs and memory,
 `<q>_integer` (upstream's truncation, `max(int(x), 1)`); the template's own key (`vcpu`,
-`memory_mib`, `usage`, `lifetime_s`) is the mean. Each quantity draws from a stream of its own
-(`harness.model.random_streams`), so turning one on leaves every other draw as it was, and a
-workload that varies nothing draws nothing new.
+`memory_mib`, `usage`, `lifetime_s`) is the mean. Each quantity draws from a stream of its
+own (`harness.model.random_streams.Streams.sizes`), so turning one on leaves every other draw
+as it was, and a workload that varies nothing draws nothing new.
 
 Kinds (m: the mean, s: the spread):
 - `fixed`: m, nothing drawn;
@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 import random
 
-from harness.model.random_streams import stream
 from harness.model.workload.distributions import DRAWS
 
 
@@ -71,22 +70,3 @@ def varied(spec: object, quantity: str) -> Varied | None:
     return Varied(
         kind, mean, getattr(spec, f"{quantity}_spread"), getattr(spec, f"{quantity}_clip"), integer
     )
-
-
-class VarietyStreams:
-    """The streams a create's varied sizes are drawn from: `variety/<q>` for open-loop creates
-    (in arrival order), `variety/<q>/<client>` for a closed-loop client's. Made on first use:
-    a workload that varies nothing makes none."""
-
-    __slots__ = ("_streams", "seed", "suffix")
-
-    def __init__(self, seed: int, suffix: str = "") -> None:
-        self.seed = seed
-        self.suffix = suffix
-        self._streams: dict[str, random.Random] = {}
-
-    def of(self, quantity: str) -> random.Random:
-        rng = self._streams.get(quantity)
-        if rng is None:
-            rng = self._streams[quantity] = stream(self.seed, f"variety/{quantity}{self.suffix}")
-        return rng
