@@ -108,20 +108,20 @@ def node_host(config: Config, seed: int, hosted: list[Node], sink: Sink) -> Node
     and report delivery draw from streams keyed by its first node."""
     first = hosted[0].node_id
     ids = range(first, first + len(hosted))
-    ledger = STRATEGIES[config.placement.strategy]
+    strategy = STRATEGIES[config.placement.strategy]
     return NodeHost(
         hosted,
-        heartbeat_plan(config),
-        beat_groups(config, seed, ids),
-        Faults(config.faults, Streams(seed).faults(first), ids),
-        rpc_model(config),
-        create_times(config),
-        config.placement.replicas,
-        ledger.wants_sandbox_ids,
-        ledger.wants_response_report,
-        Streams(seed).report_delivery(first),
-        sink,
-        quiet_nodes(config),
+        plan=heartbeat_plan(config),
+        beat_groups=beat_groups(config, seed, ids),
+        faults=Faults(config.faults, Streams(seed).faults(first), ids),
+        rpc=rpc_model(config),
+        create_times=create_times(config),
+        replicas=config.placement.replicas,
+        with_ids=strategy.wants_sandbox_ids,
+        with_response=strategy.wants_response_report,
+        delivery=Streams(seed).report_delivery(first),
+        sink=sink,
+        quiet=quiet_nodes(config),
     )
 
 

@@ -18,6 +18,7 @@ import harness.wiring.scenario as sc
 from harness.config import Config, ConfigError
 from harness.model.cluster.node import Outcome
 from harness.model.protocol import Kind
+from harness.model.protocol.node_party import NodeHost
 from harness.model.random_streams import Streams
 from harness.model.workload.request import Shape
 from tests.support.configs import scenario
@@ -391,6 +392,16 @@ def test_sync_reports_at_once_then_start_sets_crash_and_beat_timers() -> None:
         (15.0, Kind.CRASH, 1, False),
         (10.0, Kind.BEAT, 0, 10.0),  # aligned: one group, first beat at one interval
     ]
+
+
+def test_a_node_host_is_built_from_named_parts() -> None:
+    """Its parts (plan, faults, RPC model, ...) are given by name: eleven positionals, which
+    are easy to give in the wrong order, are refused."""
+    p = Parties(scenario(cluster={"nodes": 3}))
+    h = p.nodes
+    parts = (h.plan, [], h.faults, h.rpc, h.create_times, h.replicas, False, False)
+    with pytest.raises(TypeError):
+        NodeHost(h.nodes, *parts, h.delivery, h.sink)
 
 
 def test_a_party_refuses_a_kind_of_message_it_does_not_handle() -> None:
