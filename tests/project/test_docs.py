@@ -46,6 +46,18 @@ def test_generated_reference_pages_are_current():
     assert not stale, f"run python docs/gen_reference.py: {stale} differ from the code"
 
 
+def test_the_plugins_reference_names_classes_by_their_public_paths():
+    """Every axis is on the page with its base class as `harness.api` exports it; no class is
+    named by the internal path it is defined in (which may move in any release)."""
+    import harness.api
+
+    page = _generator().plugins_page()
+    bases = re.findall(r"Base class `([\w.]+)`", page)
+    assert len(bases) == len(harness.api.AXES)
+    assert all(b.startswith("harness.api.") for b in bases), bases
+    assert not re.findall(r"`harness\.[\w.]+:\w+`", page)  # no "module:Class" of a built-in
+
+
 @pytest.mark.parametrize("table", list(TABLES))
 def test_every_result_column_has_a_unit_and_a_meaning(table):
     documented = {**COMMON, **COLUMNS[table]}

@@ -12,6 +12,8 @@ from harness.model.workload.distributions.distribution import Distribution
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Normal(Distribution):
+    """A size of N(m, (s m)^2): the mean m, s (the spread) its relative standard deviation."""
+
     name = "normal"
 
     def __init__(self, mean: float, spread: float = 0.0) -> None:

@@ -11,6 +11,9 @@ from harness.model.workload.distributions.distribution import Distribution
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Uniform(Distribution):
+    """A size of mean x (1 + U(-s, s)), s the spread: upstream's "mean with a relative
+    variance"."""
+
     name = "uniform"
 
     def __init__(self, mean: float, spread: float = 0.0) -> None:
