@@ -15,6 +15,7 @@ import ast
 import importlib.util
 import sys
 from collections.abc import Iterable
+from dataclasses import fields
 from pathlib import Path
 
 import harness.api
@@ -25,6 +26,8 @@ from harness.config.key_tables import (
     fault_keys_table,
     plugin_keys_table,
 )
+from harness.config.sections import SECTIONS
+from harness.model.cluster.faults import FaultSpec
 from harness.model.registry import Registry
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
 from harness.results.arrow_schemas import TABLES
@@ -165,46 +168,60 @@ def _registry_table(registry: Registry) -> str:
     return _table(("name", "what it does"), rows)
 
 
-AXIS_KEYS = {
-    "samplers": ("Samplers", "placement.sampler", ""),
-    "filters": ("Filters", "placement.filters", ""),
-    "scorers": ("Scorers", "placement.scorers", ""),
-    "selectors": ("Selectors", "placement.selector", ""),
+AXES_SAID = {
+    "samplers": ("Samplers", ""),
+    "filters": ("Filters", ""),
+    "scorers": ("Scorers", ""),
+    "selectors": ("Selectors", ""),
     "strategies": (
         "Strategies",
-        "placement.strategy",
         "What a replica believes of the nodes between reports "
         "([Strategies](../explanation/strategies.md)). ",
     ),
-    "arrivals": ("Arrival kinds", "workload.arrival", "When clients send creates. "),
+    "arrivals": ("Arrival kinds", "When clients send creates. "),
     "lifetimes": (
         "Lifetime distributions",
-        "workload.lifetime_dist",
         "How long a sandbox lives, each with mean `lifetime_s`. ",
     ),
     "draws": (
         "Per-create draws",
-        "workload.<q>_draw",
         "How a sandbox's vCPUs, memory, usage or lifetime is drawn per create around its "
         "template's; the same classes as the lifetime distributions of the same name. ",
     ),
-    "phases": ("Heartbeat phases", "heartbeat.phase", "When in each interval each node reports. "),
-    "faults": ("Fault kinds", "faults[].kind", "See [Faults](../guides/faults.md). "),
+    "phases": ("Heartbeat phases", "When in each interval each node reports. "),
+    "faults": ("Fault kinds", "See [Faults](../guides/faults.md). "),
     "engines": (
         "Engines",
-        "run.engine",
         "What carries the model's messages and keeps time: a subclass of `harness.api.Engine`, "
         "whose declarations (`name`, `on_ray`, `real_time`) the registry checks. ",
     ),
     "trace_formats": (
         "Trace formats",
-        "workload.trace_format",
         "Where a replayed trace comes from; every format but `harness` is imported into it "
         "first and cached (see [Real traces](../guides/real-traces.md)). ",
     ),
 }
-"""Per axis (but algorithms, a table of their own): its title, the key that names one, and
-what it is."""
+"""Per axis (but algorithms, a table of their own): its title and what it is."""
+
+PLACEMENT_KEYS = {
+    "samplers": "placement.sampler",
+    "filters": "placement.filters",
+    "scorers": "placement.scorers",
+    "selectors": "placement.selector",
+}
+"""The keys naming placement parts, which the pipeline resolves (their declarations name no
+registry)."""
+
+
+def _naming_keys(registry: Registry) -> list[str]:
+    """The config keys whose declarations name `registry` (`choices` or `registry`)."""
+    found = [
+        f"{section}.{f.name}"
+        for section, cls in [*SECTIONS.items(), ("faults[]", FaultSpec)]
+        for f in fields(cls)
+        if registry in (f.metadata.get("choices"), f.metadata.get("registry"))
+    ]
+    return found or [PLACEMENT_KEYS[registry.axis]]
 
 
 def plugins_page() -> str:
@@ -236,9 +253,10 @@ def plugins_page() -> str:
     for registry in harness.api.AXES:
         if registry is ALGORITHMS:
             continue
-        title, key, what = AXIS_KEYS[registry.axis]
+        title, what = AXES_SAID[registry.axis]
+        keys = ", ".join(f"`{key}`" for key in _naming_keys(registry))
         out.append(
-            f"\n## {title} (`{key}`)\n\n{what}Base class `{_public(registry.base)}`; "
+            f"\n## {title} ({keys})\n\n{what}Base class `{_public(registry.base)}`; "
             f"entry-point group `{registry.group}`.\n\n"
         )
         out.append(_registry_table(registry))

@@ -14,6 +14,7 @@ from __future__ import annotations
 from harness.config.engine_kind import ENGINES, EngineKind
 from harness.config.traces import TRACE_FORMATS, Imported, TraceFormat
 from harness.engines import Engine, EngineError, Load, Progress, Snapshot
+from harness.model.catalogue import MODEL_REGISTRIES
 from harness.model.cluster.faults import FAULT_KINDS
 from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
 from harness.model.cluster.faults.fault_window import Drawn, FaultWindow
@@ -48,22 +49,9 @@ API_VERSION = 1
 """The major version of this surface: it changes only when a name is removed or changes
 meaning, after the notice the stability policy gives."""
 
-AXES: tuple[Registry, ...] = (
-    ALGORITHMS,
-    SAMPLERS,
-    FILTERS,
-    SCORERS,
-    SELECTORS,
-    STRATEGIES,
-    ARRIVALS,
-    LIFETIMES,
-    DRAWS,
-    PHASES,
-    FAULT_KINDS,
-    ENGINES,
-    TRACE_FORMATS,
-)
-"""Every axis a package can extend, as its registry (whose `base` is exported here)."""
+AXES: tuple[Registry, ...] = (*MODEL_REGISTRIES, ENGINES, TRACE_FORMATS)
+"""Every axis a package can extend, as its registry (whose `base` is exported here), in the
+order `harness plugins` lists them: the model's, then the engines and the trace formats."""
 
 ENTRY_POINT_GROUPS = {r.axis: r.group for r in AXES}
 """Axis -> the entry-point group a package declares its designs in (`herd_harness.scorers`,
