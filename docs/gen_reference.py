@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import sys
 from collections.abc import Iterable
+from dataclasses import fields
 from pathlib import Path
 
+import harness.api
 from harness.cli import EXIT_CODES, _parser
 from harness.config.key_tables import (
     defaults_table,
@@ -23,11 +26,10 @@ from harness.config.key_tables import (
     fault_keys_table,
     plugin_keys_table,
 )
-from harness.config.traces import TRACE_FORMATS
+from harness.config.sections import SECTIONS
+from harness.model.cluster.faults import FaultSpec
 from harness.model.registry import Registry
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
-from harness.model.scheduling.placement.registries import REGISTRIES
 from harness.results.arrow_schemas import TABLES
 from harness.results.column_docs import COLUMNS, COMMON, ROW
 from harness.results.summary_columns import SUMMARY_COLUMNS
@@ -136,28 +138,93 @@ def results_page() -> str:
     return "".join(out)
 
 
-def _source_doc(cls: type) -> str:
+def _class_doc(module_name: str, class_name: str, name: str) -> str:
     """The first paragraph of a class's docstring, else of its module's, read from the source
-    file so that the page is the same whether the module runs compiled or not."""
-    module = sys.modules[cls.__module__]
-    source = Path(module.__file__ or "").parent / f"{cls.__module__.rsplit('.', 1)[-1]}.py"
+    file (found without importing the module: an engine's imports Ray), so that the page is
+    the same whether the module runs compiled or not."""
+    spec = importlib.util.find_spec(module_name)
+    origin = Path(spec.origin if spec and spec.origin else "")
+    # A compiled module's spec names its extension: the source is beside it.
+    source = origin.with_name(origin.name.split(".")[0] + ".py")
     tree = ast.parse(source.read_text())
     node = next(
-        (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__), None
+        (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name), None
     )
     doc = (node and ast.get_docstring(node)) or ast.get_docstring(tree) or ""
     first = " ".join(doc.split("\n\n", 1)[0].split())
-    prefix = f"`{getattr(cls, 'name', '')}`: "
-    return first.removeprefix(prefix)
+    return first.removeprefix(f"`{name}`: ")
+
+
+def _public(cls: type) -> str:
+    """A class's public path, `harness.api.<name>`; a base class that is not exported there
+    has none, and the page is not written."""
+    if getattr(harness.api, cls.__name__, None) is not cls:
+        raise SystemExit(f"{cls.__qualname__} is not exported by harness.api")
+    return f"harness.api.{cls.__name__}"
 
 
 def _registry_table(registry: Registry) -> str:
-    classes = {name: registry.resolve(name) for name in (*registry.builtins, *registry.lazy)}
-    rows = [
-        (f"`{name}`", f"`{cls.__module__}:{cls.__qualname__}`", _source_doc(cls))
-        for name, cls in classes.items()
+    """Each built-in name and what it does: a built-in's class is not public (its name is)."""
+    where = {name: (cls.__module__, cls.__name__) for name, cls in registry.builtins.items()}
+    where |= {name: tuple(path.split(":")) for name, path in registry.lazy.items()}
+    rows = [(f"`{name}`", _class_doc(*where[name], name)) for name in where]
+    return _table(("name", "what it does"), rows)
+
+
+AXES_SAID = {
+    "samplers": ("Samplers", ""),
+    "filters": ("Filters", ""),
+    "scorers": ("Scorers", ""),
+    "selectors": ("Selectors", ""),
+    "strategies": (
+        "Strategies",
+        "What a replica believes of the nodes between reports "
+        "([Strategies](../explanation/strategies.md)). ",
+    ),
+    "arrivals": ("Arrival kinds", "When clients send creates. "),
+    "lifetimes": (
+        "Lifetime distributions",
+        "How long a sandbox lives, each with mean `lifetime_s`. ",
+    ),
+    "draws": (
+        "Per-create draws",
+        "How a sandbox's vCPUs, memory, usage or lifetime is drawn per create around its "
+        "template's; the same classes as the lifetime distributions of the same name. ",
+    ),
+    "phases": ("Heartbeat phases", "When in each interval each node reports. "),
+    "faults": ("Fault kinds", "See [Faults](../guides/faults.md). "),
+    "engines": (
+        "Engines",
+        "What carries the model's messages and keeps time: a subclass of `harness.api.Engine`, "
+        "whose declarations (`name`, `on_ray`, `real_time`) the registry checks. ",
+    ),
+    "trace_formats": (
+        "Trace formats",
+        "Where a replayed trace comes from; every format but `harness` is imported into it "
+        "first and cached (see [Real traces](../guides/real-traces.md)). ",
+    ),
+}
+"""Per axis (but algorithms, a table of their own): its title and what it is."""
+
+PLACEMENT_KEYS = {
+    "samplers": "placement.sampler",
+    "filters": "placement.filters",
+    "scorers": "placement.scorers",
+    "selectors": "placement.selector",
+}
+"""The keys naming placement parts, which the pipeline resolves (their declarations name no
+registry)."""
+
+
+def _naming_keys(registry: Registry) -> list[str]:
+    """The config keys whose declarations name `registry` (`choices` or `registry`)."""
+    found = [
+        f"{section}.{f.name}"
+        for section, cls in [*SECTIONS.items(), ("faults[]", FaultSpec)]
+        for f in fields(cls)
+        if registry in (f.metadata.get("choices"), f.metadata.get("registry"))
     ]
-    return _table(("name", "class", "what it does"), rows)
+    return found or [PLACEMENT_KEYS[registry.axis]]
 
 
 def plugins_page() -> str:
@@ -177,37 +244,25 @@ def plugins_page() -> str:
     out = [
         GENERATED,
         "# Plugins and strategies\n\n",
-        "Everything built in that a config can name. `harness plugins` lists these and any "
-        "installed by other packages (entry-point groups `herd_harness.<kind>`, below). "
-        "See [Plugins](../guides/plugins.md) to write your own.\n\n",
+        "Everything built in that a config can name, axis by axis. `harness plugins` lists "
+        "these and any installed by other packages (entry-point groups `herd_harness.<kind>`, "
+        "below). Each axis's base class is public (`harness.api`, [Plugin API](api.md)); see "
+        "[Plugins](../guides/plugins.md) to write your own.\n\n",
         "## Algorithms (`placement.algorithm`)\n\nA named pipeline; `placement.sampler`, "
-        "`filters`, `scorers` and `selector` replace its parts. Base class "
-        f"`{ALGORITHMS.base.__module__}.{ALGORITHMS.base.__name__}`; entry-point group "
-        f"`{ALGORITHMS.group}`.\n\n",
+        f"`filters`, `scorers` and `selector` replace its parts. Base class "
+        f"`{_public(ALGORITHMS.base)}`; entry-point group `{ALGORITHMS.group}`.\n\n",
         _table(("algorithm", "sampler", "filters", "scorers", "selector"), algorithms),
     ]
-    keys = {
-        "samplers": "placement.sampler",
-        "filters": "placement.filters",
-        "scorers": "placement.scorers",
-        "selectors": "placement.selector",
-        "strategies": "placement.strategy",
-    }
-    for registry in (*REGISTRIES.values(), LEDGERS):
+    for registry in harness.api.AXES:
+        if registry is ALGORITHMS:
+            continue
+        title, what = AXES_SAID[registry.axis]
+        keys = ", ".join(f"`{key}`" for key in _naming_keys(registry))
         out.append(
-            f"\n## {registry.axis.capitalize()} (`{keys[registry.axis]}`)\n\n"
-            f"Base class `{registry.base.__module__}.{registry.base.__name__}`; entry-point "
-            f"group `{registry.group}`.\n\n"
+            f"\n## {title} ({keys})\n\n{what}Base class `{_public(registry.base)}`; "
+            f"entry-point group `{registry.group}`.\n\n"
         )
         out.append(_registry_table(registry))
-    out.append(
-        "\n## Trace formats (`workload.trace_format`)\n\nWhere a replayed trace comes from; "
-        "every format but `harness` is imported into it first and cached (see "
-        "[Real traces](../guides/real-traces.md)). Base class "
-        f"`{TRACE_FORMATS.base.__module__}.{TRACE_FORMATS.base.__name__}`; entry-point group "
-        f"`{TRACE_FORMATS.group}`.\n\n"
-    )
-    out.append(_registry_table(TRACE_FORMATS))
     return "".join(out)
 
 

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.strategies import STRATEGIES
 
 ROOT = Path(__file__).resolve().parent.parent
 HERD = ("stale", "in_progress", "optimistic")
@@ -117,7 +117,7 @@ FIGURES: dict[str, Callable[[], bytes]] = {
 ALIBABA = "harness run configs/alibaba-2018.toml"
 SHOWN = "--quiet --no-report"
 """How the real-traffic page's runs are shown: the tables, no progress bar, no HTML report."""
-HOUR = f"{ALIBABA} --compare {','.join(LEDGERS)} {SHOWN} --out results/alibaba"
+HOUR = f"{ALIBABA} --compare {','.join(STRATEGIES)} {SHOWN} --out results/alibaba"
 """The hour of the trace under every strategy (`harness plugins`), each second's creates
 spread over it (the format's default)."""
 AT_ONCE = (

@@ -30,7 +30,7 @@ from harness.external import EXIT_CODE as SCHEDULER_FAILED
 from harness.external import SchedulerError
 from harness.model.catalogue import catalogue
 from harness.model.registry import RegistryError
-from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.results.failures import InvariantError, ResultsError, WriteFailed
 from harness.results.folder_policy import held_under, holder
 from harness.results.thresholds import FORM, not_run
@@ -331,7 +331,7 @@ def _strategies(compare: str | None, default: str) -> list[str]:
     names = [s.strip() for s in compare.split(",") if s.strip()]
     for name in names:
         try:
-            LEDGERS.resolve(name)
+            STRATEGIES.resolve(name)
         except RegistryError as e:
             raise ConfigError("--compare", str(e)) from None
     if not names or len(set(names)) != len(names):

@@ -26,8 +26,8 @@ from harness.config import Config, ConfigError
 from harness.engines import EngineError
 from harness.engines.ray_reaper import ENV
 from harness.model.registry import Registry
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.registries import REGISTRIES, parse_weighted
+from harness.model.scheduling.strategies import STRATEGIES
 
 PROBE_S = 3.0
 """Seconds an address gets to answer as Ray before it is refused."""
@@ -179,10 +179,10 @@ def plugin_sources(configs: Iterable[Config], strategies: Iterable[str] = ()) ->
     ("module:Class") that `configs` and `strategies` (another run's --compare) name, for Ray to
     ship to a cluster's workers with the job. Built-in and installed (entry-point) names are
     not among them: an installed plugin must be installed on every node of the cluster."""
-    refs: list[tuple[Registry, str]] = [(LEDGERS, s) for s in strategies]
+    refs: list[tuple[Registry, str]] = [(STRATEGIES, s) for s in strategies]
     for config in configs:
         p = config.placement
-        refs.append((LEDGERS, p.strategy))
+        refs.append((STRATEGIES, p.strategy))
         refs += [(REGISTRIES["samplers"], p.sampler), (REGISTRIES["selectors"], p.selector)]
         refs += [(REGISTRIES["filters"], f) for f in p.filters]
         refs += [(REGISTRIES["scorers"], parse_weighted(s)[0]) for s in p.scorers]

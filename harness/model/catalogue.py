@@ -7,17 +7,16 @@ from __future__ import annotations
 from harness.model.cluster.faults import FAULT_KINDS
 from harness.model.cluster.phases import PHASES
 from harness.model.registry import Registry
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
 from harness.model.scheduling.placement.registries import REGISTRIES
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.lifetimes import LIFETIMES
-from harness.model.workload.variety import DRAWS
+from harness.model.workload.distributions import DRAWS, LIFETIMES
 
 MODEL_REGISTRIES: tuple[Registry, ...] = (
     ALGORITHMS,
     *REGISTRIES.values(),
-    LEDGERS,
+    STRATEGIES,
     ARRIVALS,
     LIFETIMES,
     DRAWS,

@@ -38,8 +38,8 @@ from harness.results.folder_policy import (
 )
 from harness.results.run_reader import first_difference, read_record
 
-if TYPE_CHECKING:  # the results layer reads the search it is handed; it imports none
-    from harness.config.search_file import Search
+if TYPE_CHECKING:  # what it reads of a search: `config_view`, none of the layer above
+    from harness.results.config_view import SearchView
 
 COMPLETE, FAILED = "complete", "failed"
 TRIAL_COLUMNS = ("trial", "state", "objective", "error", "wall_s")
@@ -50,7 +50,7 @@ class SearchStore:
     """Opens (a new or empty folder, or with `resume` this search's own) and holds it until
     `close`; refuses a folder holding anything else or a different search."""
 
-    def __init__(self, out_dir: Path, search: Search, resume: bool = False) -> None:
+    def __init__(self, out_dir: Path, search: SearchView, resume: bool = False) -> None:
         self.out_dir = Path(out_dir)
         self.search = search
         if not resume:

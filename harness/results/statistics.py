@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from harness.model.registry import RegistryError
-from harness.model.scheduling.ledger import Ledger
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.eligibility import RULES
+from harness.model.scheduling.strategies import STRATEGIES
+from harness.model.scheduling.strategy import Strategy
 from harness.results import percentiles
 from harness.results.order_statistics import grouped_percentiles
 from harness.results.seed_figures import FAILURE_REASONS, PERCENTILES
@@ -321,10 +321,10 @@ def _counts_in_progress(strategy: str) -> bool | None:
     """Whether the strategy adds creates in progress to the score; None for one that is not
     known here (a plugin no longer installed)."""
     try:
-        ledger = LEDGERS.resolve(strategy)
+        ledger = STRATEGIES.resolve(strategy)
     except RegistryError:
         return None
-    return issubclass(ledger, Ledger) and ledger.counts_in_progress
+    return issubclass(ledger, Strategy) and ledger.counts_in_progress
 
 
 def contrasts(summary: pd.DataFrame, nodes: pd.DataFrame) -> list[Contrast]:

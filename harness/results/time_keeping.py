@@ -27,10 +27,10 @@ from harness.results.order_statistics import percentiles
 from harness.results.seed_rows import SeedRows
 from harness.results.summary_columns import FAITHFUL, OVERLOADED
 
-if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
+if TYPE_CHECKING:  # what it reads of a config: `config_view`, none of the layer above
     import pandas as pd
 
-    from harness.config import Config
+    from harness.results.config_view import ConfigView
 
 
 LATE_SHARE = 0.25
@@ -93,7 +93,7 @@ def _gap_ms(creates: int, duration_s: float) -> float:
     return duration_s * 1000.0 / creates if creates else math.inf
 
 
-def figures(config: Config, summary: dict[str, Any]) -> list[Figure]:
+def figures(config: ConfigView, summary: dict[str, Any]) -> list[Figure]:
     """What the engine measured on one seed against the scenario's time scales."""
     interval_ms = config.heartbeat.interval_s * 1000.0
     rpc_excess = summary["create_rpc_p99_ms"] - config.cluster.create_latency_ms
@@ -121,7 +121,7 @@ def fitting_scale(time_scale: float, broken: list[Figure]) -> float:
     return math.ceil(needed / step - 1e-9) * step
 
 
-def seed_verdict(config: Config, summary: dict[str, Any], rows: SeedRows) -> dict[str, Any]:
+def seed_verdict(config: ConfigView, summary: dict[str, Any], rows: SeedRows) -> dict[str, Any]:
     """The time-keeping columns of one seed an engine in real time ran."""
     summary = {**summary, "send_delay_p99_ms": send_delay_p99_ms(rows)}
     found = figures(config, summary)

@@ -10,7 +10,7 @@ from harness import interrupts, testing_signals
 from harness.config import Config
 from harness.engines import Engine, Snapshot, get_engine
 from harness.engines.ray_setup import connect, plugin_sources
-from harness.model.cluster.faults.kinds import record as fault_record
+from harness.model.cluster.faults.fault_keys import record as fault_record
 from harness.model.scheduling.placement.record import placement_record
 from harness.results.failures import InvariantError, ResultsError
 from harness.results.folder_policy import check_out_dir

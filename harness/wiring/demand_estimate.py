@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from harness.config import Config, trace_file
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.lifetimes import LIFETIMES
+from harness.model.workload.distributions import LIFETIMES
 from harness.model.workload.workload_keys import SandboxSpec, WorkloadSpec
 
 
@@ -41,12 +41,12 @@ def _mix(w: WorkloadSpec) -> list[tuple[float, SandboxSpec]]:
 
 def _killed_share(sandbox: SandboxSpec, w: WorkloadSpec, duration: float) -> float:
     """The share of creates of `sandbox` whose kill falls within the run (lifetimes ending
-    before it); lifetimes other than exact ones (`Lifetime.exact`) are taken as exponential of
+    before it); lifetimes that vary (`Distribution.varies`) are taken as exponential of
     the same mean."""
     if sandbox.lifetime_s is None:
         return 0.0
     life = sandbox.lifetime_s
-    exact = LIFETIMES[sandbox.lifetime_dist].exact
+    exact = not LIFETIMES[sandbox.lifetime_dist].varies
     arrival = ARRIVALS[w.arrival]
     if arrival.at_once:
         window = duration - arrival.start(w)

@@ -446,3 +446,15 @@ def test_piped_output_takes_its_width_from_columns(columns, widest, monkeypatch,
     assert main(["keys"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert max(len(line) for line in lines) == widest
+
+
+def test_the_checked_config_is_declared_in_a_module_of_its_own():
+    """`Config` and `from_dict` are `harness.config.config`'s; validation checks sections and
+    names no `Config`, so neither module imports the other's result."""
+    import harness.config
+    from harness.config import config, validation
+
+    assert harness.config.Config is config.Config
+    assert config.Config.__module__ == "harness.config.config"
+    assert harness.config.from_dict is config.from_dict
+    assert not hasattr(validation, "Config") and not hasattr(validation, "from_dict")

@@ -18,8 +18,8 @@ import harness
 from harness.config import load
 from harness.config.trace_file import COLUMNS as TRACE_COLUMNS
 from harness.config.traces.cache import CACHE_ENV
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.filters.memory_overcommit import MemoryOvercommit
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.presentation.progress import PROGRESS_ENV
 from harness.results.arrow_schemas import TABLES
 from harness.results.column_docs import COLUMNS, COMMON
@@ -48,6 +48,18 @@ def _generator():
 def test_generated_reference_pages_are_current():
     stale = _generator().stale_pages()
     assert not stale, f"run python docs/gen_reference.py: {stale} differ from the code"
+
+
+def test_the_plugins_reference_names_classes_by_their_public_paths():
+    """Every axis is on the page with its base class as `harness.api` exports it; no class is
+    named by the internal path it is defined in (which may move in any release)."""
+    import harness.api
+
+    page = _generator().plugins_page()
+    bases = re.findall(r"Base class `([\w.]+)`", page)
+    assert len(bases) == len(harness.api.AXES)
+    assert all(b.startswith("harness.api.") for b in bases), bases
+    assert not re.findall(r"`harness\.[\w.]+:\w+`", page)  # no "module:Class" of a built-in
 
 
 @pytest.mark.parametrize("table", list(TABLES))
@@ -272,7 +284,7 @@ def test_every_run_a_long_figure_draws_is_a_long_block_shown_on_a_page():
     }
     drawn = {command for lines in generate.LONG_FIGURES.values() for command, _ in lines}
     assert drawn and drawn <= shown, sorted(drawn - shown)
-    assert f"--compare {','.join(LEDGERS)} " in generate.HOUR  # every strategy shipped
+    assert f"--compare {','.join(STRATEGIES)} " in generate.HOUR  # every strategy shipped
 
 
 def test_an_output_block_prints_no_import_whether_or_not_the_cache_holds_its_trace(

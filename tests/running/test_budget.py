@@ -18,7 +18,7 @@ from harness.cli import main
 from harness.config import ConfigError, from_dict, load
 from harness.config.sweep_file import load_sweep
 from harness.engines.virtual import VirtualEngine
-from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.running import cost_check as budget
 from harness.running.cost_check import Machine, check_run, check_sweep, seed_terms
 from tests.support.configs import CONFIGS, SCENARIOS, SWEEPS, runnable, shipped
@@ -62,7 +62,7 @@ def small_machine(monkeypatch):
         (["--set", "run.sample_interval_s=1e-9"], "run.sample_interval_s"),
         (["--engine", "ray", "--set", "ray.client_pools=40"], "ray.client_pools"),
         (["--engine", "ray", "--set", "run.duration_s=100000", "--seeds", "1"], "duration_s"),
-        (["--compare", ",".join(LEDGERS), "--seeds", "100000000"], "run.seeds"),
+        (["--compare", ",".join(STRATEGIES), "--seeds", "100000000"], "run.seeds"),
     ],
 )
 def test_a_scenario_too_big_or_too_long_is_refused_up_front(
@@ -106,7 +106,7 @@ def test_every_shipped_scenario_fits_a_small_machine(path):
     config = shipped(path)
     for engine in ("virtual", "ray"):
         for remote in (False, True):
-            check_run(config.with_value("run.engine", engine), len(LEDGERS), SMALL, remote)
+            check_run(config.with_value("run.engine", engine), len(STRATEGIES), SMALL, remote)
 
 
 @pytest.mark.parametrize("path", SWEEPS, ids=lambda p: p.name)

@@ -31,7 +31,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness.model.scheduling.ledgers import LEDGERS  # noqa: E402
+from harness.model.scheduling.strategies import STRATEGIES  # noqa: E402
 from harness.results.failures import InvariantError  # noqa: E402
 from harness.running.runner import run  # noqa: E402
 from tests.support.configs import SCENARIOS, shipped, unrunnable  # noqa: E402
@@ -149,7 +149,7 @@ def tables(path: Path) -> dict[str, pd.DataFrame]:
         out = Path(tmp) / "run"
         # A broken check is part of the content (invariants_ok); the files are written.
         with contextlib.suppress(InvariantError):
-            run(config, list(LEDGERS.builtins), out)
+            run(config, list(STRATEGIES.builtins), out)
         frames = {name: pd.read_parquet(out / f"{name}.parquet") for name in TABLES}
     found = {}
     for name, frame in frames.items():

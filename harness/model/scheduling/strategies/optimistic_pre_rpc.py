@@ -8,12 +8,12 @@ from mypy_extensions import mypyc_attr
 
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import Outcome
-from harness.model.scheduling.ledgers.optimistic import OptimisticLedger
+from harness.model.scheduling.strategies.optimistic import OptimisticStrategy
 from harness.model.workload.request import CreateRequest
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class OptimisticPreRpcLedger(OptimisticLedger):
+class OptimisticPreRpcStrategy(OptimisticStrategy):
     name = "optimistic_pre_rpc"
 
     def create_started(self, req: CreateRequest, now: float) -> None:

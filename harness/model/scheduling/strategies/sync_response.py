@@ -9,12 +9,12 @@ from mypy_extensions import mypyc_attr
 
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import Outcome
-from harness.model.scheduling.ledger import Ledger
+from harness.model.scheduling.strategy import Strategy
 from harness.model.workload.request import CreateRequest
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class SyncResponseLedger(Ledger):
+class SyncResponseStrategy(Strategy):
     name = "sync_response"
     counts_in_progress = True
     wants_response_report = True

@@ -23,13 +23,13 @@ from mypy_extensions import mypyc_attr
 
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import Outcome
-from harness.model.scheduling.ledger import Ledger
+from harness.model.scheduling.strategy import Strategy
 from harness.model.tunables import PluginSettings
 from harness.model.workload.request import CreateRequest
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class ReconcileLedger(Ledger):
+class ReconcileStrategy(Strategy):
     name = "reconcile"
     counts_in_progress = True
     wants_sandbox_ids = True

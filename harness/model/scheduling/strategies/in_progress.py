@@ -2,11 +2,11 @@
 
 from mypy_extensions import mypyc_attr
 
-from harness.model.scheduling.ledger import Ledger
+from harness.model.scheduling.strategy import Strategy
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class InProgressLedger(Ledger):
+class InProgressStrategy(Strategy):
     name = "in_progress"
     counts_in_progress = True
     view_is_last_report = True

@@ -66,7 +66,7 @@ class NodeView:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class Ledger:
+class Strategy:
     """Base strategy: the view is the last report applied, blindly overwritten as upstream does.
 
     Subclasses override the hooks they care about. Every hook gets the time as an argument; a
@@ -98,7 +98,7 @@ class Ledger:
         self.views = [NodeView(c) for c in cpu_counts]
         self.settings: Any = type(self).Settings() if settings is None else settings
         """Its `Settings` as the config gives them (`PlacementSpec.settings_of`)."""
-        self.hears_reports = type(self).report_applied is not Ledger.report_applied
+        self.hears_reports = type(self).report_applied is not Strategy.report_applied
         """Whether the strategy has a `report_applied`: every replica applies every report, the
         most frequent message of a large run, so a hook left empty is not called."""
         self.checks_seq = self.drops_old_reports
@@ -113,7 +113,7 @@ class Ledger:
         return (
             cls.view_is_last_report
             and not cls.drops_old_reports
-            and cls.report_applied is Ledger.report_applied
+            and cls.report_applied is Strategy.report_applied
         )
 
     def believed_cpu(self, node: int, now: float) -> float:

@@ -2,11 +2,11 @@
 
 from mypy_extensions import mypyc_attr
 
-from harness.model.scheduling.ledger import Ledger
+from harness.model.scheduling.strategy import Strategy
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class StaleLedger(Ledger):
+class StaleStrategy(Strategy):
     name = "stale"
     counts_in_progress = False
     view_is_last_report = True

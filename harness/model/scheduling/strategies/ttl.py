@@ -14,14 +14,14 @@ from mypy_extensions import mypyc_attr
 
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import Outcome
-from harness.model.scheduling.ledger import Ledger
 from harness.model.scheduling.plugin_settings import TtlSettings
+from harness.model.scheduling.strategy import Strategy
 from harness.model.tunables import PluginSettings
 from harness.model.workload.request import CreateRequest
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class TtlLedger(Ledger):
+class TtlStrategy(Strategy):
     name = "ttl"
     counts_in_progress = True
     view_is_last_report = True

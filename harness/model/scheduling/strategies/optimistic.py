@@ -8,12 +8,12 @@ from mypy_extensions import mypyc_attr
 
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import Outcome
-from harness.model.scheduling.ledger import Ledger
+from harness.model.scheduling.strategy import Strategy
 from harness.model.workload.request import CreateRequest
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class OptimisticLedger(Ledger):
+class OptimisticStrategy(Strategy):
     name = "optimistic"
     counts_in_progress = True
 

@@ -9,12 +9,12 @@ from mypy_extensions import mypyc_attr
 
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import Outcome
-from harness.model.scheduling.ledgers.optimistic import OptimisticLedger
+from harness.model.scheduling.strategies.optimistic import OptimisticStrategy
 from harness.model.workload.request import CreateRequest
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class OptimisticAddOnlyLedger(OptimisticLedger):
+class OptimisticAddOnlyStrategy(OptimisticStrategy):
     name = "optimistic_add_only"
 
     def kill_finished(
