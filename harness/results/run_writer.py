@@ -176,6 +176,7 @@ class RunWriter:
         in a temporary folder of `parts/` that `add` commits (a seed stopped midway leaves one
         that `--resume` removes)."""
         folder = self.out_dir / PARTS / f".{self._next:05d}.tmp"
+        folder.parent.mkdir(exist_ok=True)
         self._next += 1
         return SeedRows(strategy, seed, folder, self.run_id)
 

@@ -127,6 +127,7 @@ class SweepStore:
         folder of the sweep's (`SEEDS`), gathered into the cell's partitions once its seeds
         are in, then removed."""
         folder = self.out_dir / SEEDS / f"{cell.index}-{seed}"
+        folder.parent.mkdir(exist_ok=True)
         return SeedRows(cell.config.placement.strategy, seed, folder, self.run_id)
 
     def add_cell(self, cell: CellView, results: list[SeedResult], wall_s: float) -> None:
