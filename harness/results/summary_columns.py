@@ -570,6 +570,45 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         Source.SKETCH,
         "99th percentile of the same. Ray engine only.",
     ),
+    Column(
+        "report_late_p50_ms",
+        "f64",
+        "ms (model time)",
+        LOWER,
+        LATENCY,
+        Source.SKETCH,
+        "Median lateness of a report reaching a scheduler replica (applied minus due: taken "
+        "plus `heartbeat.delay_ms` and its jitter), on top of the heartbeat's own lateness. "
+        "Ray engine only: the virtual engine applies every report when due.",
+    ),
+    Column(
+        "report_late_p99_ms",
+        "f64",
+        "ms (model time)",
+        LOWER,
+        LATENCY,
+        Source.SKETCH,
+        "99th percentile of the same. Ray engine only.",
+    ),
+    Column(
+        "submit_late_p50_ms",
+        "f64",
+        "ms (model time)",
+        LOWER,
+        LATENCY,
+        Source.SKETCH,
+        "Median lateness of a create reaching its scheduler replica from its client (0 in "
+        "the model), on top of the client's own (`send_delay_p99_ms`). Ray engine only.",
+    ),
+    Column(
+        "submit_late_p99_ms",
+        "f64",
+        "ms (model time)",
+        LOWER,
+        LATENCY,
+        Source.SKETCH,
+        "99th percentile of the same. Ray engine only.",
+    ),
     # DDSketch protobuf of every value (harness.results.percentiles.from_bytes): merged over
     # seeds.
     Column(
@@ -591,6 +630,25 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         SKETCH,
         Source.SKETCH,
         "Every heartbeat's lateness (ms, model time) as a DDSketch. Ray engine only.",
+    ),
+    Column(
+        "report_late_sketch",
+        "bin",
+        "DDSketch bytes",
+        IDENTITY,
+        SKETCH,
+        Source.SKETCH,
+        "Every report's lateness at a replica (ms, model time) as a DDSketch. Ray engine only.",
+    ),
+    Column(
+        "submit_late_sketch",
+        "bin",
+        "DDSketch bytes",
+        IDENTITY,
+        SKETCH,
+        Source.SKETCH,
+        "Every submitted create's lateness at its replica (ms, model time) as a DDSketch. "
+        "Ray engine only.",
     ),
     Column(
         "ray_nodes",
@@ -627,8 +685,8 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         LOWER,
         LATENCY,
         Source.TIME_KEEPING,
-        "99th percentile of a create's delay from issue to its first RPC (`sent_at - "
-        "issued_at`): 0 in the model, the engine's own delivery and queueing. Ray engine only.",
+        "99th percentile of a create's delay from issue to its client sending it (`sent_at - "
+        "issued_at`): 0 in the model, the client's own lateness on Ray. Ray engine only.",
     ),
     Column(
         "time_keeping",
@@ -638,8 +696,9 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         LABEL,
         Source.TIME_KEEPING,
         "`faithful`, or `overloaded` when a figure the engine measured left its limit against "
-        "the scenario's time scales (`harness.results.time_keeping`): the results may then "
-        "describe the machine. Ray engine only.",
+        "the time scales the seed's results depend on (the gap between creates, the report "
+        "interval: `harness.results.time_keeping`): the results may then describe the "
+        "machine. Ray engine only.",
     ),
     Column(
         "overload_figure",
@@ -648,8 +707,9 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         IDENTITY,
         LABEL,
         Source.TIME_KEEPING,
-        "The figure that broke furthest (`heartbeat_late_p99_ms`, `rpc_excess_p99_ms`, "
-        "`send_delay_p99_ms`, `driver_cpu`); null when faithful. Ray engine only.",
+        "The figure that broke furthest (`report_lateness_ms`, `choice_lateness_ms`, "
+        "`rpc_excess_ms`, `driver_cpu`: `harness.results.time_keeping.FIGURES`); null when "
+        "faithful. Ray engine only.",
     ),
     Column(
         "overload_value",
