@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.workload.arrivals import ARRIVALS
 from harness.results.order_statistics import percentiles
 from harness.results.seed_rows import SeedRows
 from harness.results.summary_columns import FAITHFUL, OVERLOADED
@@ -105,8 +106,10 @@ def send_delay_p99_ms(rows: SeedRows) -> float:
 
 def gap_ms(config: Config, creates: int) -> float:
     """The mean model ms between two creates one replica chooses (the run's duration over its
-    creates, each replica taking its share)."""
-    if not creates:
+    creates, each replica taking its share). A burst sends every create at one instant, before
+    any answer: it has no gap for a delay to move a create across, and only the report
+    interval bounds its delays (infinite here)."""
+    if not creates or ARRIVALS.resolve(config.workload.arrival).at_once:
         return math.inf
     return config.run.duration_s * 1000.0 * config.placement.replicas / creates
 
