@@ -352,11 +352,12 @@ class RaySeedRun:
             finals = self._on_groups("final")
             if sum(self.deaths) == deaths:
                 break
-        rpc = percentiles.merged(self._get(self.replicas, "rpc_times"))
+        measured = self._get(self.replicas, "sketches")
+        sketches = {name: percentiles.merged(m[name] for m in measured) for name in measured[0]}
         self.scheduler = scenario.placed_by(
             [name for names in self._get(self.replicas, "scheduler_names") for name in names]
         )
-        return finals, drained, rpc
+        return finals, drained, sketches
 
     def run(self, progress: Progress | None = None, rows: SeedRows | None = None) -> SeedResult:
         """The seed, its rows into `rows` (kept in memory without)."""
@@ -366,7 +367,7 @@ class RaySeedRun:
         try:
             self._actors()
             self._play(rows, progress)
-            finals, drained, rpc = self._collect()
+            finals, drained, sketches = self._collect()
         except (KeyboardInterrupt, EngineError, ray.exceptions.RayError) as e:
             self._salvage(rows)
             partial = partial_result(RayEngine.name, config, self.seed, rows)
@@ -405,7 +406,7 @@ class RaySeedRun:
                 "driver_cpu": self.driver_cpu,
                 "host_load": self.host_load,
             },
-            sketches={"create_rpc": rpc, "heartbeat_late": lateness},
+            sketches={**sketches, "heartbeat_late": lateness},
             scheduler=self.scheduler,
             sandbox_ids=self.sandbox_ids,
             lost_ids=[i for part in finals for i in part["lost_ids"]],

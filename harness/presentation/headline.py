@@ -219,13 +219,30 @@ def _sentence(c: Contrast) -> str:
     return line
 
 
-def headline(found: list[Contrast], kept: dict | None = None, placed: str = "") -> list[str]:
-    """The run's story, a sentence per strategy: who placed, when an external scheduler did
-    (`placed`, `harness.presentation.placer.placed_by`), the first strategy's figures, then
-    each comparison; then, for a run in real time, whether it kept the model's time (`kept`,
-    the run's `harness.results.time_keeping.run_verdict`)."""
+def overloaded(c: Contrast, kept: dict[str, tuple[int, int]]) -> str:
+    """`[OVERLOADED: optimistic in 2 of 3 seeds, stale in 3 of 3] `: the seeds that ran
+    overloaded among those a sentence draws on (the strategy's, and the first's it is compared
+    with), before the claim; empty when none did (`kept`:
+    `harness.results.time_keeping.kept_by_strategy`)."""
+    drawn = [(s, kept[s]) for s in dict.fromkeys((c.strategy, c.base)) if kept.get(s, (0, 0))[0]]
+    if not drawn:
+        return ""
+    parts = [f"{s} in {over} of {seeds}" for s, (over, seeds) in drawn]
+    return f"[OVERLOADED: {', '.join(parts)} seeds] "
+
+
+def headline(
+    found: list[Contrast], kept: dict | None = None, placed: str = "", marks: dict | None = None
+) -> list[str]:
+    """The run's story, a sentence per strategy. For a run in real time, first whether it kept
+    the model's time (`kept`, the run's `harness.results.time_keeping.run_verdict`): every
+    claim after it is drawn from its seeds, and one drawn from seeds that ran overloaded says
+    so before it (`marks`, `harness.results.time_keeping.kept_by_strategy`). Then who placed, when
+    an external scheduler did (`placed`, `harness.presentation.placer.placed_by`), the first
+    strategy's figures, then each comparison."""
     told = time_keeping.line(kept)
-    return [placed] * bool(placed) + [sentence(c) for c in found] + ([told] if told else [])
+    story = [overloaded(c, marks or {}) + sentence(c) for c in found]
+    return [told] * bool(told) + [placed] * bool(placed) + story
 
 
 def _part(entry: dict) -> str:

@@ -37,8 +37,9 @@ from harness.results.statistics import (
     pooled_load,
     utilisation_varies,
 )
+from harness.results.summary_columns import OVERLOADED
 from harness.results.sweep_folder import cell_batches, is_sweep, load_sweep_results, read_cells
-from harness.results.time_keeping import run_verdict
+from harness.results.time_keeping import kept_by_strategy, line, mark, run_verdict
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222;
@@ -136,7 +137,9 @@ request of every seed. A column with nothing in it (the interval of one seed, th
 of a virtual run) is left out."""
 
 
-def _run_table(rows: pd.DataFrame) -> str:
+def _run_table(rows: pd.DataFrame, kept: dict[str, tuple[int, int]]) -> str:
+    """The run table; for a run in real time, each strategy's time keeping beside its name
+    (`harness.results.time_keeping.by_strategy`), overloaded rows in red."""
     cells = {}
     for header, columns, form in RUN_COLUMNS:
         values = rows[list(columns)]
@@ -148,11 +151,26 @@ def _run_table(rows: pd.DataFrame) -> str:
                 form.format(*v) if ok else "-"
                 for v, ok in zip(values.itertuples(index=False), known, strict=True)
             ]
+    if kept:
+        marks = [mark(kept[s]) if s in kept else "-" for s in rows["strategy"]]
+        cells = {"strategy": cells.pop("strategy"), KEPT: marks, **cells}
     notes = " ".join(text for header, text in RUN_NOTES if header is None or header in cells)
-    return _table(pd.DataFrame(cells)) + f'<p class="note">{html.escape(notes)}</p>'
+    table = _table(pd.DataFrame(cells)).replace(BAD_CELL, f'<td class="bad">{OVERLOADED.upper()}')
+    return table + f'<p class="note">{html.escape(notes)}</p>'
 
+
+KEPT = "time keeping"
+"""The run table's column of each strategy's time keeping (a run in real time only)."""
+BAD_CELL = f"<td>{OVERLOADED.upper()}"
+"""How a cell of a strategy that ran overloaded begins (`mark`), before it is marked red."""
 
 RUN_NOTES: tuple[tuple[str | None, str], ...] = (
+    (
+        KEPT,
+        "time keeping: whether each strategy's seeds kept the model's time on an engine in real "
+        "time, or how many ran OVERLOADED: its figures may then describe the machine, not the "
+        "scheduler.",
+    ),
     (
         "CV time",
         "CV time: the CV of sandboxes per node over the run, time-weighted, rather than at its "
@@ -384,9 +402,14 @@ def _run(folder: Path) -> tuple[str, str]:
         return title, head + '<p class="bad">No seed finished: nothing to show.</p>'
     found = contrasts(summary, nodes)
     pipeline = plugins_line(plugins)
+    kept, marks = run_verdict(summary), kept_by_strategy(summary)
+    # The time keeping before every claim drawn from the seeds, in red when overloaded.
+    verdict = line(kept)
+    if verdict:
+        loud = ' class="bad"' if kept is not None and kept["verdict"] == OVERLOADED else ""
+        head += f"<p{loud}><strong>{html.escape(verdict)}</strong></p>"
     story = "".join(
-        f"<li>{html.escape(line)}</li>"
-        for line in headline(found, run_verdict(summary), placed_by(summary))
+        f"<li>{html.escape(told)}</li>" for told in headline(found, None, placed_by(summary), marks)
     )
     head += (f'<p class="note">{html.escape(pipeline)}</p>' if pipeline else "") + (
         f'<ul class="story">{story}</ul>'
@@ -394,7 +417,8 @@ def _run(folder: Path) -> tuple[str, str]:
     table = _run_table(
         by_strategy(summary, pooled_load(summary, run.batches)).merge(
             per_strategy(summary), on="strategy"
-        )
+        ),
+        marks,
     )
     scenario = _scenario(
         summary,

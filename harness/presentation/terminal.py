@@ -42,7 +42,7 @@ from harness.results.thresholds import (
     METRICS,
     number_text,
 )
-from harness.results.time_keeping import OVERLOADED, line, run_verdict
+from harness.results.time_keeping import OVERLOADED, kept_by_strategy, line, mark, run_verdict
 
 
 def bars(labels: list[str], values: list[int], width: int = 40) -> str:
@@ -187,10 +187,21 @@ def strategy_tables(
     ):
         if rows[column].notna().any():
             columns.append(Column(label, [_fmt(x, 2) for x in rows[column]]))
-    labels = {c.header.replace("\n", " ") for c in columns}
+    keys = [Column("strategy", list(rows["strategy"]), justify="left")]
+    kept = kept_by_strategy(summary)
+    if kept:  # an engine in real time: each row's seeds, kept in time or not, beside its name
+        cells = [_kept(kept.get(s)) for s in rows["strategy"]]
+        keys.append(Column("time\nkeeping", cells, justify="left"))
+    labels = {c.header.replace("\n", " ") for c in [*keys, *columns]}
     caption = " ".join(text for label, text in CAPTIONS if label is None or label in labels)
-    strategy = Column("strategy", list(rows["strategy"]), justify="left")
-    return fitted(title, [strategy], columns, width, caption)
+    return fitted(title, keys, columns, width, caption)
+
+
+def _kept(counts: tuple[int, int] | None) -> str:
+    """A row's time keeping (`mark`), overloaded in red; `-` for a strategy not measured."""
+    if counts is None:
+        return "-"
+    return f"[bold red]{mark(counts)}[/bold red]" if counts[0] else mark(counts)
 
 
 def _placer_columns(rows: pd.DataFrame) -> list[Column]:
@@ -266,6 +277,12 @@ CAPTIONS: tuple[tuple[str | None, str], ...] = (
         "allocated vCPUs; util %: the mean utilisation.",
     ),
     (
+        "time keeping",
+        "time keeping: whether each strategy's seeds kept the model's time on an engine in "
+        "real time, or how many ran OVERLOADED: its figures may then describe the machine, not "
+        "the scheduler.",
+    ),
+    (
         "RPC p99",
         "RPC p99: the create RPC's round trip, late p99: how late heartbeats arrived, in model "
         "ms (real-time engines only).",
@@ -318,8 +335,11 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
     if pipeline:
         console.print(Text(pipeline, style="dim"))
     found = contrasts(summary, nodes)
-    for told in headline(found, run_verdict(summary), placed_by(summary)):
-        console.print(Text(told))
+    kept = run_verdict(summary)
+    lines = headline(found, kept, placed_by(summary), kept_by_strategy(summary))
+    for i, told in enumerate(lines):
+        loud = i == 0 and kept is not None and kept["verdict"] == OVERLOADED
+        console.print(Text(told, style="bold red" if loud else ""))
     panels = []
     for c in found:
         seed = median_seed(summary, c.strategy)
@@ -332,10 +352,11 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
             else (f"{len(counts)} nodes: max {max(counts)}, min {min(counts)}")
         )
         same = f" (= {c.same_as})" if c.same_as else ""
+        over = " [bold red]OVERLOADED[/bold red]" if row.get("time_keeping") == OVERLOADED else ""
         panels.append(
             Panel(
                 body,
-                title=f"{c.strategy}{same}: seed {seed}, CV {row['cv']:.3f}",
+                title=f"{c.strategy}{same}: seed {seed}, CV {row['cv']:.3f}{over}",
                 subtitle="median-CV seed",
                 expand=False,
             )

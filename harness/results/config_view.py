@@ -24,6 +24,14 @@ class RunKeys(Protocol):
     def time_scale(self) -> float: ...
 
 
+class WorkloadKeys(Protocol):
+    """The `[workload]` keys a result reads: its arrival kind (a burst has no gap between
+    creates, `harness.results.time_keeping`)."""
+
+    @property
+    def arrival(self) -> str: ...
+
+
 class ExternalKeys(Protocol):
     """Whether an external scheduler placed the creates (`[external]`)."""
 
@@ -43,6 +51,8 @@ class ConfigView(Protocol):
     def heartbeat(self) -> HeartbeatSpec: ...
     @property
     def placement(self) -> PlacementSpec: ...
+    @property
+    def workload(self) -> WorkloadKeys: ...
     @property
     def external(self) -> ExternalKeys: ...
     @property
