@@ -6,6 +6,7 @@ same: a unit is deterministic, and the run gathers its parts in run order."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import tempfile
@@ -172,8 +173,10 @@ def fetched(result: SeedResult, node: str, rows: SeedRows) -> SeedResult:
 
 
 def located(body: Callable[..., Checked]) -> Callable[..., tuple[Checked, str]]:
-    """`body`, answering the node it ran on beside its result (where its rows are)."""
+    """`body`, answering the node it ran on beside its result (where its rows are). It keeps
+    `body`'s name: Ray names a task's worker process after it (`ray::run_seed`)."""
 
+    @functools.wraps(body)
     def located(*args: Any) -> tuple[Checked, str]:
         return body(*args), _node()
 
