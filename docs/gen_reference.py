@@ -21,6 +21,7 @@ from pathlib import Path
 import harness.api
 from harness.cli import EXIT_CODES
 from harness.cli.parser import COMMANDS, parser
+from harness.config.engine_kind import EngineKind
 from harness.config.key_tables import (
     defaults_table,
     entry_keys_table,
@@ -197,7 +198,8 @@ AXES_SAID = {
     "engines": (
         "Engines",
         "What carries the model's messages and keeps time: a subclass of `harness.api.Engine`, "
-        "whose declarations (`name`, `on_ray`, `real_time`) the registry checks. ",
+        f"whose declarations ({', '.join(f'`{name}`' for name in EngineKind.__annotations__)}) "
+        "the registry checks. ",
     ),
     "trace_formats": (
         "Trace formats",

@@ -6,23 +6,23 @@ import argparse
 
 from rich.console import Console
 
+from harness.api import AXES
 from harness.cli.command import Command
-from harness.config.traces import TRACE_FORMATS
-from harness.engines import ENGINES
 from harness.external import SCHEDULER
-from harness.model.catalogue import Listed, catalogue
+from harness.model.catalogue import Listed
 
-LISTED: tuple[Listed, ...] = (ENGINES, TRACE_FORMATS, SCHEDULER)
-"""What is listed after the model's registries: the registries of the layers above it, then
-the choices declared there."""
+LISTED: tuple[Listed, ...] = (*AXES, SCHEDULER)
+"""What `harness plugins` lists: every axis's registry, then the choices a config makes by a
+section of its own."""
 
 
 def _act(args: argparse.Namespace, console: Console) -> int:
     """One line per plugin under a header: its kind, its name, and where it comes from (the
     package, or an installed entry point's "module:Class")."""
     print(f"{'KIND':<10} {'NAME':<20} FROM")
-    for kind, name, source in catalogue(*LISTED):
-        print(f"{kind:<10} {name:<20} {source}")
+    for listed in LISTED:
+        for kind, name, source in listed.catalogue():
+            print(f"{kind:<10} {name:<20} {source}")
     return 0
 
 

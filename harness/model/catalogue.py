@@ -1,7 +1,7 @@
-"""Every registry of the model, for `harness plugins`: what a user can name in a config and where
-each name comes from. Read from the registries themselves, so a new kind is listed by being
-registered; a choice a config makes otherwise than by a registry's name is listed by what
-declares it (`Declared`)."""
+"""What `harness plugins` lists (`Listed`): every registry of the model (`MODEL_REGISTRIES`, in
+`harness.api.AXES` with the registries of the layers above), so a new kind is listed by being
+registered; and a choice a config makes otherwise than by a registry's name, by what declares
+it (`Declared`)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ MODEL_REGISTRIES: tuple[Registry, ...] = (
     PHASES,
     FAULT_KINDS,
 )
-"""The model's axes, in the order `harness plugins` lists them."""
+"""The model's axes, in the order `harness plugins` lists them (`harness.api.AXES`)."""
 
 
 class Listed(Protocol):
@@ -49,13 +49,3 @@ class Declared:
 
     def catalogue(self) -> list[tuple[str, str, str]]:
         return [(self.one, self.name, self.source)]
-
-
-def catalogue(*more: Listed) -> list[tuple[str, str, str]]:
-    """(kind, name, source) of every name of the model's registries and of `more`
-    (registries of the layers above, say the engines, and the choices declared there): built
-    in ("harness"), an alias, or installed (its entry point)."""
-    rows = []
-    for registry in (*MODEL_REGISTRIES, *more):
-        rows += registry.catalogue()
-    return rows
