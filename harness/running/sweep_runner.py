@@ -12,33 +12,27 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from harness import interrupts, testing_signals
 from harness.config import Config
 from harness.config.sweep_file import Sweep
-from harness.engines import Engine
 from harness.engines.ray_setup import plugin_sources
 from harness.results.failures import InvariantError
 from harness.results.seed_result import SeedResult
-from harness.results.seed_rows import SeedRows
 from harness.results.sweep_folder import SweepStore
-from harness.running.pool import Job, OnRay, Tell
+from harness.running.pool import Job, OnRay
 from harness.running.seed_tasks import Checked, broken_lines, run_unit
 
 # progress(cells complete, cells failed, cells in the sweep)
 SweepProgress = Callable[[int, int, int], None]
 
 
-def run_seed(
-    config: Config,
-    seed: int,
-    rows: SeedRows | None = None,
-    progress: Tell | None = None,
-    engine: Engine | None = None,
-) -> Checked:
-    """The body of one job: one seed of one cell (see `run_unit`), checked where it ran
-    (`harness.results.invariants`): a broken check fails the cell with its message."""
-    result, checks = run_unit(config, seed, rows, progress, engine)
+def run_seed(config: Config, seed: int, **handed: Any) -> Checked:
+    """The body of one job: one seed of one cell, as `run_unit` (`handed` what the pool hands
+    it), checked where it ran (`harness.results.invariants`): a broken check fails the cell
+    with its message."""
+    result, checks = run_unit(config, seed, **handed)
     broken = broken_lines(checks)
     if broken:
         raise InvariantError(f"seed {seed}", broken)
