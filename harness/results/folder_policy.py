@@ -26,6 +26,11 @@ MARKS = {"run.json": "run", "sweep.json": "sweep", "search.json": "search"}
 """The file that says what a results folder holds."""
 
 
+def mark(kind: str) -> str:
+    """The file that says a folder holds a `kind` of results ("run", "sweep", "search")."""
+    return next(file for file, held in MARKS.items() if held == kind)
+
+
 def holder(folder: Path) -> str | None:
     """What a results folder holds, "run", "sweep" or "search", or None; a folder holding two
     (an older harness let a run write into a sweep's folder) is unreadable as either."""
@@ -48,7 +53,7 @@ class Held:
 
 
 def _record(folder: Path, kind: str) -> Held:
-    path = folder / next(mark for mark, k in MARKS.items() if k == kind)
+    path = folder / mark(kind)
     try:
         record = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:

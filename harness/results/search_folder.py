@@ -33,6 +33,7 @@ from harness.results.folder_policy import (
     check_out_dir,
     holder,
     lock_folder,
+    mark,
     new_run_id,
     nothing_written,
 )
@@ -127,7 +128,7 @@ class SearchStore:
             self._lock.release()
 
     def _write_meta(self) -> None:
-        write_json(self.out_dir / "search.json", self.meta)
+        write_json(self.out_dir / mark("search"), self.meta)
 
 
 def _now() -> str:
@@ -162,15 +163,15 @@ META_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 def is_search(path: str | Path) -> bool:
-    return (Path(path) / "search.json").is_file()
+    return (Path(path) / mark("search")).is_file()
 
 
 def read_search_meta(folder: Path) -> dict[str, Any]:
     """search.json of `folder`, or ResultsError saying why it cannot be read as a search."""
     folder = Path(folder)
     if holder(folder) != "search":
-        raise ResultsError(f"{folder} holds no search (no search.json)")
-    return read_record(folder / "search.json", META_TYPES, "a search's")
+        raise ResultsError(f"{folder} holds no search (no {mark('search')})")
+    return read_record(folder / mark("search"), META_TYPES, "a search's")
 
 
 def load_search_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:

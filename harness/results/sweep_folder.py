@@ -37,7 +37,13 @@ from harness.results import machine
 from harness.results.arrow_schemas import TABLES, stamped, summary_table
 from harness.results.atomic_files import write_json, write_parquet
 from harness.results.failures import ResultsError
-from harness.results.folder_policy import holder, lock_folder, new_run_id, nothing_written
+from harness.results.folder_policy import (
+    holder,
+    lock_folder,
+    mark,
+    new_run_id,
+    nothing_written,
+)
 from harness.results.run_reader import check_fields, read_columns, read_record
 from harness.results.seed_result import SeedResult
 from harness.results.seed_rows import RECORDED, SeedRows
@@ -204,7 +210,7 @@ class SweepStore:
             write_parquet(self.out_dir / "summary.parquet", parts[0].schema, parts)
 
     def _write_meta(self) -> None:
-        write_json(self.out_dir / "sweep.json", self.meta)
+        write_json(self.out_dir / mark("sweep"), self.meta)
 
 
 def _jsonable(value: Any) -> Any:
@@ -213,7 +219,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def _read_meta(folder: Path) -> dict[str, Any]:
-    path = folder / "sweep.json"
+    path = folder / mark("sweep")
     meta = read_record(path, META_TYPES, "a sweep's")
     for cell in meta["cells"]:
         check_fields(path, cell, CELL_TYPES, "a sweep cell's")
@@ -244,7 +250,7 @@ def sweep_state(folder: Path) -> str:
 
 
 def is_sweep(path: str | Path) -> bool:
-    return (Path(path) / "sweep.json").is_file()
+    return (Path(path) / mark("sweep")).is_file()
 
 
 def load_sweep_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 from harness import interrupts, testing_signals
 from harness.config import Config
-from harness.engines import Engine, Snapshot, get_engine
-from harness.engines.ray_setup import connect, plugin_sources
+from harness.engines import ENGINES, Engine, EngineError, Snapshot, get_engine
+from harness.engines.ray_setup import plugin_sources
 from harness.model.cluster.faults.fault_keys import record as fault_record
 from harness.model.scheduling.placement.record import placement_record
 from harness.results.failures import InvariantError, ResultsError
@@ -21,7 +23,12 @@ from harness.results.thresholds import evaluate
 from harness.results.time_keeping import run_verdict
 from harness.running.cost_check import seed_terms, this_machine
 from harness.running.inputs import fingerprint, first_changed
-from harness.running.seed_tasks import InProcess, OnRay, Unit, broken_lines, workers
+from harness.running.pool import Done, InProcess, Job, OnRay, Pool
+from harness.running.seed_tasks import broken_lines, run_unit
+
+RAY_WORTH_S = 30.0
+"""Computing a run must be estimated to take (on one core) before `run.workers = 0` runs its
+seeds as Ray tasks: below, starting Ray costs more than the other cores give back."""
 
 # progress(units_done, units_total, share of the running units done (their model time, added
 # up), live snapshot or None, creates stuck in refusals in the running units)
@@ -97,38 +104,37 @@ def run(
         ) as writer,
     ):
         variants = {s: config.with_values({"placement.strategy": s, **logs}) for s in strategies}
-        units = [
-            Unit(variants[s], seed)
-            for s in strategies
-            for seed in seeds
-            if (s, seed) not in writer.done
-        ]
+        todo = [(s, seed) for s in strategies for seed in seeds if (s, seed) not in writer.done]
+        jobs = (
+            Job((s, seed), run_unit, (variants[s], seed), writer.seed_rows(s, seed))
+            for s, seed in todo
+        )
         done = len(writer.done)
-        pool = _pool(config, engine, len(units))
-        if progress is not None:
-            progress(done, total, 0.0, None, 0)
-        running: dict[int, tuple[float, int]] = {}  # unit index -> (share done, refused)
+        running: dict[Any, tuple[float, int]] = {}  # (strategy, seed) -> (share done, refused)
 
-        def moved(
-            index: int, fraction: float | None, snapshot: Snapshot | None, refused: int
-        ) -> None:
-            if fraction is None:  # finished: counted in `done` once its result is in
-                running.pop(index, None)
-                return
-            running[index] = (fraction, refused)
+        def show(snapshot: Snapshot | None = None) -> None:
             if progress is not None:
                 share = sum(f for f, _ in running.values())
                 progress(done, total, share, snapshot, sum(r for _, r in running.values()))
 
-        testing_signals.at("seed")
-        for result, checks in pool.results(units, writer.seed_rows, moved, _partial(writer)):
-            writer.add(result, checks)
-            done += 1
-            if progress is not None:
-                share = sum(f for f, _ in running.values())
-                progress(done, total, share, None, sum(r for _, r in running.values()))
-            if done < total:
-                testing_signals.at("seed")
+        def moved(key: Any, fraction: float | None, snap: Snapshot | None, refused: int) -> None:
+            if fraction is None:  # finished: counted in `done` once its result is in
+                running.pop(key, None)
+                return
+            running[key] = (fraction, refused)
+            show(snap)
+
+        with _pool(config, engine, len(todo)) as pool:
+            show()
+            testing_signals.at("seed")
+            for finished in pool.results(jobs, moved, _partial(writer)):
+                if finished.error is not None:
+                    raise _failure(finished)
+                writer.add(*finished.value)
+                done += 1
+                show()
+                if done < total:
+                    testing_signals.at("seed")
         summaries = writer.summaries()
         writer.meta["time_keeping"] = run_verdict(summaries)
         writer.set_thresholds(evaluate(config.thresholds, summaries))
@@ -147,11 +153,37 @@ def _partial(writer: RunWriter) -> Callable[[SeedResult], None]:
     return lambda result: writer.add(result, partial=True)
 
 
-def _pool(config: Config, engine: Engine, units: int) -> InProcess | OnRay:
-    """This process, or Ray tasks on every core (`harness.running.seed_tasks.workers`)."""
+def _failure(failed: Done) -> BaseException:
+    """A unit's failure as the run raises it: as raised, in this process; from a task, an
+    EngineError naming the unit (the task's exception is a copy from another process)."""
+    assert failed.error is not None
+    if not failed.remote:
+        return failed.error
+    strategy, seed = failed.job.key
+    if failed.died:
+        return EngineError(f"{strategy} seed {seed}: its task's process died ({failed.error})")
+    cause = failed.error
+    first = (str(cause).splitlines() or [""])[0]
+    return EngineError(f"{strategy} seed {seed} failed: {type(cause).__name__}: {first}")
+
+
+def _pool(config: Config, engine: Engine, units: int) -> Pool:
+    """This process, on `engine`, or Ray tasks on every core (`workers`)."""
     estimate = sum(t.seconds for t in seed_terms(config)) * units
     n = workers(config, units, estimate, this_machine().cpus)
     if n <= 1:
         return InProcess(engine)
-    connect(config.ray.address, plugin_sources([config]))
-    return OnRay(n)
+    return OnRay(n, config.ray.address, plugin_sources([config]))
+
+
+def workers(config: Config, units: int, estimate_s: float, cpus: int) -> int:
+    """How many units run at once: `run.workers`, or by default every core when the run is
+    estimated to take `RAY_WORTH_S` of computing or more (or joins a cluster), else 1. An
+    engine that runs on Ray itself runs its seeds one after another."""
+    if ENGINES[config.run.engine].on_ray or units <= 1:
+        return 1
+    if config.run.workers:
+        return min(config.run.workers, units)
+    if config.ray.address or os.environ.get("RAY_ADDRESS"):
+        return units
+    return min(cpus, units) if estimate_s >= RAY_WORTH_S else 1

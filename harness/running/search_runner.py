@@ -35,12 +35,13 @@ from harness import interrupts, testing_signals
 from harness.config import Config, ConfigError
 from harness.config.search_file import SEARCHERS, Dimension, Search
 from harness.engines import get_engine, real_time
-from harness.engines.ray_setup import connect, plugin_sources, stop_ray
+from harness.engines.ray_setup import plugin_sources
 from harness.results.arrow_schemas import summary_table
 from harness.results.failures import InvariantError, ResultsError
 from harness.results.search_folder import COMPLETE, FAILED, SearchStore
 from harness.results.thresholds import COLUMNS
-from harness.running.seed_tasks import WAIT_S, run_checked
+from harness.running.pool import InProcess, Job, OnRay, Pool
+from harness.running.seed_tasks import run_checked
 from harness.wiring.demand_estimate import demand
 
 
@@ -77,50 +78,23 @@ def run_trial(config: Config, strategies: list[str], seeds: list[int]) -> tuple[
     return rows, time.perf_counter() - began
 
 
-Job = tuple[Any, Config]
+Trial = tuple[Any, Config]
+"""A trial to run: its key (its number) and its scenario."""
 Outcome = tuple[Any, list[dict] | None, float, str | None]
 """(key, summary rows or None, seconds, error or None)."""
 
 
-class InProcess:
-    """Trials one after another in this process: no Ray (tests, and the bench's plain loop)."""
-
-    def run(self, jobs: list[Job], strategies: list[str], seeds: list[int]) -> Iterator[Outcome]:
-        for key, config in jobs:
-            interrupts.poll()  # between trials
-            try:
-                rows, wall = run_trial(config, strategies, seeds)
-            except Exception as e:
-                yield key, None, 0.0, _describe(e)
-            else:
-                yield key, rows, wall, None
-
-
-class OnRay:
-    """Each trial one Ray task, all of a batch at once; outcomes as they finish."""
-
-    def __init__(self) -> None:
-        import ray
-
-        self._ray = ray
-        self._task = ray.remote(run_trial)
-
-    def run(self, jobs: list[Job], strategies: list[str], seeds: list[int]) -> Iterator[Outcome]:
-        ray = self._ray
-        refs = {self._task.remote(config, strategies, seeds): key for key, config in jobs}
-        while refs:
-            ready, _ = ray.wait(list(refs), num_returns=1, timeout=WAIT_S)
-            interrupts.poll()
-            if not ready:
-                continue
-            (ref,) = ready
-            key = refs.pop(ref)
-            try:
-                rows, wall = ray.get(ref)
-            except ray.exceptions.RayError as e:
-                yield key, None, 0.0, _describe(getattr(e, "cause", None) or e)
-            else:
-                yield key, rows, wall, None
+def outcomes(
+    pool: Pool, trials: list[Trial], strategies: list[str], seeds: list[int]
+) -> Iterator[Outcome]:
+    """Each trial as a job of `pool` (`run_trial`), its outcome as it finishes."""
+    jobs = [Job(key, run_trial, (config, strategies, seeds)) for key, config in trials]
+    for done in pool.results(jobs):
+        if done.error is not None:
+            yield done.job.key, None, 0.0, _describe(done.error)
+        else:
+            rows, wall = done.value
+            yield done.job.key, rows, wall, None
 
 
 def _describe(error: BaseException) -> str:
@@ -192,9 +166,9 @@ def trial_row(
     return row
 
 
-def _jobs(search: Search, todo: list[tuple[int, dict[str, Any]]]) -> tuple[list[Job], list]:
-    """The trials whose values make a valid scenario within the constraint (`max_creates`), as
-    jobs; the others as failed outcomes."""
+def _trials(search: Search, todo: list[tuple[int, dict[str, Any]]]) -> tuple[list[Trial], list]:
+    """The trials whose values make a valid scenario within the constraint (`max_creates`), to
+    run; the others as failed outcomes."""
     jobs, invalid = [], []
     for number, values in todo:
         try:
@@ -232,27 +206,19 @@ def run_search(
     testing_signals.at("start")
     interrupts.poll()  # a stop asked for so far: nothing is written yet
     store = SearchStore(out_dir, search, resume)
-    started = False
     completed = False
     try:
-        if on_ray:
-            started = connect(address, plugin_sources([search.base], search.objective.strategies))
-            pool: InProcess | OnRay = OnRay()
-        else:
-            pool = InProcess()
-        search_loop(store, pool, progress)
-        finish(store, pool, progress)
+        sources = plugin_sources([search.base], search.objective.strategies)
+        with OnRay(None, address, sources) if on_ray else InProcess() as pool:
+            search_loop(store, pool, progress)
+            finish(store, pool, progress)
         completed = True
     finally:
         store.close(completed)
-        if started:
-            stop_ray()
     return store
 
 
-def search_loop(
-    store: SearchStore, pool: InProcess | OnRay, progress: SearchProgress | None
-) -> None:
+def search_loop(store: SearchStore, pool: Pool, progress: SearchProgress | None) -> None:
     """Ask, run and tell, a batch at a time, until the budget is spent (the stored trials
     replayed, not run)."""
     search = store.search
@@ -279,9 +245,10 @@ def search_loop(
         elapsed = before + time.monotonic() - began
         if todo and search.wall_s is not None and elapsed >= search.wall_s:
             break
-        jobs, invalid = _jobs(search, todo)
+        trials, invalid = _trials(search, todo)
         params = dict(todo)
-        for outcome in [*invalid, *pool.run(jobs, search.objective.strategies, search.seeds)]:
+        ran_now = outcomes(pool, trials, search.objective.strategies, search.seeds)
+        for outcome in [*invalid, *ran_now]:
             store.add_trial(trial_row(search, outcome[0], params[outcome[0]], outcome))
             ran += 1
             if progress is not None:
@@ -322,7 +289,7 @@ def best_trial(store: SearchStore) -> dict[str, Any] | None:
 
 
 def evaluate(
-    search: Search, pool: InProcess | OnRay, candidates: list[dict[str, Any]], seeds: list[int]
+    search: Search, pool: Pool, candidates: list[dict[str, Any]], seeds: list[int]
 ) -> list[float]:
     """The objective of each scenario of `candidates` (values of the space) on `seeds`; NaN
     for one that is not valid or fails."""
@@ -334,7 +301,7 @@ def evaluate(
         except ConfigError:
             continue
         jobs.append((i, config))
-    for i, rows, _, error in pool.run(jobs, search.objective.strategies, seeds):
+    for i, rows, _, error in outcomes(pool, jobs, search.objective.strategies, seeds):
         if error is None:
             results[i] = search.objective.value(summaries(rows))
     return results
@@ -361,7 +328,7 @@ def toward(dim: Dimension, value: Any, base: Any) -> list[Any]:
 
 
 def shrink(
-    search: Search, pool: InProcess | OnRay, values: dict[str, Any], objective: float
+    search: Search, pool: Pool, values: dict[str, Any], objective: float
 ) -> tuple[dict[str, Any], float, list[dict[str, Any]], dict[str, float]]:
     """Move each key of `values`, in the space's order, as near its base value as keeps the
     objective within `search.shrink_tolerance` of `objective` (as hypothesis shrinks a failing
@@ -405,16 +372,14 @@ def fresh_seeds(search: Search) -> list[int]:
     return list(range(first, first + search.confirm_seeds))
 
 
-def confirm(
-    search: Search, pool: InProcess | OnRay, values: dict[str, Any], searched: float
-) -> dict[str, Any]:
+def confirm(search: Search, pool: Pool, values: dict[str, Any], searched: float) -> dict[str, Any]:
     """`values` rerun on fresh seeds: the objective there, its 95% interval (bootstrap over
     seeds), and how far the searched value lies above it (the winner's curse)."""
     seeds = fresh_seeds(search)
     config = search.config(values).with_values(
         {"run.first_seed": seeds[0], "run.seeds": len(seeds)}
     )
-    ((_, rows, _, error),) = list(pool.run([(0, config)], search.objective.strategies, seeds))
+    ((_, rows, _, error),) = list(outcomes(pool, [(0, config)], search.objective.strategies, seeds))
     if error is not None:
         return {"seeds": seeds, "error": error}
     frame = summaries(rows)
@@ -443,9 +408,7 @@ def confirm(
     }
 
 
-def finish(
-    store: SearchStore, pool: InProcess | OnRay, progress: SearchProgress | None = None
-) -> None:
+def finish(store: SearchStore, pool: Pool, progress: SearchProgress | None = None) -> None:
     """After the search: best.toml, the shrunk minimal.toml with what each key it needs
     matters, and both confirmed on fresh seeds (each phase told to `progress`). An objective
     the same on every finished trial has no worst case: that is recorded (`constant`) and

@@ -108,7 +108,7 @@ def sweep_folder(tmp_path_factory) -> Path:
     sweep = load_sweep(path)
     store = SweepStore(tmp / "out", sweep)
     for cell in sweep.cells[1:]:
-        store.add_cell(cell, [run_seed(cell.config, seed) for seed in sweep.seeds], 0.0)
+        store.add_cell(cell, [run_seed(cell.config, seed)[0] for seed in sweep.seeds], 0.0)
     store.fail_cell(sweep.cells[0], "RuntimeError: injected", "trace")
     store.close()
     return tmp / "out"

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+import harness.api
 from harness.config.traces import TRACE_FORMATS
 from harness.engines import ENGINES, Engine, get_engine, real_time
 from harness.engines.virtual import VirtualEngine
-from harness.model.catalogue import MODEL_REGISTRIES, catalogue
+from harness.model.catalogue import MODEL_REGISTRIES, Declared
 from harness.model.cluster.faults import COUNTS, FAULT_KINDS, Faults, FaultSpec
 from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
 from harness.model.cluster.faults.fault_window import Drawn
@@ -77,11 +78,27 @@ def test_harness_plugins_lists_every_registry(capsys):
             assert (registry.one, name, "harness") in lines
     header, *rows = lines
     assert header == ("KIND", "NAME", "FROM") and all(len(line) == 3 for line in rows)
-    # every registered plugin, then the external scheduler ([external], not a registry)
-    assert rows == [
-        *catalogue(ENGINES, TRACE_FORMATS),
-        ("scheduler", "external", "harness.external"),
-    ]
+    # every registered plugin, axis by axis, then the external scheduler ([external], not a
+    # registry)
+    listed = [row for registry in harness.api.AXES for row in registry.catalogue()]
+    assert rows == [*listed, ("scheduler", "external", "harness.external")]
+
+
+def test_harness_plugins_lists_a_choice_made_by_a_section_from_its_declaration(capsys, monkeypatch):
+    """The external scheduler is chosen by `[external]`, not by a registry's name: its row is
+    its declaration's (`harness.external.SCHEDULER`), printed as every row is, not a line of
+    its own in the command."""
+    import harness.external
+    from harness.cli import main, plugins
+
+    assert harness.external.SCHEDULER in plugins.LISTED
+    declared = Declared("scheduler", "elsewhere", "a.package")
+    listed = [declared if item is harness.external.SCHEDULER else item for item in plugins.LISTED]
+    monkeypatch.setattr(plugins, "LISTED", tuple(listed))
+    assert main(["plugins"]) == 0
+    rows = [tuple(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert rows[-1] == ("scheduler", "elsewhere", "a.package")
+    assert ("scheduler", "external", "harness.external") not in rows
 
 
 def test_engines_are_named_without_importing_them():

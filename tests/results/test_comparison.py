@@ -393,7 +393,7 @@ def _sweep(out: Path, *overrides: str) -> Path:
     sweep = load_sweep(file, list(overrides), seeds=6)  # the fewest a sign-flip test can call
     store = SweepStore(out, sweep)
     for cell in sweep.cells:
-        store.add_cell(cell, [run_seed(cell.config, s) for s in sweep.seeds], 0.0)
+        store.add_cell(cell, [run_seed(cell.config, s)[0] for s in sweep.seeds], 0.0)
     store.close()
     return out
 

@@ -1,6 +1,6 @@
-"""A run's seeds as Ray tasks (`harness.running.seed_tasks.OnRay`) write the same files as the
-same seeds run one after another in this process, whether a task writes its rows straight into
-its part or, placed on another node, into a folder of its own that the driver then fetches."""
+"""A run's seeds as Ray tasks (`harness.running.pool.OnRay`) write the same files as the same
+seeds run one after another in this process, whether a task writes its rows straight into its
+part or, placed on another node, into a folder of its own that the driver then fetches."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 
 from harness.engines.virtual import VirtualEngine
 from harness.results.run_writer import RunWriter
-from harness.running.seed_tasks import InProcess, OnRay, Unit
+from harness.running.pool import InProcess, Job, OnRay, Pool
+from harness.running.seed_tasks import run_unit
 from tests.support.configs import CONFIGS
 from tests.support.golden import folder_digests
 
@@ -20,18 +21,21 @@ SEEDS = [0, 1]
 STRATEGIES = ["stale", "optimistic"]
 
 
-def _run(pool: InProcess | OnRay, out: Path) -> dict[str, str]:
+def _run(pool: Pool, out: Path) -> dict[str, str]:
     from harness.config import load
 
     config = load(CONFIGS / "churn.toml", ["run.seeds=2", "run.duration_s=5"])
-    units = [
-        Unit(config.with_values({"placement.strategy": s}), seed)
-        for s in STRATEGIES
-        for seed in SEEDS
-    ]
     with RunWriter(out, config.to_dict(), STRATEGIES, SEEDS, "virtual", run_id="same") as w:
-        for result, checks in pool.results(units, w.seed_rows, lambda *a: None, w.add):
-            w.add(result, checks)
+        variants = {s: config.with_values({"placement.strategy": s}) for s in STRATEGIES}
+        jobs = [
+            Job((s, seed), run_unit, (variants[s], seed), w.seed_rows(s, seed))
+            for s in STRATEGIES
+            for seed in SEEDS
+        ]
+        with pool:
+            for done in pool.results(jobs, lambda *a: None, w.add):
+                assert done.error is None, done.trace
+                w.add(*done.value)
     return folder_digests(out, drop=("run_id",))
 
 
