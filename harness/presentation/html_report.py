@@ -23,7 +23,7 @@ from harness.results.atomic_files import write_text
 from harness.results.comparison import FILE as COMPARISON_FILE
 from harness.results.comparison import UNCHANGED
 from harness.results.comparison import read as read_comparison
-from harness.results.folder_policy import mark
+from harness.results.folder_policy import marker
 from harness.results.run_reader import open_run
 from harness.results.search_folder import is_search
 from harness.results.statistics import (
@@ -392,7 +392,7 @@ def _scenario(
 def _run(folder: Path) -> tuple[str, str]:
     run = open_run(folder)
     meta = run.meta
-    config = stored_config(meta["config"], folder / mark("run"))
+    config = stored_config(meta["config"], folder / marker("run"))
     summary, nodes = run.frame("summary"), run.frame("nodes")
     title = f"{config.run.name}: {meta.get('engine')} engine, {config.cluster.node_count} nodes"
     state = "" if meta.get("completed") else ' <span class="bad">(incomplete run)</span>'
@@ -434,7 +434,7 @@ def _run(folder: Path) -> tuple[str, str]:
 
 def _sweep(folder: Path) -> tuple[str, str]:
     meta, summary = load_sweep_results(folder)
-    base = stored_config(meta["identity"]["base"], folder / mark("sweep"))
+    base = stored_config(meta["identity"]["base"], folder / marker("sweep"))
     cells = meta["cells"]
     done = [c for c in cells if c["status"] == "complete"]
     title = f"Sweep {meta['name']}"
