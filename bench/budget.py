@@ -12,11 +12,12 @@ size, all in one process."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 from typing import Any
+
+from bench_args import bench_parser
 
 CHILD = """
 import json, resource, sys, tempfile, time
@@ -35,12 +36,6 @@ for raw in json.loads(sys.argv[1]):
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({"bytes": peak - base, "cpu": cpu}))
 """
-
-
-TINY_HELP = (
-    "the smallest run of every part, to check the script works (tests/project/test_bench.py): "
-    "its figures mean nothing"
-)
 
 
 def measure(raws: list[dict[str, Any]]) -> list[dict[str, float]]:
@@ -64,8 +59,7 @@ def cost(name: str, a: dict[str, float], b: dict[str, float], units: float) -> N
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tiny", action="store_true", help=TINY_HELP)
+    parser = bench_parser(__doc__, "the smallest run of every part")
     tiny = parser.parse_args().tiny
     x = 0.01 if tiny else 1.0
     """Every count of nodes, rows, reports and clients is scaled by `x`."""
