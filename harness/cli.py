@@ -495,10 +495,10 @@ def _cmd_run(args: argparse.Namespace, console: Console) -> int:
             "--fail-on, --columns, --allow-diff, --min-effect and --faithful-only "
             "compare with a baseline: give --baseline DIR",
         )
-    if not args.force:
-        on_ray = ENGINES[config.run.engine].on_ray
-        on_a_cluster = on_ray and _ray_address(config.ray.address)
-        check_run(config, len(strategies), this_machine(), remote=on_a_cluster)
+    remote = _ray_address(config.ray.address)  # the seeds, or the Ray engine's actors, run there
+    said = check_run(config, len(strategies), this_machine(), remote, not args.force).line()
+    if said:  # a run long enough for its estimate to matter
+        _notice(said)
     run_id = new_run_id(config.run.name)  # without --out, the folder is named by it
     out = _writable_name(args.resume or args.out or Path("results") / run_id)
     progress = None if args.quiet else LazyProgress(config.run.name)
@@ -556,10 +556,12 @@ def _cmd_sweep(args: argparse.Namespace, console: Console) -> int:
     from harness.running.cost_check import check_sweep, this_machine
     from harness.running.sweep_runner import run_sweep  # ray: only loaded when sweeping
 
-    if not args.force:
-        configs = [cell.config for cell in sweep.cells]
-        remote = _ray_address(args.address)
-        check_sweep(configs, sweep.base.run.seeds, this_machine(), remote=remote)
+    configs = [cell.config for cell in sweep.cells]
+    remote = _ray_address(args.address)
+    seeds = sweep.base.run.seeds
+    said = check_sweep(configs, seeds, this_machine(), remote, not args.force).line()
+    if said:  # a sweep long enough for its estimate to matter
+        _notice(said)
     out = _writable_name(args.out or Path("results") / sweep.name)
     progress = None if args.quiet else SweepBar(sweep.name)
     stores = []

@@ -17,7 +17,7 @@ from harness.results.run_folder import ResultsError, RunWriter, check_out_dir, r
 from harness.results.seed_result import SeedResult
 from harness.results.thresholds import evaluate
 from harness.results.time_keeping import run_verdict
-from harness.running.cost_check import seed_terms, this_machine
+from harness.running.cost_check import seed_seconds, this_machine
 from harness.running.inputs import fingerprint, first_changed
 from harness.running.seed_tasks import InProcess, OnRay, Unit, broken_lines, workers
 
@@ -137,7 +137,7 @@ def _partial(writer: RunWriter) -> Callable[[SeedResult], None]:
 
 def _pool(config: Config, engine: Engine, units: int) -> InProcess | OnRay:
     """This process, or Ray tasks on every core (`harness.running.seed_tasks.workers`)."""
-    estimate = sum(t.seconds for t in seed_terms(config)) * units
+    estimate = seed_seconds(config) * units
     n = workers(config, units, estimate, this_machine().cpus)
     if n <= 1:
         return InProcess(engine)

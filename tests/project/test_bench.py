@@ -17,20 +17,21 @@ ROOT = CONFIGS.parent
 BENCH = ROOT / "bench"
 ENDS = {
     "baseline_compare.py": ([], "CV change  paired  unpaired"),
-    "budget.py": ([], "closed-loop client, with a create row"),
+    "budget.py": ([], "Ray's own processes"),
     "config_error.py": ([], '"median_s"'),
     "external_throughput.py": ([], '"path": "python server, framed"'),
     "make_trace.py": (["--out", "{tmp}/trace.csv"], "trace.csv: 100 rows"),
     "ray_throughput.py": ([], "load average at the end"),
     "report_memory.py": ([], "harness report: peak"),
     "report_speed.py": ([], "seed-burst.toml: the report's own CPU"),
+    "run_peak.py": ([], "every process below it; load average"),
     "search_speed.py": ([], "the search's own cost"),
     "sweep_scaling.py": ([], "1 worker(s):"),
     "trace_replay.py": ([], "poisson"),
     "virtual_engine.py": ([], "goal: >= 10x real time"),
 }
 """Per script: its arguments beside --tiny, and what the last part it runs prints."""
-RAY = {"ray_throughput.py", "search_speed.py", "sweep_scaling.py"}
+RAY = {"budget.py", "ray_throughput.py", "run_peak.py", "search_speed.py", "sweep_scaling.py"}
 """The scripts that start Ray."""
 
 pytestmark = pytest.mark.slow  # a fresh process per script, some of them several
