@@ -109,8 +109,11 @@ class Carrier(Sink):
         """Who this host's messages are delivered to (`set_party`)."""
         self.round_trip: Callable[[float], None] | None = None
         """Takes the wall seconds from each create RPC to its reply (replicas keep them)."""
-        self.beat_late: Callable[[float], None] | None = None
-        """Takes how late each heartbeat was handled, model seconds (node groups keep it)."""
+        self.late: list[Callable[[float], None] | None] = [None] * len(_IS_TIMER)
+        """Per kind, what takes how late each message of that kind was handled, model seconds
+        (None: not measured): a heartbeat on a node group, a report or a submitted create on a
+        replica. Each is a modelled event the engine moved later, judged by the time keeping
+        (`harness.results.time_keeping`)."""
 
     def wire(self, actors: dict[Party, list[Any]], group_of: list[int]) -> None:
         """The actors messages go to (`Host.connect`); outboxes to earlier ones are dropped."""
@@ -260,11 +263,12 @@ class Carrier(Sink):
         self.arm()
 
     def _handle(self, at: float, kind: int, key: int, payload: Any, now: float) -> None:
-        """One message due at `at`, handled at `now`: delivered, with a heartbeat's lateness
-        taken and an RPC item's replies collected."""
+        """One message due at `at`, handled at `now`: delivered, with its lateness taken where
+        measured and an RPC item's replies collected."""
+        late = self.late[kind]
+        if late is not None:
+            late(now - at)
         if kind == Kind.BEAT:
-            if self.beat_late is not None:
-                self.beat_late(now - at)
             self.last_beat = now
         if not isinstance(payload, Item):
             self.party.deliver(kind, key, payload, now)

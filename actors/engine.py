@@ -25,13 +25,14 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.host import ClientPool, NodeGroup, Replica, Restarted
 from actors.wall_clock import WallClock
+from harness import interrupts, testing_signals
 from harness.config import Config
 from harness.engines import Engine, EngineError, Progress, Snapshot
 from harness.engines.live_load import LoadMeter
 from harness.engines.ray_setup import connect, plugin_sources
 from harness.external import SchedulerError
 from harness.model.recording import TimelineLog, Truth
-from harness.results import percentiles, phase_hooks
+from harness.results import percentiles
 from harness.results.seed_result import SeedResult, partial_result, seed_result
 from harness.results.seed_rows import SeedRows
 from harness.wiring import scenario
@@ -284,7 +285,7 @@ class RaySeedRun:
                 meter.add(batch)
             finished = finished and pool_done
         if not had and meter.creates + meter.kills:
-            phase_hooks.at("rows")  # the seed's first rows are written
+            testing_signals.at("rows")  # the seed's first rows are written
         return finished
 
     def _salvage(self, rows: SeedRows) -> None:
@@ -314,6 +315,7 @@ class RaySeedRun:
         cpu, wall, loads = time.process_time(), time.perf_counter(), []
         try:
             while True:
+                interrupts.poll()
                 loads.append(os.getloadavg()[0])
                 now = clock.now()
                 # Replicas and pools first: a group that raised may only have talked to a dead one.
@@ -350,19 +352,22 @@ class RaySeedRun:
             finals = self._on_groups("final")
             if sum(self.deaths) == deaths:
                 break
-        rpc = percentiles.merged(self._get(self.replicas, "rpc_times"))
+        measured = self._get(self.replicas, "sketches")
+        sketches = {name: percentiles.merged(m[name] for m in measured) for name in measured[0]}
         self.scheduler = scenario.placed_by(
             [name for names in self._get(self.replicas, "scheduler_names") for name in names]
         )
-        return finals, drained, rpc
+        return finals, drained, sketches
 
-    def run(self, rows: SeedRows, progress: Progress | None = None) -> SeedResult:
+    def run(self, progress: Progress | None = None, rows: SeedRows | None = None) -> SeedResult:
+        """The seed, its rows into `rows` (kept in memory without)."""
         config = self.config
+        rows = SeedRows(config.placement.strategy, self.seed) if rows is None else rows
         wall = time.perf_counter()
         try:
             self._actors()
             self._play(rows, progress)
-            finals, drained, rpc = self._collect()
+            finals, drained, sketches = self._collect()
         except (KeyboardInterrupt, EngineError, ray.exceptions.RayError) as e:
             self._salvage(rows)
             partial = partial_result(RayEngine.name, config, self.seed, rows)
@@ -401,7 +406,7 @@ class RaySeedRun:
                 "driver_cpu": self.driver_cpu,
                 "host_load": self.host_load,
             },
-            sketches={"create_rpc": rpc, "heartbeat_late": lateness},
+            sketches={**sketches, "heartbeat_late": lateness},
             scheduler=self.scheduler,
             sandbox_ids=self.sandbox_ids,
             lost_ids=[i for part in finals for i in part["lost_ids"]],
@@ -490,7 +495,6 @@ class RayEngine(Engine):
         progress: Progress | None = None,
         rows: SeedRows | None = None,
     ) -> SeedResult:
-        rows = SeedRows(config.placement.strategy, seed) if rows is None else rows
         connect(config.ray.address, plugin_sources([config]))
         shape = layout(config)
         if self._kept is not None and self._kept.layout != shape:
@@ -498,7 +502,7 @@ class RayEngine(Engine):
         if self._kept is None:
             self._kept = ActorSet(shape)
         try:
-            result = RaySeedRun(config, seed, self._kept).run(rows, progress)
+            result = RaySeedRun(config, seed, self._kept).run(progress, rows)
         except BaseException:
             self.close()
             raise

@@ -26,7 +26,7 @@ from ray.exceptions import RayActorError
 from actors.carrier import Carrier
 from actors.outbox import PROTOCOL
 from harness.config import Config
-from harness.model.protocol import Party
+from harness.model.protocol import Kind, Party
 from harness.model.recording import Truth
 from harness.results import percentiles
 from harness.results.arrow_schemas import REQUESTS, table
@@ -106,6 +106,13 @@ class Host(Checked):
             await self.was_reset.wait()
         return gen == self.gen
 
+    def _lateness(self, kind: int) -> Any:
+        """A sketch of how late each message of `kind` is handled, model ms, filled from now
+        on (`Carrier.late`)."""
+        sketch = percentiles.new()
+        self.carrier.late[kind] = lambda model_s: sketch.add(model_s * 1000.0)
+        return sketch
+
     def now(self) -> float:
         """Model time; 0 until the run starts."""
         return self.carrier.now() if self.carrier is not None else 0.0
@@ -178,9 +185,8 @@ class NodeGroup(Host):
         hosted = scenario.nodes(config, seed)[lo:hi]
         self.host = scenario.node_host(config, seed, hosted, self.carrier)
         self.carrier.set_party(self.host)
-        self.lateness = percentiles.new()
+        self.lateness = self._lateness(Kind.BEAT)
         """Heartbeat lateness, model ms."""
-        self.carrier.beat_late = lambda model_s: self.lateness.add(model_s * 1000.0)
         self.deaths = 0
 
     def _joined(self) -> None:
@@ -267,6 +273,11 @@ class Replica(Host):
         self.carrier.set_party(self.host)
         self.round_trips = percentiles.new()
         """Create RPC round trips, model ms."""
+        self.late = {
+            "report_late": self._lateness(Kind.REPORT),
+            "submit_late": self._lateness(Kind.SUBMIT_CREATE),
+        }
+        """How late reports and submitted creates reached the replica, model ms."""
         ms_per_wall_s = 1000.0 / config.run.time_scale
         self.carrier.round_trip = lambda wall_s: self.round_trips.add(wall_s * ms_per_wall_s)
 
@@ -287,10 +298,11 @@ class Replica(Host):
         self.raise_failure()
         return scenario.scheduler_names([self.host])
 
-    async def rpc_times(self) -> Any:
-        """The sketch of create RPC round trips as this replica saw them, in model ms."""
+    async def sketches(self) -> dict[str, Any]:
+        """What this replica measured of the engine's own delays, in model ms: create RPC
+        round trips, and how late reports and submitted creates reached it."""
         self.raise_failure()
-        return self.round_trips
+        return {"create_rpc": self.round_trips, **self.late}
 
 
 @ray.remote(num_cpus=0)

@@ -33,7 +33,7 @@ from harness.api import Selector
 from harness.config import load
 from harness.engines import real_time
 from harness.results.comparison import UNCHANGED, WORSE, Side, compare
-from harness.results.run_folder import load_run
+from harness.results.run_reader import load_run
 from harness.running.runner import run
 
 HERD = Path(__file__).resolve().parent.parent / "configs" / "seed-herd.toml"

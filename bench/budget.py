@@ -36,7 +36,7 @@ from typing import Any
 
 from harness.engines.virtual import FLUSH_ROWS
 from harness.results.atomic_files import ROW_GROUP_ROWS
-from harness.results.phase_hooks import SIGNAL_AT
+from harness.testing_signals import SIGNAL_AT
 
 SEED = """
 import json, resource, sys, tempfile, time
@@ -73,7 +73,7 @@ except KeyboardInterrupt:  # stopped as it was to gather its parts (SIGNAL_AT): 
 
 PROCESS = """
 import resource
-import harness.cli, harness.running.runner, harness.results.run_folder, pandas, pyarrow.parquet
+import harness.cli, harness.running.runner, harness.results.run_writer, pandas, pyarrow.parquet
 print(int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize())
 """
 

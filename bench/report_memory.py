@@ -45,7 +45,7 @@ def make_sweep(folder: Path, rate: float, duration: float, seeds: int) -> Path:
     try:
         for cell in sweep.cells:
             began = time.monotonic()
-            results = [run_seed(cell.config, seed) for seed in sweep.seeds]
+            results = [run_seed(cell.config, seed)[0] for seed in sweep.seeds]
             store.add_cell(cell, results, time.monotonic() - began)
     finally:
         store.close()

@@ -21,7 +21,8 @@ from pathlib import Path
 from harness.config.search_file import Search, load_search
 from harness.engines.ray_setup import start_ray, stop_ray
 from harness.results.search_folder import SearchStore, load_search_results
-from harness.running.search_runner import InProcess, run_search, run_trial, search_loop
+from harness.running.pool import InProcess
+from harness.running.search_runner import run_search, run_trial, search_loop
 
 HERD = Path(__file__).resolve().parent.parent / "configs" / "seed-herd.toml"
 SPACE = """

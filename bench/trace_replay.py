@@ -30,9 +30,8 @@ from bench.make_trace import write  # noqa: E402
 from harness.config import load  # noqa: E402
 from harness.config import trace_file as trace  # noqa: E402
 from harness.engines.virtual import VirtualEngine  # noqa: E402
-from harness.model.random_streams import stream  # noqa: E402
+from harness.model.random_streams import Streams  # noqa: E402
 from harness.model.workload.templates import Templates  # noqa: E402
-from harness.model.workload.variety import VarietyStreams  # noqa: E402
 
 REPLAY = ROOT / "configs" / "trace-replay.toml"
 RATE = 50.0
@@ -62,8 +61,8 @@ def child(path: str, whole: bool) -> None:
         rows = [(*row, *[None] * (len(trace.ROW) - len(row))) for row in rows]
     else:
         rows = trace.rows(path, ids)
-    sizes = VarietyStreams(0)
-    n = sum(1 for _ in templates.replay(rows, math.inf, stream(0, "lifetime"), sizes))
+    sizes = Streams(0).sizes()
+    n = sum(1 for _ in templates.replay(rows, math.inf, Streams(0).lifetimes(), sizes))
     seconds = time.perf_counter() - start
     print(n, seconds, _kib("VmHWM") - before)
 

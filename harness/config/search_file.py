@@ -45,7 +45,7 @@ from harness.config import (
 )
 from harness.config.sweep_file import get_value
 from harness.model.registry import RegistryError
-from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.results.thresholds import (
     AGGREGATE_NAMES,
     ThresholdError,
@@ -251,7 +251,7 @@ def parse_objective(text: Any, key: str = "search.objective") -> Objective:
         if not dot:
             raise ConfigError(key, f"{word!r} names no strategy: write STRATEGY.METRIC_AGGREGATE")
         try:
-            LEDGERS.resolve(strategy)
+            STRATEGIES.resolve(strategy)
         except RegistryError as e:
             raise ConfigError(key, str(e)) from None
         try:

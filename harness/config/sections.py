@@ -11,6 +11,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, get_type_hints
 
+from harness.config.engine_kind import ENGINES
+from harness.config.traces import TRACE_FORMATS
 from harness.external.spec import ExternalSpec
 from harness.model.cluster.faults import FaultSpec
 from harness.model.cluster.heartbeat import HeartbeatSpec
@@ -34,7 +36,7 @@ class RunConfig:
     engine: str = key(
         "virtual",
         "virtual: deterministic, in simulated time; ray: real time, on Ray actors.",
-        choices="harness.engines:ENGINES",
+        choices=ENGINES,
     )
     time_scale: float = key(
         1.0,
@@ -55,6 +57,38 @@ class RunConfig:
     def seed_numbers(self) -> list[int]:
         """The seeds a run goes through: `seeds` of them, from `first_seed` on."""
         return list(range(self.first_seed, self.first_seed + self.seeds))
+
+
+@dataclass(frozen=True)
+class WorkloadConfig(WorkloadSpec):
+    """The `[workload]` section: the model's keys (`WorkloadSpec`) and the trace's, which only
+    the config layer reads (it reads and imports the file, `harness.config.trace_file`), so
+    its format names the trace formats' registry by import."""
+
+    trace: str = key(
+        "",
+        "trace: its source; for trace_format harness a CSV or Parquet file of creates, one "
+        "per row; a relative path is read from the config file's folder.",
+    )
+    trace_format: str = key(
+        "harness",
+        "trace: the source's format: harness (the file is replayed as it is), or one that is "
+        "imported into that format first and cached (alibaba-2018).",
+        choices=TRACE_FORMATS,
+    )
+    trace_start_s: float = key(
+        0.0,
+        "trace, an imported format: the second of the source the run starts at; the run "
+        "replays [trace_start_s, trace_start_s + run.duration_s).",
+        ge=0,
+    )
+    trace_spread_s: float | None = key(
+        None,
+        "trace: the rows recorded at one instant are sent at uniform times over this many "
+        'seconds after it; "none": what the trace records (an imported one its resolution, '
+        "alibaba-2018 1 s), else 0.",
+        ge=0,
+    )
 
 
 NODES_PER_GROUP = 5000
@@ -79,14 +113,14 @@ class RayConfig:
 
 @dataclass(frozen=True)
 class Sections:
-    """Every section of a config, as declared; `harness.config.validation.Config` is the
+    """Every section of a config, as declared; `harness.config.config.Config` is the
     checked whole (built only by validation, which changes of it go through again)."""
 
     run: RunConfig = field(default_factory=RunConfig)
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     heartbeat: HeartbeatSpec = field(default_factory=HeartbeatSpec)
     placement: PlacementSpec = field(default_factory=PlacementSpec)
-    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     ray: RayConfig = field(default_factory=RayConfig)
     external: ExternalSpec = field(default_factory=ExternalSpec)
     faults: tuple[FaultSpec, ...] = ()

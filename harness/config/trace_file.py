@@ -30,9 +30,10 @@ import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import islice, repeat
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
@@ -70,26 +71,52 @@ class TraceError(ConfigError):
 
 def rows(path: str, templates: frozenset[str], node_memory_mib: float = 0.0) -> Iterator[TraceRow]:
     """Every row of the trace at `path`, checked, in order; `templates`: the IDs a row may
-    name; `node_memory_mib`: what a `memory_share` of 1 is. A row is checked in the loop
-    itself (the common case costs a few comparisons); what exactly is wrong is worked out
-    only for a row that fails."""
+    name; `node_memory_mib`: what a `memory_share` of 1 is. A batch's rows are checked at
+    once, column by column; what exactly is wrong is worked out only for a row that fails."""
     previous, number = 0.0, 0
-    for batch in _batches(path, node_memory_mib):
-        for row in zip(*batch, strict=False):  # absent columns are endless repeat(None)
-            number += 1
-            t, template, vcpu, memory, life, usage, _ = row
-            if (
-                t is None
-                or not previous <= t < math.inf
-                or (template and template not in templates)
-                or (vcpu is not None and not 0 < vcpu < math.inf)
-                or (memory is not None and not 0 <= memory < math.inf)
-                or (life is not None and not life >= 0)
-                or (usage is not None and not 0 <= usage < math.inf)
-            ):
-                raise TraceError(path, f"row {number}, {_fault(row, previous, templates)}")
-            previous = t
-            yield row
+    for arrays, lists in _batches(path, node_memory_mib):
+        bad = _first_bad(arrays, previous, templates)
+        if bad is not None:  # the rows before it go on first, as a row-by-row reader's would
+            yield from islice(zip(*lists, strict=False), bad)
+            row = tuple(None if isinstance(c, repeat) else c[bad] for c in lists)
+            before = previous if bad == 0 else arrays["time_s"][bad - 1].as_py()
+            fault = _fault(row, before, templates)  # type: ignore[arg-type]
+            raise TraceError(path, f"row {number + bad + 1}, {fault}")
+        n = len(arrays["time_s"])
+        if n:
+            previous = arrays["time_s"][n - 1].as_py()
+        number += n
+        yield from zip(*lists, strict=False)  # absent columns are endless repeat(None)
+
+
+def _first_bad(
+    arrays: dict[str, pa.Array], previous: float, templates: frozenset[str]
+) -> int | None:
+    """The first row of a batch that is not a create (`_fault` says why), or None."""
+    t = arrays["time_s"]
+    times = t.to_numpy(zero_copy_only=False)
+    ordered = np.concatenate([[previous], times])
+    bad = ~t.is_valid().to_numpy(zero_copy_only=False) | ~(
+        (ordered[:-1] <= times) & (times < math.inf)
+    )
+    for name, low, strict in (("vcpu", 0, True), ("memory_mib", 0, False), ("usage", 0, False)):
+        column = arrays.get(name)
+        if column is not None:
+            values = column.to_numpy(zero_copy_only=False)
+            inside = ((values > low) if strict else (values >= low)) & (values < math.inf)
+            bad |= column.is_valid().to_numpy(zero_copy_only=False) & ~inside
+    life = arrays.get("lifetime_s")
+    if life is not None:
+        bad |= life.is_valid().to_numpy(zero_copy_only=False) & ~(
+            life.to_numpy(zero_copy_only=False) >= 0
+        )
+    template = arrays.get("template")
+    if template is not None:
+        named = pc.fill_null(pc.not_equal(template, ""), False)
+        known = pc.is_in(template, value_set=pa.array(sorted(templates), pa.string()))
+        bad |= pc.and_(named, pc.invert(known)).to_numpy(zero_copy_only=False)
+    found = np.flatnonzero(bad)
+    return int(found[0]) if found.size else None
 
 
 def _fault(row: TraceRow, previous: float, templates: frozenset[str]) -> str:
@@ -113,9 +140,8 @@ def _fault(row: TraceRow, previous: float, templates: frozenset[str]) -> str:
     return f"column usage: must be a finite number >= 0, got {usage!r}"
 
 
-def _batches(path: str, node_memory_mib: float) -> Iterator[list]:
-    """The trace in record batches, each as one list per column of `ROW` (a column the file
-    lacks is all None)."""
+def _batches(path: str, node_memory_mib: float) -> Iterator[tuple[dict[str, pa.Array], list]]:
+    """The trace in record batches, each as its columns (`_as_lists`)."""
     suffix = Path(path).suffix.lower()
     if suffix not in (".csv", ".parquet", ".pq"):
         raise TraceError(path, "must be a .csv or .parquet file")
@@ -142,27 +168,32 @@ def _columns(path: str, names: list[str]) -> None:
         raise TraceError(path, "has memory_mib and memory_share: a trace gives one of them")
 
 
-def _as_lists(path: str, batch: pa.RecordBatch, first: int, node_memory_mib: float) -> list:
-    """One Python list per column of `ROW`; numbers as floats, a memory share as MiB of
-    `node_memory_mib`. A value that is not a number is named by its row (`first`: the number
-    of the batch's first row)."""
-    out = []
+def _as_lists(
+    path: str, batch: pa.RecordBatch, first: int, node_memory_mib: float
+) -> tuple[dict[str, pa.Array], list]:
+    """Each column of `ROW` the batch has, as an Arrow array (numbers as floats, a memory
+    share as MiB of `node_memory_mib`) and as a Python list (one a batch lacks: None
+    forever). A value that is not a number is named by its row (`first`: the number of the
+    batch's first row)."""
+    arrays: dict[str, pa.Array] = {}
+    out: list = []
     for name in ROW:
         if name == "memory_mib" and "memory_share" in batch.schema.names:
             share = _floats(path, "memory_share", batch.column("memory_share"), first)
             _check_shares(path, share, first)
-            out.append(pc.multiply(share, node_memory_mib).to_pylist())
-            continue
-        if name not in batch.schema.names:
+            column = pc.multiply(share, node_memory_mib)
+        elif name not in batch.schema.names:
             out.append(repeat(None))
             continue
-        column = batch.column(name)
-        if name in NUMBERS:
-            column = _floats(path, name, column, first)
-        elif not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-            column = _text(path, name, column)
+        else:
+            column = batch.column(name)
+            if name in NUMBERS:
+                column = _floats(path, name, column, first)
+            elif not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+                column = _text(path, name, column)
+        arrays[name] = column
         out.append(column.to_pylist())
-    return out
+    return arrays, out
 
 
 def _check_shares(path: str, share: pa.Array, first: int) -> None:
@@ -206,7 +237,9 @@ def _text(path: str, name: str, column: pa.Array) -> pa.Array:
     raise TraceError(path, f"column {name}: must hold text, holds {column.type}")
 
 
-def _parquet_batches(path: str, node_memory_mib: float) -> Iterator[list]:
+def _parquet_batches(
+    path: str, node_memory_mib: float
+) -> Iterator[tuple[dict[str, pa.Array], list]]:
     try:
         trace = pq.ParquetFile(path)
     except (pa.ArrowInvalid, pa.ArrowIOError) as e:
@@ -220,7 +253,7 @@ def _parquet_batches(path: str, node_memory_mib: float) -> Iterator[list]:
             first += batch.num_rows
 
 
-def _csv_batches(path: str, node_memory_mib: float) -> Iterator[list]:
+def _csv_batches(path: str, node_memory_mib: float) -> Iterator[tuple[dict[str, pa.Array], list]]:
     """The CSV read as text (so that a value that is not a number is found by its row, not
     by pyarrow's guess of a column's type); only an empty field is missing."""
     try:

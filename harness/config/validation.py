@@ -1,4 +1,6 @@
-"""Validation of a raw scenario (a dict as TOML gives it) against the schema.
+"""Validation of a raw scenario (a dict as TOML gives it) against the schema, section by section
+(`checked_section`, `checked_faults`, `checked_placement`, `thresholds_table`), then across
+sections (`cross_check`); `harness.config.config.from_dict` builds a `Config` of them.
 
 A generic part checks every key against its field's declared type and bounds; the cross-checks
 test what no single key can say (say, K against the cluster's size). Every error names the
@@ -11,7 +13,7 @@ import difflib
 import functools
 import sys
 import types
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import fields, is_dataclass, replace
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from harness.config.sections import SECTIONS, Sections
@@ -28,8 +30,8 @@ from harness.model.scheduling.placement.registries import old_keys, parse_weight
 from harness.model.scheduling.scheduler import PlacementSpec
 from harness.model.tunables import ConfigError, allows, choice_names
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.lifetimes import LIFETIMES
-from harness.model.workload.variety import DRAWS, MEAN_KEY, QUANTITIES, varied
+from harness.model.workload.distributions import DRAWS, LIFETIMES
+from harness.model.workload.variety import MEAN_KEY, QUANTITIES, varied
 from harness.model.workload.workload_keys import SandboxSpec
 from harness.results.thresholds import Threshold, ThresholdError, parse
 
@@ -99,7 +101,7 @@ def _check_range(key: str, value: Any, meta: dict[str, Any]) -> None:
         raise ConfigError(key, f"must be one of {', '.join(choice_names(meta))}; got {value!r}")
 
 
-def _unknown(key: str, known: list[str]) -> ConfigError:
+def unknown_key(key: str, known: list[str]) -> ConfigError:
     leaf = key.rsplit(".", 1)[-1]
     close = difflib.get_close_matches(leaf, known, n=1)
     prefix = key.rsplit(".", 1)[0] + "." if "." in key else ""
@@ -130,7 +132,7 @@ def key_types(cls: type) -> dict[str, Any]:
     return get_type_hints(cls)
 
 
-def _section(name: str, cls: type, raw: Any, header: str) -> Any:
+def checked_section(name: str, cls: type, raw: Any, header: str) -> Any:
     if not isinstance(raw, dict):
         raise not_a_table(name, raw, header)
     hints = key_types(cls)
@@ -139,7 +141,7 @@ def _section(name: str, cls: type, raw: Any, header: str) -> Any:
     for key, value in raw.items():
         dotted = f"{name}.{key}"
         if key not in known:
-            raise _unknown(dotted, list(known))
+            raise unknown_key(dotted, list(known))
         entry = entry_class(hints[key])
         if entry is not None:
             values[key] = _entries(dotted, entry, value, f"[[{dotted}]]")
@@ -155,11 +157,12 @@ def _entries(name: str, cls: type, raw: Any, header: str) -> tuple[Any, ...]:
     if not isinstance(raw, list | tuple):
         raise ConfigError(name, f"must be a list of tables ({header}), got {raw!r}")
     return tuple(
-        _section(f"{name}[{i}]", cls, entry, f"one {header} entry") for i, entry in enumerate(raw)
+        checked_section(f"{name}[{i}]", cls, entry, f"one {header} entry")
+        for i, entry in enumerate(raw)
     )
 
 
-def _faults(raw: Any) -> tuple[FaultSpec, ...]:
+def checked_faults(raw: Any) -> tuple[FaultSpec, ...]:
     """`[[faults]]` entries: the common keys (`COMMON`) checked like a section, then the rest
     against the kind's own (its `Settings`), written flat beside them."""
     if not isinstance(raw, list | tuple):
@@ -172,7 +175,7 @@ def _fault(name: str, raw: Any) -> FaultSpec:
         raise not_a_table(name, raw, "one [[faults]] entry")
     common = {k: v for k, v in raw.items() if k in COMMON}
     try:
-        fault = _section(name, FaultSpec, common, "one [[faults]] entry")
+        fault = checked_section(name, FaultSpec, common, "one [[faults]] entry")
     except RegistryError as e:  # an installed kind that does not import
         raise ConfigError(f"{name}.kind", str(e)) from None
     kind = FAULT_KINDS[fault.kind]
@@ -183,7 +186,9 @@ def _fault(name: str, raw: Any) -> FaultSpec:
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"; did you mean {name}.{close[0]}?" if close else f"; takes {', '.join(known)}"
             raise ConfigError(f"{name}.{key}", f"does not apply to kind {fault.kind}{hint}")
-    settings = _section(name, kind.Settings, own, f"one [[faults]] entry of kind {fault.kind}")
+    settings = checked_section(
+        name, kind.Settings, own, f"one [[faults]] entry of kind {fault.kind}"
+    )
     return replace(fault, settings=settings)
 
 
@@ -200,7 +205,7 @@ def _notice(old: str, new: str) -> None:
         )
 
 
-def _placement(raw: Any) -> PlacementSpec:
+def checked_placement(raw: Any) -> PlacementSpec:
     """`[placement]`: its own keys, then each plugin's table (`[placement.<table>]`, checked
     against the plugin's `Settings` like a section); an old key a plugin's setting replaced
     (`old_keys`) is read as that setting, with a notice."""
@@ -216,7 +221,7 @@ def _placement(raw: Any) -> PlacementSpec:
                 )
             tables.setdefault(table, {})[leaf] = own.pop(old)
             _notice(f"placement.{old}", f"placement.{table}.{leaf} ([placement.{table}] {leaf})")
-    spec = _section("placement", PlacementSpec, own, "[placement]")
+    spec = checked_section("placement", PlacementSpec, own, "[placement]")
     if not tables:
         return spec
     plugins = with_settings(spec)
@@ -230,7 +235,7 @@ def _placement(raw: Any) -> PlacementSpec:
                 "neither a [placement] key nor a plugin with settings (those with some: "
                 f"{', '.join(sorted(plugins))}; keys: {', '.join(known)})",
             )
-        settings[table] = _section(key, plugins[table].Settings, values, f"[{key}]")
+        settings[table] = checked_section(key, plugins[table].Settings, values, f"[{key}]")
     return replace(spec, settings=settings)
 
 
@@ -272,47 +277,6 @@ def thresholds_table(raw: Any) -> tuple[Threshold, ...]:
     return tuple(found)
 
 
-@dataclass(frozen=True)
-class Config(Sections):
-    """A whole config, checked (`from_dict`); a copy with keys changed is checked again.
-
-    Declared here, over the sections (`harness.config.sections`), so that changing a key can
-    validate without the sections importing the validation that reads them."""
-
-    def with_value(self, key: str, value: Any) -> Config:
-        """A copy with one dotted key changed and the whole config validated again."""
-        return self.with_values({key: value})
-
-    def with_values(self, values: dict[str, Any]) -> Config:
-        """A copy with several dotted keys changed at once, validated once: keys that must
-        agree (say cluster.nodes and cluster.initial_cpu_per_node) can change together."""
-        raw = self.to_dict()
-        for dotted, value in values.items():
-            set_dotted(raw, dotted, value)
-        return from_dict(raw)
-
-
-def from_dict(raw: dict[str, Any]) -> Config:
-    """Build and validate a Config; raises ConfigError naming the first bad key."""
-    sections: dict[str, Any] = {}
-    for name, value in raw.items():
-        if name == "faults":
-            sections[name] = _faults(value)
-            continue
-        if name == "thresholds":
-            sections[name] = thresholds_table(value)
-            continue
-        if name not in SECTIONS:
-            raise _unknown(name, [*SECTIONS, "faults", "thresholds"])
-        if name == "placement":
-            sections[name] = _placement(value)
-            continue
-        sections[name] = _section(name, SECTIONS[name], value, f"[{name}]")
-    config = Config(**sections)
-    _cross_check(config)
-    return config
-
-
 NAME_MAX_BYTES = 200
 """Longest name a results folder may start with: a file name may have 255 bytes, and a run's
 folder adds its time and run id (`-YYYYmmdd-HHMMSS-1a2b3c`) to the name."""
@@ -340,7 +304,7 @@ def _nodes_named(c: ClusterSpec) -> str:
     return "the pools' count" if c.pools else "cluster.nodes"
 
 
-def _check_pools(c: Config) -> None:
+def _check_pools(c: Sections) -> None:
     """The pools, or the single-pool keys, each with its own initial load; never both."""
     cluster = c.cluster
     if cluster.pools:
@@ -378,7 +342,8 @@ def _check_pool(prefix: str, pool: PoolSpec, r: float) -> None:
         )
 
 
-def _cross_check(c: Config) -> None:
+def cross_check(c: Sections) -> None:
+    """What no single key can say: raises ConfigError naming the first key that disagrees."""
     check_folder_name("run.name", c.run.name)
     _check_pools(c)
     nodes = c.cluster.node_count
@@ -420,7 +385,7 @@ def _cross_check(c: Config) -> None:
 NEVER = "no node could ever take a sandbox"
 
 
-def _check_placeable(prefix: str, sandbox: SandboxSpec, c: Config) -> None:
+def _check_placeable(prefix: str, sandbox: SandboxSpec, c: Sections) -> None:
     """Some node could take the sandbox, else every create of it fails: a pool with the
     labels and CPU family it requires (when those filters are on), its vCPUs, and with the
     memory filter on, its memory within M x the pool's."""
@@ -453,7 +418,7 @@ def _check_placeable(prefix: str, sandbox: SandboxSpec, c: Config) -> None:
         )
 
 
-def _check_workload(c: Config) -> None:
+def _check_workload(c: Sections) -> None:
     w = c.workload
     arrival = ARRIVALS[w.arrival]
     prefixes = [f"workload.templates[{i}]" for i in range(len(w.templates))] or ["workload"]
@@ -505,7 +470,7 @@ def _check_variety(prefix: str, sandbox: SandboxSpec) -> None:
                 raise ConfigError(
                     f"{prefix}.lifetime_draw", "needs lifetime_s, the mean, not none (never killed)"
                 )
-            if not LIFETIMES[sandbox.lifetime_dist].exact:
+            if LIFETIMES[sandbox.lifetime_dist].varies:
                 raise ConfigError(
                     f"{prefix}.lifetime_draw",
                     f"{kind} and lifetime_dist {sandbox.lifetime_dist} both draw the lifetime: "
@@ -550,14 +515,14 @@ def _check_placement(p: PlacementSpec) -> None:
                 raise ConfigError(key, str(e)) from None
 
 
-def _check_external(c: Config) -> None:
+def _check_external(c: Sections) -> None:
     """Where the external scheduler is, when placement has one (`harness.external.spec`)."""
     found = external.problem(c.external)
     if found is not None:
         raise ConfigError(*found)
 
 
-def _check_fault(name: str, fault: FaultSpec, c: Config) -> None:
+def _check_fault(name: str, fault: FaultSpec, c: Sections) -> None:
     if fault.node is None and FAULT_KINDS[fault.kind].needs_node:
         raise ConfigError(f"{name}.node", f"a {fault.kind} needs a target node")
     nodes = c.cluster.node_count
@@ -593,10 +558,10 @@ def set_dotted(raw: dict[str, Any], key: str, value: Any) -> None:
         raise ConfigError(key, "must be section.key, e.g. placement.k")
     section, leaf = parts
     if section not in SECTIONS:
-        raise _unknown(section, list(SECTIONS))
+        raise unknown_key(section, list(SECTIONS))
     known = [f.name for f in fields(SECTIONS[section]) if not f.metadata.get("plugin_tables")]
     if leaf not in known and not (section == "placement" and leaf in old_keys()):
-        raise _unknown(key, known)
+        raise unknown_key(key, known)
     table = raw.setdefault(section, {})
     if not isinstance(table, dict):
         raise not_a_table(section, table, f"[{section}]")

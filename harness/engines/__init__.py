@@ -1,17 +1,19 @@
 """Engines carry the protocol's messages through time; each takes a config and a seed and
 returns a SeedResult, and the runner does not care which one ran.
 
-Engines are a `Registry` (`ENGINES`) whose built-ins are named by the import path of their
-class, so naming one costs nothing until it runs (the Ray engine lives in `actors/` and imports
-Ray); a package may add one under the entry-point group `herd_harness.engines`.
+Engines are a `Registry` (`ENGINES`, declared with what an engine declares, `EngineKind`, in
+`harness.config.engine_kind`, so the config names it) whose built-ins are named by the import
+path of their class, so naming one costs nothing until it runs; a package may add one under the
+entry-point group `herd_harness.engines`, deriving from `Engine`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from harness.model.registry import Registry, RegistryError
+from harness.config.engine_kind import ENGINES, EngineKind, real_time
+from harness.model.registry import RegistryError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -67,19 +69,8 @@ class EngineError(Exception):
     partial: SeedResult | None = None
 
 
-class Engine:
-    """What every engine is: a name, what it needs of the machine, and three steps."""
-
-    name: ClassVar[str] = ""
-    on_ray: ClassVar[bool] = False
-    """Whether its parties run as Ray actors: a run then needs a Ray cluster (its own,
-    embedded, or one at `ray.address`, which then holds everything but the results), and the
-    budget counts the actors; otherwise every party runs in this process."""
-    real_time: ClassVar[bool] = False
-    """Whether it plays the model in real time: its timings (latencies, RPC times, rates: the
-    summary columns whose `Kind.pace` is `REAL_TIME`) are then partly the machine's, no two
-    runs of a seed are alike, and it judges its own time keeping (`time_keeping`). Otherwise it
-    keeps model time by construction and a seed gives the same results on any machine."""
+class Engine(EngineKind):
+    """What every engine is: a name and its capabilities (`EngineKind`), and three steps."""
 
     def prepare(self, config: Config, strategies: Sequence[str]) -> None:
         """Check and set up what the engine needs to run `config` under each of `strategies`
@@ -94,28 +85,25 @@ class Engine:
         runner calls it when the run ends, however it ends."""
 
 
-ENGINES = Registry(
-    "engines",
-    "engine",
-    Engine,
-    (),
-    lazy={"virtual": "harness.engines.virtual:VirtualEngine", "ray": "actors.engine:RayEngine"},
-)
-"""Engines by name, each class imported when a run needs it."""
-
-
-def real_time(name: str) -> bool:
-    """Whether the engine `name` runs in real time (`Engine.real_time`); an engine that cannot
-    be found here (a plugin not installed) is taken to, as nothing says it keeps model time."""
-    try:
-        return ENGINES.resolve(name).real_time
-    except RegistryError:
-        return True
-
-
 def get_engine(name: str) -> Engine:
     """A new engine of the kind `name` names."""
     try:
-        return ENGINES.resolve(name)()
+        cls = ENGINES.resolve(name)
     except RegistryError as e:
         raise ValueError(str(e)) from None
+    if not issubclass(cls, Engine):  # the registry checks what the config layer knows
+        raise ValueError(f"{cls.__module__}.{cls.__name__} is not an Engine (harness.api.Engine)")
+    return cls()
+
+
+__all__ = [
+    "ENGINES",
+    "Engine",
+    "EngineError",
+    "EngineKind",
+    "Load",
+    "Progress",
+    "Snapshot",
+    "get_engine",
+    "real_time",
+]

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import harness
+from harness import interrupts, testing_signals
 from harness.config import Config, ConfigError
 from harness.engines import EngineError
 from harness.engines.ray_reaper import ENV
 from harness.model.registry import Registry
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.registries import REGISTRIES, parse_weighted
-from harness.results import phase_hooks
+from harness.model.scheduling.strategies import STRATEGIES
 
 PROBE_S = 3.0
 """Seconds an address gets to answer as Ray before it is refused."""
@@ -72,7 +72,7 @@ def _keeping_signal_handlers() -> Iterator[None]:
     """ray.init, left to itself, installs a SIGTERM handler that exits at once, and a failure
     handler of its own in this process that prints `*** SIGTERM received ...` and aborts: a
     signal while Ray starts would kill the harness. Here neither is installed, a signal
-    meanwhile waits until Ray is up (`harness.results.phase_hooks.uncut`: one cutting ray.init short
+    meanwhile waits until Ray is up (`harness.interrupts.uncut`: one cutting ray.init short
     leaves a half-made Ray), and the CLI's own handlers (SIGTERM and SIGINT stop the run, so
     what has arrived is written and run.json says incomplete) are put back if anything
     replaced them."""
@@ -84,9 +84,9 @@ def _keeping_signal_handlers() -> Iterator[None]:
     set_sigterm_handler = utils.set_sigterm_handler
     utils.set_sigterm_handler = lambda handler: None
     try:
-        with phase_hooks.uncut():
+        with interrupts.uncut():
             yield
-            phase_hooks.at("ray-init")
+            testing_signals.at("ray-init")
     finally:
         utils.set_sigterm_handler = set_sigterm_handler
         for signum, handler in kept.items():
@@ -179,10 +179,10 @@ def plugin_sources(configs: Iterable[Config], strategies: Iterable[str] = ()) ->
     ("module:Class") that `configs` and `strategies` (another run's --compare) name, for Ray to
     ship to a cluster's workers with the job. Built-in and installed (entry-point) names are
     not among them: an installed plugin must be installed on every node of the cluster."""
-    refs: list[tuple[Registry, str]] = [(LEDGERS, s) for s in strategies]
+    refs: list[tuple[Registry, str]] = [(STRATEGIES, s) for s in strategies]
     for config in configs:
         p = config.placement
-        refs.append((LEDGERS, p.strategy))
+        refs.append((STRATEGIES, p.strategy))
         refs += [(REGISTRIES["samplers"], p.sampler), (REGISTRIES["selectors"], p.selector)]
         refs += [(REGISTRIES["filters"], f) for f in p.filters]
         refs += [(REGISTRIES["scorers"], parse_weighted(s)[0]) for s in p.scorers]

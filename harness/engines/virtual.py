@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from harness import interrupts
 from harness.config import Config
 from harness.engines import Engine, Progress
 from harness.model.event_queue import EventQueue
@@ -26,7 +27,8 @@ from harness.results.seed_rows import SeedRows
 from harness.wiring import scenario
 
 PROGRESS_EVERY = 8192
-"""Messages between two progress calls, and two looks at how many rows the logs hold."""
+"""Messages between two progress calls, two looks at how many rows the logs hold, and two
+looks for a stop asked for (`harness.interrupts.poll`)."""
 FLUSH_ROWS = 1 << 16
 """Rows a log holds before they go to the seed's rows (`SeedRows`): what a seed keeps of its
 results in memory, however long it runs. The logs are looked at every `PROGRESS_EVERY`
@@ -83,6 +85,7 @@ class _World(Recipient):
         self.clients.start()
 
         def tick(t: float) -> None:
+            interrupts.poll()  # a stop asked for is acted on between events
             self.flush(FLUSH_ROWS)
             if progress is not None:
                 progress(t, None, self.refused_again())

@@ -9,6 +9,11 @@ and only a run with an `[external]` scheduler imports them."""
 
 from __future__ import annotations
 
+from harness.model.catalogue import Declared
+
+SCHEDULER = Declared("scheduler", "external", __name__)
+"""How `harness plugins` lists the scheduler outside the process: chosen by the `[external]`
+section (`external.address` or `external.command`), not by a registry's name."""
 EXIT_CODE = 3
 """What `harness run` exits with when the external scheduler misbehaves."""
 

@@ -7,7 +7,6 @@ importing the config layer."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,13 +33,14 @@ def key(
     ge: float | None = None,
     gt: float | None = None,
     le: float | None = None,
-    choices: Choices | str | None = None,
+    choices: Choices | None = None,
     registry: Any = None,
     was: str | None = None,
 ) -> Any:
     """A dataclass field with `help` and constraints in its metadata. `choices` may be a
     registry (any iterable of names, read when a value is checked, so names registered later
-    count), a callable returning one, or "module:attribute" naming one (see `choice_names`).
+    count) or a callable returning one: an object the declaring module imports, so the tie is
+    one the import contracts see (a registry of a layer above is checked there instead).
     `registry` (a `harness.model.registry.Registry`) takes any name it has or an import path.
     `was`: the `[placement]` key a plugin's setting replaces, still read as an alias of it."""
     meta = {
@@ -58,15 +58,10 @@ def key(
 
 
 def _choices(meta: dict[str, Any]) -> Iterable[str] | None:
-    """A key's `choices` as an iterable of names; None when it has none. A "module:attribute"
-    string names a registry the declaring module may not import (in a layer above, or a
-    package whose kinds read the declaring module), imported only when a value is checked."""
+    """A key's `choices` as an iterable of names; None when it has none."""
     choices = meta.get("choices")
     if choices is None:
         return None
-    if isinstance(choices, str):
-        module, _, attribute = choices.partition(":")
-        choices = getattr(importlib.import_module(module), attribute)
     return choices() if callable(choices) else choices
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from harness.results.folder_kinds import Held
+from harness.results.folder_policy import Held
 
 
 def _count(n: int, what: str) -> str:

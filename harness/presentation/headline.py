@@ -1,21 +1,34 @@
 """The story of a run in a few sentences, the same in the terminal and the report: what each
 strategy changed against the first and by how much, and why where the data says why
-(`harness.results.statistics.comparisons` computes every figure; this only words them)."""
+(`harness.results.statistics.contrasts` computes every figure; this only words them)."""
 
 from __future__ import annotations
 
 import math
 
 from harness.results import time_keeping
-from harness.results.statistics import Change, Comparison
+from harness.results.seed_figures import FAILURE_REASONS
+from harness.results.statistics import Change, Contrast
+from harness.results.summary_columns import SUMMARY_COLUMNS
+
+FAILED = "Failed creates: "
+"""How the meaning of each `failed_<reason>` summary column begins."""
+
+
+def _reason(meaning: str) -> str:
+    """A `failed_<reason>` column's meaning as the headline words it: what happened and the key
+    behind it, without the prefix, the code marks and an aside in brackets."""
+    text = meaning.removeprefix(FAILED).split(" (")[0].rstrip(".")
+    return text.replace("`", "")
+
 
 REASONS = {
-    "no_candidate": "no node passed the filters",
-    "attempts_exhausted": "every attempt failed",
-    "deadline": "out of time",
-    "asks_exhausted": "asked placement.max_asks times",
+    c.name.removeprefix("failed_"): _reason(c.meaning)
+    for c in SUMMARY_COLUMNS
+    if c.name.removeprefix("failed_") in FAILURE_REASONS
 }
-"""What each failure reason (`harness.results.statistics.FAILURE_REASONS`) means, in words."""
+"""What each failure reason (`harness.results.statistics.FAILURE_REASONS`) means, in words:
+from its column's meaning (`harness.results.summary_columns`), said once."""
 
 
 def _count(*values: float) -> list[str]:
@@ -37,11 +50,11 @@ def _percent(relative: float) -> str:
     return f" ({relative:+.1%})" if abs(relative) < 0.1 else f" ({relative:+.0%})"
 
 
-def _nodes(c: Comparison) -> str:
+def _nodes(c: Contrast) -> str:
     return f"busiest node {_arrow(c.busiest)} sandboxes, idlest {_arrow(c.idlest)}"
 
 
-def _failures(c: Comparison) -> str:
+def _failures(c: Contrast) -> str:
     if c.failed.before == c.failed.after == 0:
         return "no create failed"
     return f"failed creates {_arrow(c.failed)} per seed" + _percent(
@@ -49,7 +62,20 @@ def _failures(c: Comparison) -> str:
     )
 
 
-def _flying(c: Comparison) -> str:
+def why_failed(c: Contrast) -> str:
+    """`, all deadline (still unplaced at placement.deadline_s)`, or each reason's count per
+    seed, most first: why a strategy's own creates failed; empty when none did."""
+    counts = sorted(
+        ((ch.after, r) for r, ch in c.failed_reasons.items() if ch.after > 0), reverse=True
+    )
+    if not counts:
+        return ""
+    if len(counts) == 1:
+        return f", all {counts[0][1]} ({REASONS[counts[0][1]]})"
+    return ": " + ", ".join(f"{_count(n)[0]} {r} ({REASONS[r]})" for n, r in counts)
+
+
+def _flying(c: Contrast) -> str:
     """`at most 3 creates of a seed were in flight at once (12.5% of creates were sent with
     another in flight)`, or `all 500 ... were`: what counting creates in progress acts on."""
     whose = "a seed" if c.replicas == 1 else "one replica"
@@ -66,7 +92,7 @@ def _flying(c: Comparison) -> str:
     )
 
 
-def _in_flight(c: Comparison) -> str:
+def _in_flight(c: Contrast) -> str:
     """Why counting creates in progress made no (or little) difference: how many were ever in
     flight at once."""
     if c.max_in_flight <= 1:
@@ -77,7 +103,7 @@ def _in_flight(c: Comparison) -> str:
     return f"{_flying(c)}, so counting creates in progress changes little here"
 
 
-def _counter(c: Comparison, other: str) -> str:
+def _counter(c: Contrast, other: str) -> str:
     """`in_progress counts them where stale does not`: which of the pair counts creates in
     progress."""
     counts, not_counting = (
@@ -86,7 +112,7 @@ def _counter(c: Comparison, other: str) -> str:
     return f"{counts} counts them where {not_counting} does not"
 
 
-def same_as(c: Comparison) -> str:
+def same_as(c: Contrast) -> str:
     """The one line a strategy that equals another gets where it is shown, with why when the
     data says: from the pair itself, whatever the first strategy is. Against an earlier
     strategy that is not the first, it also says what both changed from the first."""
@@ -112,7 +138,7 @@ def same_as(c: Comparison) -> str:
     return f"{line}: the same sandboxes on every node."
 
 
-def _verb(c: Comparison) -> str:
+def _verb(c: Contrast) -> str:
     return "cuts" if c.cv.after < c.cv.before else "raises"
 
 
@@ -122,7 +148,7 @@ def _opening(clause: str) -> str:
     return clause[:1].upper() + clause[1:]
 
 
-def _more_failures(c: Comparison) -> str:
+def _more_failures(c: Contrast) -> str:
     """Why a strategy fails more creates than the first, where the data says: the reason the
     extra failures share, and a view closer to the truth that lets its filters refuse nodes
     the first's older view still shows with room."""
@@ -144,7 +170,7 @@ def _more_failures(c: Comparison) -> str:
     return line + "."
 
 
-def violations(c: Comparison) -> str:
+def violations(c: Contrast) -> str:
     """The scheduler's answers that broke an eligibility rule, per seed and by rule; empty
     when none did (always in process)."""
     total = c.violations.get("violations", 0.0)
@@ -161,16 +187,19 @@ def violations(c: Comparison) -> str:
     )
 
 
-def sentence(c: Comparison) -> str:
+def sentence(c: Contrast) -> str:
     """One strategy's headline: its own figures for the first, else what it changed; then the
     scheduler's broken rules, if any."""
     return _sentence(c) + violations(c)
 
 
-def _sentence(c: Comparison) -> str:
+def _sentence(c: Contrast) -> str:
     if c.strategy == c.base:
         seeds = "1 seed" if c.seeds == 1 else f"{c.seeds} seeds"
-        return f"{c.strategy}: CV {c.cv.after:.3f} over {seeds}; {_nodes(c)}; {_failures(c)}."
+        return (
+            f"{c.strategy}: CV {c.cv.after:.3f} over {seeds}; {_nodes(c)}; {_failures(c)}"
+            f"{why_failed(c)}."
+        )
     if c.same_as is not None:
         return same_as(c)
     if not c.clear:
@@ -190,13 +219,30 @@ def _sentence(c: Comparison) -> str:
     return line
 
 
-def headline(found: list[Comparison], kept: dict | None = None, placed: str = "") -> list[str]:
-    """The run's story, a sentence per strategy: who placed, when an external scheduler did
-    (`placed`, `harness.presentation.placer.placed_by`), the first strategy's figures, then
-    each comparison; then, for a run in real time, whether it kept the model's time (`kept`,
-    the run's `harness.results.time_keeping.run_verdict`)."""
+def overloaded(c: Contrast, kept: dict[str, tuple[int, int]]) -> str:
+    """`[OVERLOADED: optimistic in 2 of 3 seeds, stale in 3 of 3] `: the seeds that ran
+    overloaded among those a sentence draws on (the strategy's, and the first's it is compared
+    with), before the claim; empty when none did (`kept`:
+    `harness.results.time_keeping.kept_by_strategy`)."""
+    drawn = [(s, kept[s]) for s in dict.fromkeys((c.strategy, c.base)) if kept.get(s, (0, 0))[0]]
+    if not drawn:
+        return ""
+    parts = [f"{s} in {over} of {seeds}" for s, (over, seeds) in drawn]
+    return f"[OVERLOADED: {', '.join(parts)} seeds] "
+
+
+def headline(
+    found: list[Contrast], kept: dict | None = None, placed: str = "", marks: dict | None = None
+) -> list[str]:
+    """The run's story, a sentence per strategy. For a run in real time, first whether it kept
+    the model's time (`kept`, the run's `harness.results.time_keeping.run_verdict`): every
+    claim after it is drawn from its seeds, and one drawn from seeds that ran overloaded says
+    so before it (`marks`, `harness.results.time_keeping.kept_by_strategy`). Then who placed, when
+    an external scheduler did (`placed`, `harness.presentation.placer.placed_by`), the first
+    strategy's figures, then each comparison."""
     told = time_keeping.line(kept)
-    return [placed] * bool(placed) + [sentence(c) for c in found] + ([told] if told else [])
+    story = [overloaded(c, marks or {}) + sentence(c) for c in found]
+    return [told] * bool(told) + [placed] * bool(placed) + story
 
 
 def _part(entry: dict) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness import interrupts, testing_signals
 from harness.config import Config, stored_config
 from harness.config.sweep_file import get_value
 from harness.model.cluster.heartbeat import HeartbeatPlan
@@ -18,27 +19,28 @@ from harness.presentation import plots, series
 from harness.presentation.headline import headline, plugins_line, same_as
 from harness.presentation.placer import per_strategy, placed_by
 from harness.presentation.search_report import search_page
-from harness.results import phase_hooks
 from harness.results.atomic_files import write_text
 from harness.results.comparison import FILE as COMPARISON_FILE
 from harness.results.comparison import UNCHANGED
 from harness.results.comparison import read as read_comparison
-from harness.results.run_folder import open_run
+from harness.results.folder_policy import mark
+from harness.results.run_reader import open_run
 from harness.results.search_folder import is_search
 from harness.results.statistics import (
     FLAT_TOLERANCE,
-    Comparison,
+    Contrast,
     bin_width,
     by_strategy,
-    comparisons,
+    contrasts,
     cv_by,
     flat,
     median_seed,
     pooled_load,
     utilisation_varies,
 )
+from harness.results.summary_columns import OVERLOADED
 from harness.results.sweep_folder import cell_batches, is_sweep, load_sweep_results, read_cells
-from harness.results.time_keeping import run_verdict
+from harness.results.time_keeping import kept_by_strategy, line, mark, run_verdict
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222;
@@ -72,7 +74,8 @@ def write_report(folder: str | Path) -> Path:
         f"<body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n"
     )
     out = folder / "report.html"
-    phase_hooks.at("report")
+    testing_signals.at("report")
+    interrupts.poll()
     write_text(out, page)  # whole or not at all: a full disk leaves the previous report
     return out
 
@@ -110,6 +113,8 @@ RUN_COLUMNS = [
     ("CV mean", ("cv_mean",), "{:.3f}"),
     ("CV 95% CI", ("cv_lo", "cv_hi"), "{:.3f}-{:.3f}"),
     ("CV median", ("cv_median",), "{:.3f}"),
+    ("CV time", ("cv_time_mean",), "{:.3f}"),
+    ("herd x", ("herd_ratio",), "{:.2f}"),
     ("util CV mean", ("util_cv_mean",), "{:.3f}"),
     ("util CV 95% CI", ("util_cv_lo", "util_cv_hi"), "{:.3f}-{:.3f}"),
     ("alloc CV", ("alloc_cv_mean",), "{:.3f}"),
@@ -133,7 +138,9 @@ request of every seed. A column with nothing in it (the interval of one seed, th
 of a virtual run) is left out."""
 
 
-def _run_table(rows: pd.DataFrame) -> str:
+def _run_table(rows: pd.DataFrame, kept: dict[str, tuple[int, int]]) -> str:
+    """The run table; for a run in real time, each strategy's time keeping beside its name
+    (`harness.results.time_keeping.by_strategy`), overloaded rows in red."""
     cells = {}
     for header, columns, form in RUN_COLUMNS:
         values = rows[list(columns)]
@@ -145,11 +152,32 @@ def _run_table(rows: pd.DataFrame) -> str:
                 form.format(*v) if ok else "-"
                 for v, ok in zip(values.itertuples(index=False), known, strict=True)
             ]
+    if kept:
+        marks = [mark(kept[s]) if s in kept else "-" for s in rows["strategy"]]
+        cells = {"strategy": cells.pop("strategy"), KEPT: marks, **cells}
     notes = " ".join(text for header, text in RUN_NOTES if header is None or header in cells)
-    return _table(pd.DataFrame(cells)) + f'<p class="note">{html.escape(notes)}</p>'
+    table = _table(pd.DataFrame(cells)).replace(BAD_CELL, f'<td class="bad">{OVERLOADED.upper()}')
+    return table + f'<p class="note">{html.escape(notes)}</p>'
 
+
+KEPT = "time keeping"
+"""The run table's column of each strategy's time keeping (a run in real time only)."""
+BAD_CELL = f"<td>{OVERLOADED.upper()}"
+"""How a cell of a strategy that ran overloaded begins (`mark`), before it is marked red."""
 
 RUN_NOTES: tuple[tuple[str | None, str], ...] = (
+    (
+        KEPT,
+        "time keeping: whether each strategy's seeds kept the model's time on an engine in real "
+        "time, or how many ran OVERLOADED: its figures may then describe the machine, not the "
+        "scheduler.",
+    ),
+    (
+        "CV time",
+        "CV time: the CV of sandboxes per node over the run, time-weighted, rather than at its "
+        "end; herd x: in each report interval, the most chosen node's share of the placements "
+        "over what an even spread gives it (1: even).",
+    ),
     (
         None,
         "busiest, idlest: the busiest and idlest node's sandboxes at the end; placed, failed: "
@@ -230,7 +258,7 @@ def _scenario(
     nodes: pd.DataFrame,
     batches: series.Batches,
     config: Config,
-    found: list[Comparison],
+    found: list[Contrast],
     uniform: bool,
 ) -> str:
     """The pictures of one scenario, every strategy side by side: the herd, then the charts
@@ -364,7 +392,7 @@ def _scenario(
 def _run(folder: Path) -> tuple[str, str]:
     run = open_run(folder)
     meta = run.meta
-    config = stored_config(meta["config"], folder / "run.json")
+    config = stored_config(meta["config"], folder / mark("run"))
     summary, nodes = run.frame("summary"), run.frame("nodes")
     title = f"{config.run.name}: {meta.get('engine')} engine, {config.cluster.node_count} nodes"
     state = "" if meta.get("completed") else ' <span class="bad">(incomplete run)</span>'
@@ -373,11 +401,16 @@ def _run(folder: Path) -> tuple[str, str]:
     head = f"<p>{len(meta.get('seeds', []))} seeds{k}{state}</p>"
     if summary.empty:
         return title, head + '<p class="bad">No seed finished: nothing to show.</p>'
-    found = comparisons(summary, nodes)
+    found = contrasts(summary, nodes)
     pipeline = plugins_line(plugins)
+    kept, marks = run_verdict(summary), kept_by_strategy(summary)
+    # The time keeping before every claim drawn from the seeds, in red when overloaded.
+    verdict = line(kept)
+    if verdict:
+        loud = ' class="bad"' if kept is not None and kept["verdict"] == OVERLOADED else ""
+        head += f"<p{loud}><strong>{html.escape(verdict)}</strong></p>"
     story = "".join(
-        f"<li>{html.escape(line)}</li>"
-        for line in headline(found, run_verdict(summary), placed_by(summary))
+        f"<li>{html.escape(told)}</li>" for told in headline(found, None, placed_by(summary), marks)
     )
     head += (f'<p class="note">{html.escape(pipeline)}</p>' if pipeline else "") + (
         f'<ul class="story">{story}</ul>'
@@ -385,7 +418,8 @@ def _run(folder: Path) -> tuple[str, str]:
     table = _run_table(
         by_strategy(summary, pooled_load(summary, run.batches)).merge(
             per_strategy(summary), on="strategy"
-        )
+        ),
+        marks,
     )
     scenario = _scenario(
         summary,
@@ -400,7 +434,7 @@ def _run(folder: Path) -> tuple[str, str]:
 
 def _sweep(folder: Path) -> tuple[str, str]:
     meta, summary = load_sweep_results(folder)
-    base = stored_config(meta["identity"]["base"], folder / "sweep.json")
+    base = stored_config(meta["identity"]["base"], folder / mark("sweep"))
     cells = meta["cells"]
     done = [c for c in cells if c["status"] == "complete"]
     title = f"Sweep {meta['name']}"
@@ -461,7 +495,7 @@ def _sweep(folder: Path) -> tuple[str, str]:
             nodes,
             cell_batches(folder, chosen),
             config,
-            comparisons(featured_summary, nodes),
+            contrasts(featured_summary, nodes),
             bool(drawn(config.placement, config.cluster.node_count, config.external.active)[1]),
         )
     )

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.layout_engine import TightLayoutEngine
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from harness import interrupts
 from harness.results.statistics import rank_shares
 
 THEORY = {"color": "0.35", "linestyle": "--", "linewidth": 1.2}
@@ -162,6 +163,7 @@ saves are worth in a report (docs/performance.md, the report's drawing)."""
 
 
 def _png(fig: Figure) -> bytes:
+    interrupts.poll()  # a stop asked for is acted on between pictures
     _lay_out(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, pil_kwargs={"compress_level": COMPRESS})
@@ -237,8 +239,9 @@ def cv_over_time(
     of: str = "sandboxes per node",
 ) -> bytes:
     """CV of sandboxes per node (or of what `of` names: then no theory line) over the run,
-    per strategy (mean over seeds, 95% band), with heartbeat times as vertical lines and the
-    uniform-random CV sqrt((n-1)/m) dashed."""
+    per strategy (mean over seeds, 95% band), with heartbeat times as vertical lines (none
+    where nodes report at phases of their own) and the uniform-random CV sqrt((n-1)/m)
+    dashed."""
     fig = new_figure(10, 4)
     ax = fig.subplots()
     for t in beats:
@@ -259,7 +262,7 @@ def cv_over_time(
             label="uniform random",
             **THEORY,
         )
-    ax.set_xlabel("time (s); grey lines: heartbeats applied")
+    ax.set_xlabel("time (s); grey lines: heartbeats applied" if beats else "time (s)")
     _log_if_dwarfed(ax, series, f"CV of {of}")
     _from_zero(ax, series)
     _legend_outside(fig, ax)

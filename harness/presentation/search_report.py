@@ -1,4 +1,4 @@
-"""A search's results for people: a live progress line, the terminal summary (best, minimal,
+"""A search's results for people: the terminal summary (best, minimal,
 confirmation, top ten) and the HTML report's page (objective over trials with the best so far,
 the top ten, which keys matter)."""
 
@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import html
 import math
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,33 +28,6 @@ def _fmt(x: Any) -> str:
 def _value(x: Any) -> str:
     """A key's value as a person reads it: a float to 4 digits (the files hold it whole)."""
     return _fmt(x) if isinstance(x, float) else repr(x)
-
-
-class SearchLine:
-    """One line on stderr, rewritten in place: trials done, best so far, trials/s."""
-
-    def __init__(self, name: str, console: Console) -> None:
-        self.name = name
-        self.err = Console(file=sys.stderr)
-        self.last = 0.0
-        self.shown = False
-
-    def __call__(self, done: int, limit: int | None, best: float | None, rate: float) -> None:
-        now = time.monotonic()
-        if now - self.last < 0.2 and rate:
-            return
-        self.last = now
-        of = f"/{limit}" if limit is not None else ""
-        speed = f", {rate:.1f} trials/s" if rate else ""
-        line = f"{self.name}: {done}{of} trials, best {_fmt(best)}{speed}"
-        end = "\r" if self.err.is_terminal else "\n"
-        self.err.file.write(line.ljust(60) + end)
-        self.err.file.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown and self.err.is_terminal:
-            self.err.file.write("\n")
 
 
 def top(meta: dict[str, Any], trials: pd.DataFrame, n: int = TOP) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from harness.results.statistics import mean_interval
 
 Batches = Callable[[str, Sequence[str]], Iterable[pa.Table]]
 """A run's (or a sweep's cells') table, some columns of it, a batch at a time: finished seeds
-only (`harness.results.run_folder.RunFiles.batches`)."""
+only (`harness.results.run_reader.RunFiles.batches`)."""
 
 MAX_SAMPLES = 500
 """Timeline instants drawn per seed at most."""

@@ -1,11 +1,10 @@
-"""What a person sees in the terminal: histograms of the herd, tables over seeds, progress."""
+"""What a person sees in the terminal: histograms of the herd, tables over seeds, the live view
+of a seed played in real time (progress itself: `harness.presentation.progress`)."""
 
 from __future__ import annotations
 
 import itertools
 import math
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,10 +13,8 @@ import numpy as np
 import pandas as pd
 from rich.columns import Columns
 from rich.console import Console, Group, JustifyMethod, RenderableType
-from rich.live import Live
 from rich.markup import escape
 from rich.panel import Panel
-from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -28,13 +25,12 @@ from harness.config.key_tables import (
     plugin_keys_table,
 )
 from harness.engines import Snapshot
-from harness.model.protocol.replica_party import REFUSED_AGAIN
 from harness.presentation.headline import headline, plugins_line
 from harness.presentation.placer import per_strategy, placed_by
 from harness.results.seed_figures import cv
 from harness.results.statistics import (
     by_strategy,
-    comparisons,
+    contrasts,
     median_seed,
     utilisation_varies,
 )
@@ -46,7 +42,7 @@ from harness.results.thresholds import (
     METRICS,
     number_text,
 )
-from harness.results.time_keeping import OVERLOADED, line, run_verdict
+from harness.results.time_keeping import OVERLOADED, kept_by_strategy, line, mark, run_verdict
 
 
 def bars(labels: list[str], values: list[int], width: int = 40) -> str:
@@ -191,10 +187,21 @@ def strategy_tables(
     ):
         if rows[column].notna().any():
             columns.append(Column(label, [_fmt(x, 2) for x in rows[column]]))
-    labels = {c.header.replace("\n", " ") for c in columns}
+    keys = [Column("strategy", list(rows["strategy"]), justify="left")]
+    kept = kept_by_strategy(summary)
+    if kept:  # an engine in real time: each row's seeds, kept in time or not, beside its name
+        cells = [_kept(kept.get(s)) for s in rows["strategy"]]
+        keys.append(Column("time\nkeeping", cells, justify="left"))
+    labels = {c.header.replace("\n", " ") for c in [*keys, *columns]}
     caption = " ".join(text for label, text in CAPTIONS if label is None or label in labels)
-    strategy = Column("strategy", list(rows["strategy"]), justify="left")
-    return fitted(title, [strategy], columns, width, caption)
+    return fitted(title, keys, columns, width, caption)
+
+
+def _kept(counts: tuple[int, int] | None) -> str:
+    """A row's time keeping (`mark`), overloaded in red; `-` for a strategy not measured."""
+    if counts is None:
+        return "-"
+    return f"[bold red]{mark(counts)}[/bold red]" if counts[0] else mark(counts)
 
 
 def _placer_columns(rows: pd.DataFrame) -> list[Column]:
@@ -270,6 +277,12 @@ CAPTIONS: tuple[tuple[str | None, str], ...] = (
         "allocated vCPUs; util %: the mean utilisation.",
     ),
     (
+        "time keeping",
+        "time keeping: whether each strategy's seeds kept the model's time on an engine in "
+        "real time, or how many ran OVERLOADED: its figures may then describe the machine, not "
+        "the scheduler.",
+    ),
+    (
         "RPC p99",
         "RPC p99: the create RPC's round trip, late p99: how late heartbeats arrived, in model "
         "ms (real-time engines only).",
@@ -321,9 +334,12 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
     pipeline = plugins_line(plugins)
     if pipeline:
         console.print(Text(pipeline, style="dim"))
-    found = comparisons(summary, nodes)
-    for told in headline(found, run_verdict(summary), placed_by(summary)):
-        console.print(Text(told))
+    found = contrasts(summary, nodes)
+    kept = run_verdict(summary)
+    lines = headline(found, kept, placed_by(summary), kept_by_strategy(summary))
+    for i, told in enumerate(lines):
+        loud = i == 0 and kept is not None and kept["verdict"] == OVERLOADED
+        console.print(Text(told, style="bold red" if loud else ""))
     panels = []
     for c in found:
         seed = median_seed(summary, c.strategy)
@@ -336,10 +352,11 @@ def print_run(meta: dict[str, Any], frames: dict[str, pd.DataFrame], console: Co
             else (f"{len(counts)} nodes: max {max(counts)}, min {min(counts)}")
         )
         same = f" (= {c.same_as})" if c.same_as else ""
+        over = " [bold red]OVERLOADED[/bold red]" if row.get("time_keeping") == OVERLOADED else ""
         panels.append(
             Panel(
                 body,
-                title=f"{c.strategy}{same}: seed {seed}, CV {row['cv']:.3f}",
+                title=f"{c.strategy}{same}: seed {seed}, CV {row['cv']:.3f}{over}",
                 subtitle="median-CV seed",
                 expand=False,
             )
@@ -382,99 +399,6 @@ def live_detail(snapshot: Snapshot) -> Panel:
     )
     title = f"{snapshot.elapsed_s:.1f} s elapsed, CV {_fmt(cv(counts))}"
     return Panel(figures + body, title=title, title_align="left", expand=False)
-
-
-BAR_WIDTH = 16
-"""Characters of progress bar: with the counts and the clock, a line fits in 80 columns."""
-
-
-def clock(seconds: float | None) -> str:
-    """0:08, 12:30, 1:02:03; -:-- when not known yet."""
-    if seconds is None:
-        return "-:--"
-    minutes, secs = divmod(round(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02}:{secs:02}" if hours else f"{minutes}:{secs:02}"
-
-
-class ClockColumn(ProgressColumn):
-    """`elapsed 0:08, ETA 0:02`: both named, so that neither is read as the other."""
-
-    def render(self, task: Task) -> Text:
-        return Text(f"elapsed {clock(task.elapsed)}, ETA {clock(task.time_remaining)}")
-
-
-class LazyProgress:
-    """A progress bar that appears only once a run has taken more than `delay` seconds; engines
-    in real time add a live view of the current seed under it."""
-
-    def __init__(self, description: str, delay: float = 1.5) -> None:
-        self.description = description
-        self.delay = delay
-        self.start = time.monotonic()
-        self.bar: Progress | None = None
-        self.live: Live | None = None
-        self.task: Any = None
-
-    def __call__(
-        self,
-        done: int,
-        total: int,
-        fraction: float,
-        snapshot: Snapshot | None = None,
-        refused: int = 0,
-    ) -> None:
-        if self.bar is None:
-            if time.monotonic() - self.start < self.delay:
-                return
-            self.bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(bar_width=BAR_WIDTH),
-                TextColumn("{task.fields[units]}"),
-                ClockColumn(),
-            )
-            self.task = self.bar.add_task(self.description, total=total, units="")
-            self.live = Live(
-                self.bar, console=Console(file=sys.stderr), transient=True, refresh_per_second=4
-            )
-            self.live.start()
-        units = f"{done}/{total} seeds"
-        if refused:  # a storm: nodes refuse and the scheduler answers them again
-            units += f"; {refused} creates refused {REFUSED_AGAIN}+ times, asked again"
-        self.bar.update(self.task, completed=done + min(fraction, 1.0), units=units)
-        if snapshot is not None:
-            self.live.update(Group(self.bar, live_detail(snapshot)))
-
-    def close(self) -> None:
-        if self.live is not None:
-            self.live.stop()
-
-
-class SweepBar:
-    """Cells complete, cells failed, elapsed and time left of a sweep, on stderr; it appears
-    with the first report, so an error found before the sweep starts is not drawn under a bar."""
-
-    def __init__(self, description: str) -> None:
-        self.started = False
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(bar_width=BAR_WIDTH),
-            TextColumn("{task.fields[cells]}"),
-            ClockColumn(),
-            console=Console(file=sys.stderr),
-        )
-        self.task = self.bar.add_task(description, total=None, cells="")
-
-    def __call__(self, done: int, failed: int, total: int) -> None:
-        if not self.started:
-            self.bar.start()
-            self.started = True
-        cells = f"{done}/{total} cells" + (f" [red]{failed} failed[/red]" if failed else "")
-        self.bar.update(self.task, completed=done + failed, total=total, cells=cells)
-
-    def close(self) -> None:
-        if self.started:
-            self.bar.stop()
 
 
 STRATEGY_KEY = "placement.strategy"

@@ -29,14 +29,9 @@ import pyarrow as pa
 
 from harness.results import machine
 from harness.results.atomic_files import write_parquet
-from harness.results.run_folder import (
-    PARTS,
-    ResultsError,
-    holder,
-    load_run,
-    read_columns,
-    read_meta,
-)
+from harness.results.failures import ResultsError
+from harness.results.folder_policy import holder, mark
+from harness.results.run_reader import PARTS, load_run, read_columns, read_meta
 from harness.results.summary_columns import (
     BY_NAME,
     OVERLOADED,
@@ -111,7 +106,8 @@ def load_side(path: str | Path) -> Side:
         raise CompareError(f"{folder} is not a folder")
     kind = holder(folder)
     if kind is None:
-        raise CompareError(f"{folder} is not a results folder (no run.json or sweep.json)")
+        marks = f"{mark('run')} or {mark('sweep')}"
+        raise CompareError(f"{folder} is not a results folder (no {marks})")
     if kind == "run":
         meta, summary = _run_summary(folder)
         finished = pd.DataFrame(meta["finished"], columns=["strategy", "seed"])

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.eligibility import RULES
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.results.seed_figures import matches
 from harness.results.seed_result import SeedResult
 
-if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
-    from harness.config import Config
+if TYPE_CHECKING:  # what it reads of a config: `config_view`, none of the layer above
+    from harness.results.config_view import ConfigView
 
 TOLERANCE = 1e-6
 """vCPUs of float residue allowed where two sums must agree."""
@@ -63,7 +63,7 @@ def _acknowledged(result: SeedResult, truth: set[int]) -> tuple[set[int], list[i
     return alive, sorted(still_there)
 
 
-def check(config: Config, result: SeedResult) -> list[dict[str, Any]]:
+def check(config: ConfigView, result: SeedResult) -> list[dict[str, Any]]:
     """The checks (name, ok, detail); what they found goes into the result's summary
     (`lost_sandboxes`, `unknown_sandboxes`, `orphans`, `invariants_ok`), so every engine's
     summary has it."""
@@ -120,7 +120,7 @@ def check(config: Config, result: SeedResult) -> list[dict[str, Any]]:
                 "eligibility rule: " + ", ".join(f"{r} {s[f'violations_{r}']}" for r in RULES),
             )
         )
-    ledger = LEDGERS[config.placement.strategy]
+    ledger = STRATEGIES[config.placement.strategy]
     if ledger.exact_when_drained and result.drained_views is not None:
         true_cpu = nodes.column("cpu_allocated").to_numpy()
         live = ~nodes.column("down").to_numpy(zero_copy_only=False)

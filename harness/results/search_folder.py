@@ -7,7 +7,8 @@
     best.toml       the worst scenario found, runnable by `harness run` (same seeds, same result)
     minimal.toml    the best one shrunk towards the base: only the keys it needs still moved
 
-The search holds its folder under a lock until it closes (`harness.results.run_folder.lock_folder`).
+The search holds its folder under a lock until it closes
+(`harness.results.folder_policy.lock_folder`).
 A trial is on disk once trials.parquet has its row; search.json follows. `--resume DIR` replays
 the stored trials to the searcher (same seed, same trials asked) and runs only the others."""
 
@@ -25,21 +26,21 @@ import pyarrow.parquet as pq
 import tomli_w
 
 import harness
-from harness.results import phase_hooks
+from harness import interrupts, testing_signals
 from harness.results.atomic_files import write_json, write_parquet, write_text
 from harness.results.failures import ResultsError
-from harness.results.run_folder import (
+from harness.results.folder_policy import (
     check_out_dir,
-    first_difference,
     holder,
     lock_folder,
+    mark,
     new_run_id,
     nothing_written,
-    read_record,
 )
+from harness.results.run_reader import first_difference, read_record
 
-if TYPE_CHECKING:  # the results layer reads the search it is handed; it imports none
-    from harness.config.search_file import Search
+if TYPE_CHECKING:  # what it reads of a search: `config_view`, none of the layer above
+    from harness.results.config_view import SearchView
 
 COMPLETE, FAILED = "complete", "failed"
 TRIAL_COLUMNS = ("trial", "state", "objective", "error", "wall_s")
@@ -50,7 +51,7 @@ class SearchStore:
     """Opens (a new or empty folder, or with `resume` this search's own) and holds it until
     `close`; refuses a folder holding anything else or a different search."""
 
-    def __init__(self, out_dir: Path, search: Search, resume: bool = False) -> None:
+    def __init__(self, out_dir: Path, search: SearchView, resume: bool = False) -> None:
         self.out_dir = Path(out_dir)
         self.search = search
         if not resume:
@@ -99,8 +100,8 @@ class SearchStore:
     def add_trial(self, row: dict[str, Any]) -> None:
         """Write a finished trial (complete or failed): trials.parquet, whole, replaced; search.json
         follows with the batch (`update`). A signal meanwhile waits for the trial to be written."""
-        with phase_hooks.uncut():
-            phase_hooks.at("trial")
+        with interrupts.uncut():
+            testing_signals.at("trial")
             self.trials[row["trial"]] = row
             rows = [self.trials[n] for n in sorted(self.trials)]
             table = pa.Table.from_pylist(rows)
@@ -127,7 +128,7 @@ class SearchStore:
             self._lock.release()
 
     def _write_meta(self) -> None:
-        write_json(self.out_dir / "search.json", self.meta)
+        write_json(self.out_dir / mark("search"), self.meta)
 
 
 def _now() -> str:
@@ -162,15 +163,15 @@ META_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 def is_search(path: str | Path) -> bool:
-    return (Path(path) / "search.json").is_file()
+    return (Path(path) / mark("search")).is_file()
 
 
 def read_search_meta(folder: Path) -> dict[str, Any]:
     """search.json of `folder`, or ResultsError saying why it cannot be read as a search."""
     folder = Path(folder)
     if holder(folder) != "search":
-        raise ResultsError(f"{folder} holds no search (no search.json)")
-    return read_record(folder / "search.json", META_TYPES, "a search's")
+        raise ResultsError(f"{folder} holds no search (no {mark('search')})")
+    return read_record(folder / mark("search"), META_TYPES, "a search's")
 
 
 def load_search_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:

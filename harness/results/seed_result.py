@@ -18,10 +18,10 @@ from harness.results.seed_rows import SeedRows
 from harness.results.summary_columns import IN_PROCESS, SKETCHED
 from harness.results.time_keeping import seed_verdict
 
-if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
+if TYPE_CHECKING:  # what it reads of a config: `config_view`, none of the layer above
     from ddsketch import DDSketch
 
-    from harness.config import Config
+    from harness.results.config_view import ConfigView
 
 
 @dataclass
@@ -55,7 +55,7 @@ class SeedResult:
 
 def seed_result(
     engine: str,
-    config: Config,
+    config: ConfigView,
     seed: int,
     nodes: Mapping[str, Sequence],
     rows: SeedRows,
@@ -112,7 +112,7 @@ def _sketched(sketches: Mapping[str, DDSketch]) -> dict[str, Any]:
     return row
 
 
-def partial_result(engine: str, config: Config, seed: int, rows: SeedRows) -> SeedResult:
+def partial_result(engine: str, config: ConfigView, seed: int, rows: SeedRows) -> SeedResult:
     """What an engine holds of a seed that did not finish: the requests and samples that had
     arrived (their files closed), and no summary figures; the nodes' end state is unknown."""
     try:

@@ -42,6 +42,9 @@ class SeedRows:
         self._held: dict[str, list[pa.Table]] = {name: [] for name in RECORDED}
         self._writers: dict[str, pq.ParquetWriter] = {}
         self.closed = False
+        """The folder is made when the first rows come, inside a folder that must exist (the
+        run's `parts/`, a sweep's scratch): a task still writing after its run closed and
+        removed that folder fails rather than leave its files behind."""
 
     def path(self, name: str) -> Path:
         """The file of table `name` in the part folder."""
@@ -68,7 +71,7 @@ class SeedRows:
             writer = self._writers.get(name)
             stored = stamped(rows, self.run_id or "")
             if writer is None:
-                self.folder.mkdir(parents=True, exist_ok=True)
+                self.folder.mkdir(exist_ok=True)
                 writer = pq.ParquetWriter(
                     self.path(name), stored.schema, **parquet_options(stored.schema)
                 )
@@ -90,7 +93,7 @@ class SeedRows:
                 writer = self._writers.pop(name, None)
                 if writer is None:
                     stored = stamped(schema.empty_table(), self.run_id or "")
-                    self.folder.mkdir(parents=True, exist_ok=True)
+                    self.folder.mkdir(exist_ok=True)
                     writer = pq.ParquetWriter(
                         self.path(name), stored.schema, **parquet_options(stored.schema)
                     )

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from harness.model.registry import RegistryError
-from harness.model.scheduling.ledger import Ledger
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.eligibility import RULES
+from harness.model.scheduling.strategies import STRATEGIES
+from harness.model.scheduling.strategy import Strategy
 from harness.results import percentiles
 from harness.results.order_statistics import grouped_percentiles
 from harness.results.seed_figures import FAILURE_REASONS, PERCENTILES
@@ -85,7 +85,7 @@ def _mean_of(group: pd.DataFrame, column: str) -> float:
 
 Batches = Callable[[str, Sequence[str]], Iterable[pa.Table]]
 """A run's large table, some columns of it, a batch at a time, finished seeds only
-(`harness.results.run_folder.RunFiles.batches`)."""
+(`harness.results.run_reader.RunFiles.batches`)."""
 
 
 def pooled_load(summary: pd.DataFrame, batches: Batches) -> pd.DataFrame:
@@ -258,7 +258,7 @@ class Change:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Contrast:
     """What a strategy changed against the run's first, and the figures that say why where
     they can: the headline of a run (`harness.presentation.headline`). The first strategy is
     compared to itself (`base == strategy`) to give its own figures."""
@@ -321,13 +321,13 @@ def _counts_in_progress(strategy: str) -> bool | None:
     """Whether the strategy adds creates in progress to the score; None for one that is not
     known here (a plugin no longer installed)."""
     try:
-        ledger = LEDGERS.resolve(strategy)
+        ledger = STRATEGIES.resolve(strategy)
     except RegistryError:
         return None
-    return issubclass(ledger, Ledger) and ledger.counts_in_progress
+    return issubclass(ledger, Strategy) and ledger.counts_in_progress
 
 
-def comparisons(summary: pd.DataFrame, nodes: pd.DataFrame) -> list[Comparison]:
+def contrasts(summary: pd.DataFrame, nodes: pd.DataFrame) -> list[Contrast]:
     """The run's first strategy with its own figures, then every other against it on the
     same seeds: CV, busiest and idlest node, failed creates (and for what reason), how wrong
     each view was, whether it placed exactly as an earlier strategy, and how many creates were
@@ -351,7 +351,7 @@ def comparisons(summary: pd.DataFrame, nodes: pd.DataFrame) -> list[Comparison]:
         mine = flying.get_group(strategy)
         pair = [strategy, base, *([same[strategy]] if strategy in same else [])]
         found.append(
-            Comparison(
+            Contrast(
                 strategy=strategy,
                 base=base,
                 seeds=int((summary["strategy"] == strategy).sum()),

@@ -130,6 +130,27 @@ rule, in its order)."""
 LOWER, HIGHER = Direction.LOWER, Direction.HIGHER
 NEUTRAL, IDENTITY = Direction.NEUTRAL, Direction.IDENTITY
 
+
+def _percentiles(figure: str, median: str) -> tuple[Column, Column]:
+    """The p50 and p99 columns of a figure an engine hands over as a sketch (model ms):
+    `median` says what the figure is."""
+    unit, source = "ms (model time)", Source.SKETCH
+    return (
+        Column(f"{figure}_p50_ms", "f64", unit, LOWER, LATENCY, source, median),
+        Column(f"{figure}_p99_ms", "f64", unit, LOWER, LATENCY, source, P99_OF_THE_SAME),
+    )
+
+
+P99_OF_THE_SAME = "99th percentile of the same. Ray engine only."
+"""What a sketched figure's p99 column means."""
+
+
+def _sketch(figure: str, meaning: str) -> Column:
+    """The column of a sketched figure's DDSketch bytes, merged over seeds."""
+    bytes_ = "DDSketch bytes"
+    return Column(f"{figure}_sketch", "bin", bytes_, IDENTITY, SKETCH, Source.SKETCH, meaning)
+
+
 FAITHFUL = "faithful"
 OVERLOADED = "overloaded"
 """The values of `time_keeping`: declared with the column, so a threshold reads them without
@@ -532,65 +553,47 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         Source.REAL_TIME,
         "`run.time_scale`. Ray engine only: null on the virtual engine.",
     ),
-    Column(
-        "create_rpc_p50_ms",
-        "f64",
-        "ms (model time)",
-        LOWER,
-        LATENCY,
-        Source.SKETCH,
+    *_percentiles(
+        "create_rpc",
         "Median create RPC round trip the schedulers measured. Ray engine only: null on "
         "the virtual engine, where it is `cluster.create_latency_ms` by construction.",
     ),
-    Column(
-        "create_rpc_p99_ms",
-        "f64",
-        "ms (model time)",
-        LOWER,
-        LATENCY,
-        Source.SKETCH,
-        "99th percentile of the same. Ray engine only.",
-    ),
-    Column(
-        "heartbeat_late_p50_ms",
-        "f64",
-        "ms (model time)",
-        LOWER,
-        LATENCY,
-        Source.SKETCH,
+    *_percentiles(
+        "heartbeat_late",
         "Median lateness of a heartbeat (actual minus planned report time). Ray engine "
         "only: the virtual engine is never late.",
     ),
-    Column(
-        "heartbeat_late_p99_ms",
-        "f64",
-        "ms (model time)",
-        LOWER,
-        LATENCY,
-        Source.SKETCH,
-        "99th percentile of the same. Ray engine only.",
+    *_percentiles(
+        "report_late",
+        "Median lateness of a report reaching a scheduler replica (applied minus due: taken "
+        "plus `heartbeat.delay_ms` and its jitter), on top of the heartbeat's own lateness. "
+        "Ray engine only: the virtual engine applies every report when due.",
+    ),
+    *_percentiles(
+        "submit_late",
+        "Median lateness of a create reaching its scheduler replica from its client (0 in "
+        "the model), on top of the client's own (`send_delay_p99_ms`). Ray engine only.",
     ),
     # DDSketch protobuf of every value (harness.results.percentiles.from_bytes): merged over
     # seeds.
-    Column(
-        "create_rpc_sketch",
-        "bin",
-        "DDSketch bytes",
-        IDENTITY,
-        SKETCH,
-        Source.SKETCH,
+    _sketch(
+        "create_rpc",
         "Every create RPC round trip of the seed (ms, model time) as a DDSketch "
         "(`harness.results.percentiles.from_bytes`); merges exactly over seeds. "
         "Ray engine only.",
     ),
-    Column(
-        "heartbeat_late_sketch",
-        "bin",
-        "DDSketch bytes",
-        IDENTITY,
-        SKETCH,
-        Source.SKETCH,
+    _sketch(
+        "heartbeat_late",
         "Every heartbeat's lateness (ms, model time) as a DDSketch. Ray engine only.",
+    ),
+    _sketch(
+        "report_late",
+        "Every report's lateness at a replica (ms, model time) as a DDSketch. Ray engine only.",
+    ),
+    _sketch(
+        "submit_late",
+        "Every submitted create's lateness at its replica (ms, model time) as a DDSketch. "
+        "Ray engine only.",
     ),
     Column(
         "ray_nodes",
@@ -627,8 +630,8 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         LOWER,
         LATENCY,
         Source.TIME_KEEPING,
-        "99th percentile of a create's delay from issue to its first RPC (`sent_at - "
-        "issued_at`): 0 in the model, the engine's own delivery and queueing. Ray engine only.",
+        "99th percentile of a create's delay from issue to its client sending it (`sent_at - "
+        "issued_at`): 0 in the model, the client's own lateness on Ray. Ray engine only.",
     ),
     Column(
         "time_keeping",
@@ -638,8 +641,9 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         LABEL,
         Source.TIME_KEEPING,
         "`faithful`, or `overloaded` when a figure the engine measured left its limit against "
-        "the scenario's time scales (`harness.results.time_keeping`): the results may then "
-        "describe the machine. Ray engine only.",
+        "the time scales the seed's results depend on (the gap between creates, the report "
+        "interval: `harness.results.time_keeping`): the results may then describe the "
+        "machine. Ray engine only.",
     ),
     Column(
         "overload_figure",
@@ -648,8 +652,9 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
         IDENTITY,
         LABEL,
         Source.TIME_KEEPING,
-        "The figure that broke furthest (`heartbeat_late_p99_ms`, `rpc_excess_p99_ms`, "
-        "`send_delay_p99_ms`, `driver_cpu`); null when faithful. Ray engine only.",
+        "The figure that broke furthest (`report_lateness_ms`, `choice_lateness_ms`, "
+        "`rpc_excess_ms`, `driver_cpu`: `harness.results.time_keeping.FIGURES`); null when "
+        "faithful. Ray engine only.",
     ),
     Column(
         "overload_value",

@@ -6,9 +6,10 @@
     requests/cell=<n>/...   per cell, each row with the cell's values of the varied keys
     timeline/cell=<n>/...
 
-The sweep holds its folder under a lock until it closes (`harness.results.run_folder.lock_folder`),
-so no run or second sweep writes into it meanwhile. Every table has the sweep's `run_id` (kept when
-a sweep is resumed), so results of several sweeps and runs can be stacked and told apart.
+The sweep holds its folder under a lock until it closes
+(`harness.results.folder_policy.lock_folder`), so no run or second sweep writes into it meanwhile.
+Every table has the sweep's `run_id` (kept when a sweep is resumed), so results of several
+sweeps and runs can be stacked and told apart.
 
 A cell is complete once sweep.json says so. Its tables are written first (replacing whatever
 an earlier, interrupted attempt left in its partition), then summary.parquet, then sweep.json,
@@ -31,25 +32,25 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 import harness
-from harness.results import machine, phase_hooks
+from harness import interrupts, testing_signals
+from harness.results import machine
 from harness.results.arrow_schemas import TABLES, stamped, summary_table
 from harness.results.atomic_files import write_json, write_parquet
-from harness.results.run_folder import (
-    ResultsError,
-    check_fields,
+from harness.results.failures import ResultsError
+from harness.results.folder_policy import (
     holder,
     lock_folder,
+    mark,
     new_run_id,
     nothing_written,
-    read_columns,
-    read_record,
 )
+from harness.results.run_reader import check_fields, read_columns, read_record
 from harness.results.seed_result import SeedResult
 from harness.results.seed_rows import RECORDED, SeedRows
 from harness.results.thresholds import evaluate
 
-if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
-    from harness.config.sweep_file import Cell, Sweep
+if TYPE_CHECKING:  # what it reads of a config: `config_view`, none of the layer above
+    from harness.results.config_view import CellView, SweepView
 
 CELL_TABLES = ("nodes", "requests", "timeline")
 SEEDS = ".seeds"
@@ -63,7 +64,7 @@ class SweepStore:
     """Opens (or creates) the folder of one sweep, and holds it until `close`; refuses a
     folder holding a run or another sweep, or held by a run or sweep still going."""
 
-    def __init__(self, out_dir: Path, sweep: Sweep) -> None:
+    def __init__(self, out_dir: Path, sweep: SweepView) -> None:
         self.out_dir = Path(out_dir)
         self.sweep = sweep
         self._lock = lock_folder(self.out_dir)
@@ -122,28 +123,29 @@ class SweepStore:
     def complete(self) -> set[int]:
         return {c["cell"] for c in self.meta["cells"] if c["status"] == COMPLETE}
 
-    def pending(self) -> list[Cell]:
+    def pending(self) -> list[CellView]:
         """Cells still to run: never run, interrupted, or failed last time."""
         done = self.complete()
         return [cell for cell in self.sweep.cells if cell.index not in done]
 
-    def seed_rows(self, cell: Cell, seed: int) -> SeedRows:
+    def seed_rows(self, cell: CellView, seed: int) -> SeedRows:
         """Where the rows of one seed of a cell go while it runs: Parquet files in a scratch
         folder of the sweep's (`SEEDS`), gathered into the cell's partitions once its seeds
         are in, then removed."""
         folder = self.out_dir / SEEDS / f"{cell.index}-{seed}"
+        folder.parent.mkdir(exist_ok=True)
         return SeedRows(cell.config.placement.strategy, seed, folder, self.run_id)
 
-    def add_cell(self, cell: Cell, results: list[SeedResult], wall_s: float) -> None:
+    def add_cell(self, cell: CellView, results: list[SeedResult], wall_s: float) -> None:
         """Write a finished cell; `results` in seed order, so reruns give identical files. Its
         partition of each table is one file, replaced whole (an earlier, interrupted attempt's
         file included), streamed from its seeds' rows a batch at a time. A signal meanwhile
         waits for the cell to be written."""
-        with phase_hooks.uncut():
-            phase_hooks.at("cell")
+        with interrupts.uncut():
+            testing_signals.at("cell")
             self._add_cell(cell, results, wall_s)
 
-    def _add_cell(self, cell: Cell, results: list[SeedResult], wall_s: float) -> None:
+    def _add_cell(self, cell: CellView, results: list[SeedResult], wall_s: float) -> None:
         for name in CELL_TABLES:
             schema = self._stamped(TABLES[name].empty_table().drop_columns(["run_id"]), cell).schema
             folder = self.out_dir / name / f"cell={cell.index}"
@@ -159,7 +161,9 @@ class SweepStore:
         self._judge(cell)
         self._set(cell, status=COMPLETE, error=None, traceback=None, wall_s=round(wall_s, 3))
 
-    def _cell_parts(self, name: str, cell: Cell, results: list[SeedResult]) -> Iterator[pa.Table]:
+    def _cell_parts(
+        self, name: str, cell: CellView, results: list[SeedResult]
+    ) -> Iterator[pa.Table]:
         """Table `name` of each seed of a cell, in seed order, stamped, a batch at a time."""
         for result in results:
             if name == "nodes":
@@ -168,12 +172,12 @@ class SweepStore:
             for batch in result.rows.batches(name, RECORDED[name].names):
                 yield self._stamped(pa.Table.from_batches([batch]), cell)
 
-    def _judge(self, cell: Cell) -> None:
+    def _judge(self, cell: CellView) -> None:
         """The cell's threshold checks, on its summary rows, into its entry of sweep.json."""
         rows = self._summaries[cell.index].to_pandas()
         self.meta["cells"][cell.index]["thresholds"] = evaluate(cell.config.thresholds, rows)
 
-    def fail_cell(self, cell: Cell, error: str, trace: str) -> None:
+    def fail_cell(self, cell: CellView, error: str, trace: str) -> None:
         """Record a cell that raised; the sweep goes on and a rerun tries it again."""
         self._set(cell, status=FAILED, error=error, traceback=trace)
 
@@ -189,14 +193,14 @@ class SweepStore:
         finally:
             self._lock.release()
 
-    def _stamped(self, part: pa.Table, cell: Cell) -> pa.Table:
+    def _stamped(self, part: pa.Table, cell: CellView) -> pa.Table:
         """`part` with the sweep's run id first and the cell's value of each varied key last."""
         part = stamped(part, self.run_id)
         for key, kind in self.key_types.items():
             part = part.append_column(key, pa.repeat(pa.scalar(cell.values[key], kind), len(part)))
         return part
 
-    def _set(self, cell: Cell, **fields: Any) -> None:
+    def _set(self, cell: CellView, **fields: Any) -> None:
         self.meta["cells"][cell.index].update(fields)
         self._write_meta()
 
@@ -206,7 +210,7 @@ class SweepStore:
             write_parquet(self.out_dir / "summary.parquet", parts[0].schema, parts)
 
     def _write_meta(self) -> None:
-        write_json(self.out_dir / "sweep.json", self.meta)
+        write_json(self.out_dir / mark("sweep"), self.meta)
 
 
 def _jsonable(value: Any) -> Any:
@@ -215,7 +219,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def _read_meta(folder: Path) -> dict[str, Any]:
-    path = folder / "sweep.json"
+    path = folder / mark("sweep")
     meta = read_record(path, META_TYPES, "a sweep's")
     for cell in meta["cells"]:
         check_fields(path, cell, CELL_TYPES, "a sweep cell's")
@@ -246,7 +250,7 @@ def sweep_state(folder: Path) -> str:
 
 
 def is_sweep(path: str | Path) -> bool:
-    return (Path(path) / "sweep.json").is_file()
+    return (Path(path) / mark("sweep")).is_file()
 
 
 def load_sweep_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harness.model.registry import RegistryError
-from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.results.summary_columns import OVERLOADED, SUMMARY_COLUMNS
 
 if TYPE_CHECKING:  # pandas is loaded by evaluation only: checking a config needs names alone
@@ -149,9 +149,9 @@ def parse(text: str, origin: str = "") -> Threshold:
     scope = match["scope"]
     if scope not in (None, "*"):
         try:
-            LEDGERS.resolve(scope)
+            STRATEGIES.resolve(scope)
         except RegistryError:
-            raise ThresholdError(f"unknown strategy {scope!r}{_close(scope, LEDGERS)}") from None
+            raise ThresholdError(f"unknown strategy {scope!r}{_close(scope, STRATEGIES)}") from None
     metric, aggregate = metric_and_aggregate(match["name"])
     try:
         bound = float(match["number"])

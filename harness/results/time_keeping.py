@@ -1,17 +1,27 @@
 """Whether a run in real time kept the model's time: each seed and the run `faithful`, or
 `overloaded` naming the figure that broke and the time scale that would fit.
 
-An engine in real time (Ray) pays its own delays on top of the model's: a heartbeat handled
-late, a create RPC that takes longer than modelled, a create sent after it was issued. On a
-quiet machine these are small beside the scenario's own time scales; on a busy one they grow
-until the results describe the machine, not the scheduler (views staler than the report
-interval says, creates in flight together that the model sends apart). Each figure is compared
-with the time scale of the scenario it competes with, and the verdict names the first that
-broke. The engine's delays are roughly fixed in wall time, so in model time they shrink in
-proportion to `run.time_scale`: the time scale that would fit is the one that brings every
-figure under its limit. The limits were calibrated on the shipped scenarios (docs/performance.md,
-"Time keeping"): a quiet 2-core machine stays well inside them at the conformance time scales,
-and a machine whose load stalls the engine leaves them by a wide margin."""
+An engine in real time (Ray) pays its own delays on top of the model's, and each moves an event
+the results depend on: a report applied late (its heartbeat handled late, then its delivery to
+the replica), a create chosen late (its client's timer, then its delivery), a create RPC
+answered late. A delay matters as far as it moves events across others whose order the model
+decides: above all a create across a report or an answer, whose rate is the gap between two
+creates of one replica. So each figure is compared with the time scale it competes with:
+
+- a report applied late, and a create chosen late: the gap between creates (so many creates
+  land on the other side of the report than the model puts there), and at most a share of the
+  report interval (a view staler than modelled) where creates are sparse;
+- a create RPC answered late: the gap between creates where the strategy counts creates in
+  progress or acts on answers (a late answer there is a create counted twice, or erased, by
+  the report it crosses), and the report interval where only reports move the view (`stale`:
+  an answer changes nothing, and a node's late action is one create among the interval's);
+- the driver's CPU: a share of one core (beyond, its polls and samples come late).
+
+The engine's delays are roughly fixed in wall time, so in model time they shrink in proportion
+to `run.time_scale`: the time scale that would fit is the one that brings every figure under
+its limit. The limits were calibrated by playing the shipped scenarios on the virtual engine
+with such delays added (docs/performance.md, "Time keeping"): delays within them leave the
+results within the model's own spread over seeds; beyond, they leave it."""
 
 from __future__ import annotations
 
@@ -23,33 +33,39 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow.compute as pc
 
+from harness.model.scheduling.strategies import STRATEGIES
+from harness.model.workload.arrivals import ARRIVALS
 from harness.results.order_statistics import percentiles
 from harness.results.seed_rows import SeedRows
 from harness.results.summary_columns import FAITHFUL, OVERLOADED
 
-if TYPE_CHECKING:  # the results layer reads the config it is handed; it imports none
+if TYPE_CHECKING:  # what it reads of a config: `config_view`, none of the layer above
     import pandas as pd
 
-    from harness.config import Config
+    from harness.results.config_view import ConfigView
 
 
-LATE_SHARE = 0.25
-"""A heartbeat's lateness (p99) may be this share of the report interval: a view that many
-intervals' parts staler than modelled."""
-RPC_SHARE = 0.25
-"""A create RPC's excess over its modelled round trip (p99) may be this share of the report
-interval: an answer that much later than modelled lands in another report's window."""
-SEND_GAPS = 10.0
-"""A create's delay between being issued and being sent (p99) may be this many mean gaps
-between creates: beyond, creates the model sends apart are in flight together."""
+REPORT_GAPS = 2.0
+"""A report's lateness (p99, the heartbeat's and the delivery's added) may be this many gaps
+between creates of one replica: about that many creates chosen on the other side of it."""
+CHOICE_GAPS = 5.0
+"""A create's lateness in reaching its replica (p99, the client's send delay and the delivery
+added) may be this many gaps: creates late alike move together, so only their spread moves one
+across a report, and it is smaller than the p99."""
+RPC_GAPS = 2.0
+"""A create RPC's excess over its modelled round trip (p99) may be this many gaps where the
+strategy counts creates in progress or acts on answers."""
+INTERVAL_SHARE = 0.25
+"""Any lateness may be at most this share of the report interval: a view that much staler than
+modelled, and the limit of a create RPC's excess where only reports move the view."""
 DRIVER_CPU = 0.9
 """The driver's CPU, a share of one core over the seed (as Locust warns at 90%): beyond, its
 polls and samples come late."""
 
 FIGURES = {
-    "heartbeat_late_p99_ms": "heartbeat lateness p99",
-    "rpc_excess_p99_ms": "create RPC excess p99",
-    "send_delay_p99_ms": "send delay p99",
+    "report_lateness_ms": "report lateness p99 (heartbeat + delivery)",
+    "choice_lateness_ms": "create lateness p99 (send + delivery)",
+    "rpc_excess_ms": "create RPC excess p99",
     "driver_cpu": "driver CPU",
 }
 """Every figure the verdict judges, and its words."""
@@ -82,28 +98,55 @@ def _send_delays(rows: SeedRows) -> Iterator[np.ndarray]:
 
 
 def send_delay_p99_ms(rows: SeedRows) -> float:
-    """p99 of the model ms from a create's issue to its first RPC: 0 in the model, the
-    engine's own delivery and queueing on Ray; NaN when no create was sent."""
+    """p99 of the model ms from a create's issue to its client sending it: 0 in the model, the
+    client's own lateness on Ray; NaN when no create was sent."""
     (p99,) = percentiles(lambda: _send_delays(rows), (99,))
     return p99 * 1000.0
 
 
-def _gap_ms(creates: int, duration_s: float) -> float:
-    """The mean model ms between two creates issued (the run's duration over its creates)."""
-    return duration_s * 1000.0 / creates if creates else math.inf
+def gap_ms(config: ConfigView, creates: int) -> float:
+    """The mean model ms between two creates one replica chooses (the run's duration over its
+    creates, each replica taking its share). A burst sends every create at one instant, before
+    any answer: it has no gap for a delay to move a create across, and only the report
+    interval bounds its delays (infinite here)."""
+    if not creates or ARRIVALS.resolve(config.workload.arrival).at_once:
+        return math.inf
+    return config.run.duration_s * 1000.0 * config.placement.replicas / creates
 
 
-def figures(config: Config, summary: dict[str, Any]) -> list[Figure]:
-    """What the engine measured on one seed against the scenario's time scales."""
-    interval_ms = config.heartbeat.interval_s * 1000.0
-    rpc_excess = summary["create_rpc_p99_ms"] - config.cluster.create_latency_ms
+def answers_count(strategy: str) -> bool:
+    """Whether a create's answer moves what the strategy scores: it counts creates in progress
+    until answered, or changes its view on an answer (every strategy but `stale`)."""
+    kind = STRATEGIES.resolve(strategy)
+    return kind.counts_in_progress or not kind.view_is_last_report
+
+
+def _sum(summary: dict[str, Any], *parts: str) -> float:
+    """Delays measured apart (`parts`, summary columns), added: NaN only when none was."""
+    known = [v for v in (summary.get(p, math.nan) for p in parts) if not math.isnan(v)]
+    return sum(known) if known else math.nan
+
+
+def figures(config: ConfigView, summary: dict[str, Any]) -> list[Figure]:
+    """What the engine measured on one seed against the time scales its results depend on."""
+    interval = INTERVAL_SHARE * config.heartbeat.interval_s * 1000.0
+    gap = gap_ms(config, summary["requests"])
+    rpc_scale = RPC_GAPS * gap if answers_count(config.placement.strategy) else math.inf
     found = [
-        Figure("heartbeat_late_p99_ms", summary["heartbeat_late_p99_ms"], LATE_SHARE * interval_ms),
-        Figure("rpc_excess_p99_ms", rpc_excess, RPC_SHARE * interval_ms),
         Figure(
-            "send_delay_p99_ms",
-            summary["send_delay_p99_ms"],
-            SEND_GAPS * _gap_ms(summary["requests"], config.run.duration_s),
+            "report_lateness_ms",
+            _sum(summary, "heartbeat_late_p99_ms", "report_late_p99_ms"),
+            min(REPORT_GAPS * gap, interval),
+        ),
+        Figure(
+            "choice_lateness_ms",
+            _sum(summary, "send_delay_p99_ms", "submit_late_p99_ms"),
+            min(CHOICE_GAPS * gap, interval),
+        ),
+        Figure(
+            "rpc_excess_ms",
+            summary["create_rpc_p99_ms"] - config.cluster.create_latency_ms,
+            min(rpc_scale, interval),
         ),
         Figure("driver_cpu", summary["driver_cpu"], DRIVER_CPU),
     ]
@@ -121,7 +164,7 @@ def fitting_scale(time_scale: float, broken: list[Figure]) -> float:
     return math.ceil(needed / step - 1e-9) * step
 
 
-def seed_verdict(config: Config, summary: dict[str, Any], rows: SeedRows) -> dict[str, Any]:
+def seed_verdict(config: ConfigView, summary: dict[str, Any], rows: SeedRows) -> dict[str, Any]:
     """The time-keeping columns of one seed an engine in real time ran."""
     summary = {**summary, "send_delay_p99_ms": send_delay_p99_ms(rows)}
     found = figures(config, summary)
@@ -164,6 +207,25 @@ def run_verdict(summary: pd.DataFrame) -> dict[str, Any] | None:
             "fitting_time_scale": float(over["fitting_time_scale"].max()),
         }
     return verdict
+
+
+def kept_by_strategy(summary: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """Per strategy an engine in real time ran, (its overloaded seeds, its seeds): what the
+    tables and the headline mark its figures with. Empty for a run not in real time."""
+    if "time_keeping" not in summary:
+        return {}
+    measured = summary[summary["time_keeping"].notna()]
+    return {
+        str(strategy): (int((group["time_keeping"] == OVERLOADED).sum()), len(group))
+        for strategy, group in measured.groupby("strategy", sort=False)
+    }
+
+
+def mark(counts: tuple[int, int]) -> str:
+    """A strategy's time keeping in a table's cell: `faithful`, or `OVERLOADED 2 of 3` (its
+    overloaded seeds of its seeds)."""
+    over, seeds = counts
+    return f"{OVERLOADED.upper()} {over} of {seeds}" if over else FAITHFUL
 
 
 def _max(frame: pd.DataFrame, column: str) -> float | None:

@@ -11,7 +11,7 @@ measured on this code:
 - a seed holds its model's state, the rows its logs hold until they flush (at most
   `harness.engines.virtual.FLUSH_ROWS`, however long it runs) and what the passes that read
   its rows back for its summary and checks hold (`READ_BACK_BYTES`, bounded too);
-- the seeds that run at once (`harness.running.seed_tasks.workers`, on this machine's cores)
+- the seeds that run at once (`workers`, on this machine's cores)
   each run in a Ray worker process of their own, beside Ray's own processes and the driver; a
   run of one seed at a time runs them in the driver's process;
 - after the seeds, the driver gathers their rows into the run's files a row group at a time
@@ -28,16 +28,14 @@ from __future__ import annotations
 
 import math
 import os
-import resource
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from harness.config import Config, ConfigError, RayConfig
 from harness.engines import ENGINES
 from harness.engines.virtual import FLUSH_ROWS
 from harness.model.workload.arrivals import ARRIVALS
 from harness.results.atomic_files import ROW_GROUP_ROWS
-from harness.running.seed_tasks import workers
+from harness.results.machine import Machine
 from harness.wiring.demand_estimate import demand
 
 # Costs per unit, from `bench/budget.py`; the figures measured and how are on the performance
@@ -119,69 +117,19 @@ DRAW_SAMPLE_S = 0.4e-6
 RAY_START_S = 2.5
 """Wall seconds to start Ray, or a seed's actors on Ray (docs, "A Ray cluster")."""
 
+OVER_ROOM = 1.25
+"""How far the workload's peak must exceed the cluster's room before `over_capacity` says so:
+the estimate is rough (a trace's rows are counted, not their own lifetimes and sizes), and a
+peak a little over the room is often met by sandboxes ending."""
 LIMIT_S = 24 * 3600.0
 """Longest run (or sweep) accepted without --force: a day of computing, by the estimate's
 floor. The longest shipped scenario takes minutes; a day is a typo's order of magnitude."""
 SAY_S = 10.0
 """Computing from which `harness run` and `harness sweep` say their estimate before they
 start: below, the run is over before the line would be read."""
-
-
-@dataclass(frozen=True)
-class Machine:
-    """What the estimate is held against: memory available now, and cores; `bound` says what
-    sets the memory (free memory, a cgroup's limit, the address-space limit)."""
-
-    memory_bytes: float
-    cpus: int
-    bound: str = "free memory"
-
-
-CGROUP = Path("/sys/fs/cgroup")
-CGROUP_LIMITS = (
-    ("memory.max", "memory.current"),
-    ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes"),
-)
-"""A cgroup's memory limit and use: v2, then v1 (a v1 limit of no limit is a huge number)."""
-
-
-def this_machine(cgroup: Path = CGROUP, status: Path = Path("/proc/self/status")) -> Machine:
-    """Memory this process can still have: the least of what is available now (MemAvailable),
-    what its cgroup's limit leaves (v2 or v1) and what its address-space limit (RLIMIT_AS,
-    `ulimit -v`) leaves beyond the address space it maps already; and the cores."""
-    available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                available = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    bounds = {"free memory": float(available)}
-    for limit_file, used_file in CGROUP_LIMITS:
-        try:
-            limit = (cgroup / limit_file).read_text().strip()
-            used = int((cgroup / used_file).read_text())
-        except (OSError, ValueError):
-            continue
-        if limit.isdigit():
-            bounds["the cgroup's memory limit"] = float(int(limit) - used)
-            break
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft != resource.RLIM_INFINITY:
-        bounds["the address-space limit, ulimit -v"] = float(soft - _mapped(status))
-    bound = min(bounds, key=bounds.__getitem__)
-    return Machine(max(0.0, bounds[bound]), os.cpu_count() or 1, bound)
-
-
-def _mapped(status: Path) -> int:
-    """Bytes of address space this process maps now (VmSize), which RLIMIT_AS counts."""
-    try:
-        for line in status.read_text().splitlines():
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
+RAY_WORTH_S = 30.0
+"""Computing a run must be estimated to take (on one core) before `run.workers = 0` runs its
+seeds as Ray tasks: below, starting Ray costs more than the other cores give back."""
 
 
 @dataclass(frozen=True)
@@ -338,6 +286,20 @@ def seed_terms(config: Config) -> list[Term]:
 def seed_seconds(config: Config) -> float:
     """CPU seconds one seed of `config` takes on the virtual engine, by the estimate."""
     return sum(t.seconds for t in seed_terms(config))
+
+
+def workers(config: Config, units: int, estimate_s: float, cpus: int) -> int:
+    """How many units run at once: `run.workers`, or by default every core when the run is
+    estimated to take `RAY_WORTH_S` of computing or more (or joins a cluster), else 1. An
+    engine that runs on Ray itself runs its seeds one after another. The runner's pool and
+    the estimate of the run's memory ask here alike."""
+    if ENGINES[config.run.engine].on_ray or units <= 1:
+        return 1
+    if config.run.workers:
+        return min(config.run.workers, units)
+    if config.ray.address or os.environ.get("RAY_ADDRESS"):
+        return units
+    return min(cpus, units) if estimate_s >= RAY_WORTH_S else 1
 
 
 def _gather(seed: list[Term], seeds: int, seeds_key: str) -> Term:
@@ -605,3 +567,37 @@ def check_sweep(
         how = f"{seeds} seeds x {len(configs)} cells on {n} cores"
         _refuse_time(seconds, worst, how, seeds_key)
     return estimate
+
+
+def over_capacity(config: Config) -> str | None:
+    """One line when the workload asks for more sandboxes alive at once than the cluster has
+    room for (`harness.wiring.demand_estimate.Demand`: `wanted` over `room`), else None. A
+    create beyond the room is refused by a full node and, as upstream, placed again and again
+    until its deadline: a storm of refusals, which made a run of a second take minutes. Said
+    before the run, not refused: a full cluster may be what is studied."""
+    d = demand(config)
+    if d.wanted <= OVER_ROOM * d.room:
+        return None
+    cpus = sum(p.count * p.cpu_count for p in config.cluster.node_pools())
+    p = config.placement
+    if p.retry_refused:
+        then = (
+            "placed again until placement.deadline_s passes, which can make the run far "
+            "longer (placement.max_asks caps the asks per create)"
+        )
+    else:
+        then = "failed at once (placement.retry_refused is false)"
+    return (
+        f"{config.run.name} asks for more room than its cluster has: about {d.wanted:,.0f} "
+        f"sandboxes alive at once at its peak, room for about {d.room:,.0f} ({cpus:,} vCPUs "
+        f"x placement.r {p.r:g}); creates beyond it are refused by full nodes and {then}"
+    )
+
+
+def cells_over_capacity(configs: list[Config]) -> str | None:
+    """`over_capacity` for a sweep's cells: how many, and the first one's line."""
+    said = [(i, line) for i, c in enumerate(configs) if (line := over_capacity(c)) is not None]
+    if not said:
+        return None
+    first, line = said[0]
+    return f"{len(said)} of {len(configs)} cells, the first cell {first}: {line}"

@@ -12,7 +12,7 @@ from pathlib import Path
 from harness.config import Config, trace_file
 from harness.engines.ray_setup import plugin_sources
 from harness.model.workload.arrivals import ARRIVALS
-from harness.results.run_folder import sha256_of
+from harness.results.run_reader import sha256_of
 
 
 def named_files(config: Config, strategies: Iterable[str] = ()) -> list[Path]:

@@ -5,24 +5,29 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
+from harness import interrupts, testing_signals
 from harness.config import Config
-from harness.engines import Engine, Snapshot, get_engine
-from harness.engines.ray_setup import connect, plugin_sources
-from harness.model.cluster.faults.kinds import record as fault_record
+from harness.engines import Engine, EngineError, Snapshot, get_engine
+from harness.engines.ray_setup import plugin_sources
+from harness.model.cluster.faults.fault_keys import record as fault_record
 from harness.model.scheduling.placement.record import placement_record
-from harness.results import phase_hooks
-from harness.results.failures import InvariantError
-from harness.results.run_folder import ResultsError, RunWriter, check_out_dir, resumable
+from harness.results.failures import InvariantError, ResultsError
+from harness.results.folder_policy import check_out_dir
+from harness.results.machine import this_machine
+from harness.results.run_reader import resumable
+from harness.results.run_writer import RunWriter
 from harness.results.seed_result import SeedResult
 from harness.results.thresholds import evaluate
 from harness.results.time_keeping import run_verdict
-from harness.running.cost_check import seed_seconds, this_machine
+from harness.running.cost_check import seed_seconds, workers
 from harness.running.inputs import fingerprint, first_changed
-from harness.running.seed_tasks import InProcess, OnRay, Unit, broken_lines, workers
+from harness.running.pool import Done, InProcess, Job, OnRay, Pool
+from harness.running.seed_tasks import broken_lines, run_unit
 
-# progress(units_done, units_total, fraction_of_current_unit, live snapshot or None, creates
-# stuck in refusals)
+# progress(units_done, units_total, share of the running units done (their model time, added
+# up), live snapshot or None, creates stuck in refusals in the running units)
 RunProgress = Callable[[int, int, float, Snapshot | None, int], None]
 
 
@@ -54,13 +59,13 @@ def run(
     (`harness.results.invariants`); broken checks are written with the results, and the run then
     raises InvariantError. The config's thresholds are checked on the finished run and written
     to run.json; failing them is for the caller to act on. `run_id` is the id every table
-    carries (`harness.results.run_folder.new_run_id`), a new one if not given. With `resume`,
-    `out_dir` holds this run unfinished (`harness.results.run_folder.resumable`): its finished
+    carries (`harness.results.folder_policy.new_run_id`), a new one if not given. With `resume`,
+    `out_dir` holds this run unfinished (`harness.results.run_reader.resumable`): its finished
     seeds are kept and only the others run, so the files are those of a run never stopped; a
     damaged part is named in a line given to `notice` and its seed run again. A file the config
     names (`harness.running.inputs`) that changed since the run began refuses the resume.
     """
-    phase_hooks.at("start")
+    testing_signals.at("start")
     inputs = fingerprint(config, strategies)
     if resume:
         recorded = resumable(out_dir, config.to_dict(), strategies).get("inputs", inputs)
@@ -71,6 +76,7 @@ def run(
         check_out_dir(out_dir, overwrite)
     engine = get_engine(config.run.engine)
     engine.prepare(config, strategies)
+    interrupts.poll()  # a stop asked for so far: nothing is written yet
     seeds = config.run.seed_numbers
     # The scheduler processes' standard error, per seed and replica, kept with the results.
     logs = {}
@@ -94,29 +100,37 @@ def run(
         ) as writer,
     ):
         variants = {s: config.with_values({"placement.strategy": s, **logs}) for s in strategies}
-        units = [
-            Unit(variants[s], seed)
-            for s in strategies
-            for seed in seeds
-            if (s, seed) not in writer.done
-        ]
+        todo = [(s, seed) for s in strategies for seed in seeds if (s, seed) not in writer.done]
+        jobs = (
+            Job((s, seed), run_unit, (variants[s], seed), writer.seed_rows(s, seed))
+            for s, seed in todo
+        )
         done = len(writer.done)
-        pool = _pool(config, engine, len(units))
-        if progress is not None:
-            progress(done, total, 0.0, None, 0)
+        running: dict[Any, tuple[float, int]] = {}  # (strategy, seed) -> (share done, refused)
 
-        def moved(index: int, fraction: float, snapshot: Snapshot | None, refused: int) -> None:
-            if progress is not None and fraction < 1.0:
-                progress(done, total, fraction, snapshot, refused)
-
-        phase_hooks.at("seed")
-        for result, checks in pool.results(units, writer.seed_rows, moved, _partial(writer)):
-            writer.add(result, checks)
-            done += 1
+        def show(snapshot: Snapshot | None = None) -> None:
             if progress is not None:
-                progress(done, total, 0.0, None, 0)
-            if done < total:
-                phase_hooks.at("seed")
+                share = sum(f for f, _ in running.values())
+                progress(done, total, share, snapshot, sum(r for _, r in running.values()))
+
+        def moved(key: Any, fraction: float | None, snap: Snapshot | None, refused: int) -> None:
+            if fraction is None:  # finished: counted in `done` once its result is in
+                running.pop(key, None)
+                return
+            running[key] = (fraction, refused)
+            show(snap)
+
+        with _pool(config, engine, len(todo)) as pool:
+            show()
+            testing_signals.at("seed")
+            for finished in pool.results(jobs, moved, _partial(writer)):
+                if finished.error is not None:
+                    raise _failure(finished)
+                writer.add(*finished.value)
+                done += 1
+                show()
+                if done < total:
+                    testing_signals.at("seed")
         summaries = writer.summaries()
         writer.meta["time_keeping"] = run_verdict(summaries)
         writer.set_thresholds(evaluate(config.thresholds, summaries))
@@ -135,11 +149,24 @@ def _partial(writer: RunWriter) -> Callable[[SeedResult], None]:
     return lambda result: writer.add(result, partial=True)
 
 
-def _pool(config: Config, engine: Engine, units: int) -> InProcess | OnRay:
-    """This process, or Ray tasks on every core (`harness.running.seed_tasks.workers`)."""
+def _failure(failed: Done) -> BaseException:
+    """A unit's failure as the run raises it: as raised, in this process; from a task, an
+    EngineError naming the unit (the task's exception is a copy from another process)."""
+    assert failed.error is not None
+    if not failed.remote:
+        return failed.error
+    strategy, seed = failed.job.key
+    if failed.died:
+        return EngineError(f"{strategy} seed {seed}: its task's process died ({failed.error})")
+    cause = failed.error
+    first = (str(cause).splitlines() or [""])[0]
+    return EngineError(f"{strategy} seed {seed} failed: {type(cause).__name__}: {first}")
+
+
+def _pool(config: Config, engine: Engine, units: int) -> Pool:
+    """This process, on `engine`, or Ray tasks on every core (`workers`)."""
     estimate = seed_seconds(config) * units
     n = workers(config, units, estimate, this_machine().cpus)
     if n <= 1:
         return InProcess(engine)
-    connect(config.ray.address, plugin_sources([config]))
-    return OnRay(n)
+    return OnRay(n, config.ray.address, plugin_sources([config]))

@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import optuna
@@ -31,20 +31,29 @@ from optuna.distributions import (
 )
 from optuna.trial import TrialState
 
+from harness import interrupts, testing_signals
 from harness.config import Config, ConfigError
 from harness.config.search_file import SEARCHERS, Dimension, Search
 from harness.engines import get_engine, real_time
-from harness.engines.ray_setup import connect, plugin_sources, stop_ray
-from harness.results import phase_hooks
+from harness.engines.ray_setup import plugin_sources
 from harness.results.arrow_schemas import summary_table
 from harness.results.failures import InvariantError, ResultsError
 from harness.results.search_folder import COMPLETE, FAILED, SearchStore
 from harness.results.thresholds import COLUMNS
+from harness.running.pool import InProcess, Job, OnRay, Pool
 from harness.running.seed_tasks import run_checked
 from harness.wiring.demand_estimate import demand
 
-# progress(trials done, trial budget or None, best objective so far or None, trials/s)
-SearchProgress = Callable[[int, int | None, float | None, float], None]
+
+class SearchProgress(Protocol):
+    """What a search tells its progress display: trials done, the trial budget (None: none),
+    the best objective so far (None: none yet) and trials per second; then, past the trials,
+    the phase it is in (shrinking, confirming), which takes minutes of its own."""
+
+    def __call__(self, done: int, limit: int | None, best: float | None, rate: float) -> None: ...
+
+    def phase(self, what: str) -> None: ...
+
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 BOOTSTRAP = 400
@@ -69,45 +78,23 @@ def run_trial(config: Config, strategies: list[str], seeds: list[int]) -> tuple[
     return rows, time.perf_counter() - began
 
 
-Job = tuple[Any, Config]
+Trial = tuple[Any, Config]
+"""A trial to run: its key (its number) and its scenario."""
 Outcome = tuple[Any, list[dict] | None, float, str | None]
 """(key, summary rows or None, seconds, error or None)."""
 
 
-class InProcess:
-    """Trials one after another in this process: no Ray (tests, and the bench's plain loop)."""
-
-    def run(self, jobs: list[Job], strategies: list[str], seeds: list[int]) -> Iterator[Outcome]:
-        for key, config in jobs:
-            try:
-                rows, wall = run_trial(config, strategies, seeds)
-            except Exception as e:
-                yield key, None, 0.0, _describe(e)
-            else:
-                yield key, rows, wall, None
-
-
-class OnRay:
-    """Each trial one Ray task, all of a batch at once; outcomes as they finish."""
-
-    def __init__(self) -> None:
-        import ray
-
-        self._ray = ray
-        self._task = ray.remote(run_trial)
-
-    def run(self, jobs: list[Job], strategies: list[str], seeds: list[int]) -> Iterator[Outcome]:
-        ray = self._ray
-        refs = {self._task.remote(config, strategies, seeds): key for key, config in jobs}
-        while refs:
-            (ref,), _ = ray.wait(list(refs), num_returns=1)
-            key = refs.pop(ref)
-            try:
-                rows, wall = ray.get(ref)
-            except ray.exceptions.RayError as e:
-                yield key, None, 0.0, _describe(getattr(e, "cause", None) or e)
-            else:
-                yield key, rows, wall, None
+def outcomes(
+    pool: Pool, trials: list[Trial], strategies: list[str], seeds: list[int]
+) -> Iterator[Outcome]:
+    """Each trial as a job of `pool` (`run_trial`), its outcome as it finishes."""
+    jobs = [Job(key, run_trial, (config, strategies, seeds)) for key, config in trials]
+    for done in pool.results(jobs):
+        if done.error is not None:
+            yield done.job.key, None, 0.0, _describe(done.error)
+        else:
+            rows, wall = done.value
+            yield done.job.key, rows, wall, None
 
 
 def _describe(error: BaseException) -> str:
@@ -179,9 +166,9 @@ def trial_row(
     return row
 
 
-def _jobs(search: Search, todo: list[tuple[int, dict[str, Any]]]) -> tuple[list[Job], list]:
-    """The trials whose values make a valid scenario within the constraint (`max_creates`), as
-    jobs; the others as failed outcomes."""
+def _trials(search: Search, todo: list[tuple[int, dict[str, Any]]]) -> tuple[list[Trial], list]:
+    """The trials whose values make a valid scenario within the constraint (`max_creates`), to
+    run; the others as failed outcomes."""
     jobs, invalid = [], []
     for number, values in todo:
         try:
@@ -216,29 +203,22 @@ def run_search(
             f"a search needs an engine that keeps model time (as virtual does): {engine} runs "
             "in real time, where no trial could be repeated",
         )
-    phase_hooks.at("start")
+    testing_signals.at("start")
+    interrupts.poll()  # a stop asked for so far: nothing is written yet
     store = SearchStore(out_dir, search, resume)
-    started = False
     completed = False
     try:
-        if on_ray:
-            started = connect(address, plugin_sources([search.base], search.objective.strategies))
-            pool: InProcess | OnRay = OnRay()
-        else:
-            pool = InProcess()
-        search_loop(store, pool, progress)
-        finish(store, pool)
+        sources = plugin_sources([search.base], search.objective.strategies)
+        with OnRay(None, address, sources) if on_ray else InProcess() as pool:
+            search_loop(store, pool, progress)
+            finish(store, pool, progress)
         completed = True
     finally:
         store.close(completed)
-        if started:
-            stop_ray()
     return store
 
 
-def search_loop(
-    store: SearchStore, pool: InProcess | OnRay, progress: SearchProgress | None
-) -> None:
+def search_loop(store: SearchStore, pool: Pool, progress: SearchProgress | None) -> None:
     """Ask, run and tell, a batch at a time, until the budget is spent (the stored trials
     replayed, not run)."""
     search = store.search
@@ -265,9 +245,10 @@ def search_loop(
         elapsed = before + time.monotonic() - began
         if todo and search.wall_s is not None and elapsed >= search.wall_s:
             break
-        jobs, invalid = _jobs(search, todo)
+        trials, invalid = _trials(search, todo)
         params = dict(todo)
-        for outcome in [*invalid, *pool.run(jobs, search.objective.strategies, search.seeds)]:
+        ran_now = outcomes(pool, trials, search.objective.strategies, search.seeds)
+        for outcome in [*invalid, *ran_now]:
             store.add_trial(trial_row(search, outcome[0], params[outcome[0]], outcome))
             ran += 1
             if progress is not None:
@@ -308,7 +289,7 @@ def best_trial(store: SearchStore) -> dict[str, Any] | None:
 
 
 def evaluate(
-    search: Search, pool: InProcess | OnRay, candidates: list[dict[str, Any]], seeds: list[int]
+    search: Search, pool: Pool, candidates: list[dict[str, Any]], seeds: list[int]
 ) -> list[float]:
     """The objective of each scenario of `candidates` (values of the space) on `seeds`; NaN
     for one that is not valid or fails."""
@@ -320,7 +301,7 @@ def evaluate(
         except ConfigError:
             continue
         jobs.append((i, config))
-    for i, rows, _, error in pool.run(jobs, search.objective.strategies, seeds):
+    for i, rows, _, error in outcomes(pool, jobs, search.objective.strategies, seeds):
         if error is None:
             results[i] = search.objective.value(summaries(rows))
     return results
@@ -347,7 +328,7 @@ def toward(dim: Dimension, value: Any, base: Any) -> list[Any]:
 
 
 def shrink(
-    search: Search, pool: InProcess | OnRay, values: dict[str, Any], objective: float
+    search: Search, pool: Pool, values: dict[str, Any], objective: float
 ) -> tuple[dict[str, Any], float, list[dict[str, Any]], dict[str, float]]:
     """Move each key of `values`, in the space's order, as near its base value as keeps the
     objective within `search.shrink_tolerance` of `objective` (as hypothesis shrinks a failing
@@ -391,16 +372,14 @@ def fresh_seeds(search: Search) -> list[int]:
     return list(range(first, first + search.confirm_seeds))
 
 
-def confirm(
-    search: Search, pool: InProcess | OnRay, values: dict[str, Any], searched: float
-) -> dict[str, Any]:
+def confirm(search: Search, pool: Pool, values: dict[str, Any], searched: float) -> dict[str, Any]:
     """`values` rerun on fresh seeds: the objective there, its 95% interval (bootstrap over
     seeds), and how far the searched value lies above it (the winner's curse)."""
     seeds = fresh_seeds(search)
     config = search.config(values).with_values(
         {"run.first_seed": seeds[0], "run.seeds": len(seeds)}
     )
-    ((_, rows, _, error),) = list(pool.run([(0, config)], search.objective.strategies, seeds))
+    ((_, rows, _, error),) = list(outcomes(pool, [(0, config)], search.objective.strategies, seeds))
     if error is not None:
         return {"seeds": seeds, "error": error}
     frame = summaries(rows)
@@ -429,10 +408,11 @@ def confirm(
     }
 
 
-def finish(store: SearchStore, pool: InProcess | OnRay) -> None:
+def finish(store: SearchStore, pool: Pool, progress: SearchProgress | None = None) -> None:
     """After the search: best.toml, the shrunk minimal.toml with what each key it needs
-    matters, and both confirmed on fresh seeds. An objective the same on every finished trial
-    has no worst case: that is recorded (`constant`) and nothing is shrunk or confirmed."""
+    matters, and both confirmed on fresh seeds (each phase told to `progress`). An objective
+    the same on every finished trial has no worst case: that is recorded (`constant`) and
+    nothing is shrunk or confirmed."""
     search = store.search
     done = _complete(store)
     if not done or (len(done) > 1 and len({r["objective"] for r in done}) == 1):
@@ -442,6 +422,8 @@ def finish(store: SearchStore, pool: InProcess | OnRay) -> None:
     values = {key: best[key] for key in search.space}
     store.update(best={"trial": best["trial"], "objective": best["objective"], "values": values})
     _write(store, "best.toml", values, f"trial {best['trial']}: {best['objective']!r}")
+    if progress is not None:
+        progress.phase(f"shrinking trial {best['trial']} towards the base scenario")
     minimal, objective, steps, without = shrink(search, pool, values, best["objective"])
     store.update(
         minimal={
@@ -453,6 +435,8 @@ def finish(store: SearchStore, pool: InProcess | OnRay) -> None:
         }
     )
     _write(store, "minimal.toml", minimal, f"shrunk from trial {best['trial']}: {objective!r}")
+    if progress is not None:
+        progress.phase(f"confirming best and minimal on {search.confirm_seeds} fresh seeds")
     store.update(
         confirmed={
             "best": confirm(search, pool, values, best["objective"]),

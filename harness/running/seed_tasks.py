@@ -1,46 +1,46 @@
-"""Running a run's (strategy, seed) units: one after another in this process, or as Ray tasks
-at once, each on a core of its own (or of a cluster's), each writing its rows into the part
-folder it is given and checked where it ran. Either way the results, and the files, are the
-same: a unit is deterministic, and the run gathers its parts in run order."""
+"""One seed as a job of the pool (`harness.running.pool`): its body, checked where it ran, and
+the share of it done that it tells while it runs. A run's (strategy, seed) units and a sweep's
+(cell, seed) are such jobs; a unit is deterministic, so the results, and the files, are the
+same in this process or as Ray tasks."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Callable, Iterator
-from contextlib import closing
-from dataclasses import dataclass, replace
+from contextlib import closing, nullcontext
+from dataclasses import replace
 from typing import Any
 
 from harness.config import Config
-from harness.engines import ENGINES, Engine, EngineError, Progress, Snapshot, get_engine
+from harness.engines import Engine, Progress, Snapshot, get_engine
 from harness.results.invariants import check
 from harness.results.seed_result import SeedResult
 from harness.results.seed_rows import SeedRows
+from harness.running.pool import Tell
 
-RAY_WORTH_S = 30.0
-"""Computing a run must be estimated to take (on one core) before `run.workers = 0` runs its
-seeds as Ray tasks: below, starting Ray costs more than the other cores give back."""
+STORM = 10
+"""Creates in flight stuck in refusals at once (each refused `REFUSED_AGAIN` times or more,
+`harness.model.protocol.replica_party`) from which a seed is in a storm of refusals: its
+progress then counts the model time it may run past its duration, and the display names it."""
 
 Checked = tuple[SeedResult, list[dict[str, Any]]]
-"""A finished unit: its result, and its invariant checks."""
-RowsFor = Callable[[str, int], SeedRows]
-"""Where the rows of (strategy, seed) go (`harness.results.run_folder.RunWriter.seed_rows`)."""
-Moved = Callable[[int, float, Snapshot | None, int], None]
-"""Progress of the unit at an index: the share of its model time done, and what an engine in
-real time shows live (a snapshot, and the creates stuck in refusals)."""
+"""A finished seed: its result, and its invariant checks."""
 
 
-@dataclass(frozen=True)
-class Unit:
-    """One seed of one strategy: `config` has the strategy."""
+class Share:
+    """A seed's share done, from the model time it has reached: over its duration; once it
+    has been in a storm of refusals (`STORM`), over its duration and the placement's deadline,
+    for the creates sent before its end are placed again until then (the seed runs on past its
+    duration, and a share pinned at 1 would say nothing is left). Never above 1."""
 
-    config: Config
-    seed: int
+    def __init__(self, config: Config) -> None:
+        self.duration = config.run.duration_s
+        p = config.placement
+        self.tail = p.deadline_s if p.retry_refused else 0.0
+        self.stormed = False
 
-    @property
-    def strategy(self) -> str:
-        return self.config.placement.strategy
+    def __call__(self, t: float, refused: int) -> float:
+        self.stormed = self.stormed or refused >= STORM
+        end = self.duration + (self.tail if self.stormed else 0.0)
+        return min(t / end, 1.0)
 
 
 def run_checked(
@@ -62,112 +62,28 @@ def broken_lines(checks: list[dict[str, Any]]) -> list[str]:
     return [f"{c['check']} ({c['detail']})" for c in checks if not c["ok"]]
 
 
-def run_unit(config: Config, seed: int, rows: SeedRows | None = None) -> Checked:
-    """The body of a task: one seed on the config's engine, checked where it ran. The end
-    state the checks needed stays here rather than travelling back."""
-    with closing(get_engine(config.run.engine)) as engine:  # stops what it kept for the seed
-        result, checks, _ = run_checked(engine, config, seed, None, rows)
+def run_unit(
+    config: Config,
+    seed: int,
+    rows: SeedRows | None = None,
+    progress: Tell | None = None,
+    engine: Engine | None = None,
+) -> Checked:
+    """The body of a seed's job: the seed on `engine` (a new one of the config's, closed after,
+    without), its rows into `rows` (kept in memory without), checked where it ran; `progress`
+    is told the share done (`Share`). The end state the checks needed stays here rather than
+    travelling back."""
+    told = None if progress is None else _told(progress, Share(config))
+    own = closing(get_engine(config.run.engine)) if engine is None else nullcontext(engine)
+    with own as running:  # one of its own stops what it kept for the seed
+        result, checks, _ = run_checked(running, config, seed, told, rows)
     return replace(result, sandbox_ids=[], lost_ids=[], drained_views=None), checks
 
 
-def workers(config: Config, units: int, estimate_s: float, cpus: int) -> int:
-    """How many units run at once: `run.workers`, or by default every core when the run is
-    estimated to take `RAY_WORTH_S` of computing or more (or joins a cluster), else 1. An
-    engine that runs on Ray itself runs its seeds one after another."""
-    if ENGINES[config.run.engine].on_ray or units <= 1:
-        return 1
-    if config.run.workers:
-        return min(config.run.workers, units)
-    if config.ray.address or os.environ.get("RAY_ADDRESS"):
-        return units
-    return min(cpus, units) if estimate_s >= RAY_WORTH_S else 1
+def _told(progress: Tell, share: Share) -> Progress:
+    """An engine's progress callback that tells `progress` the share of the seed done."""
 
+    def tick(t: float, snapshot: Snapshot | None = None, refused: int = 0) -> None:
+        progress(share(t, refused), snapshot, refused)
 
-class InProcess:
-    """Every unit in this process, in order, on one engine (which keeps what it may between
-    seeds: external scheduler processes)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    def results(
-        self,
-        units: list[Unit],
-        rows_for: RowsFor,
-        progress: Moved,
-        partial: Callable[[SeedResult], None],
-    ) -> Iterator[Checked]:
-        """Each unit's result as it finishes; `progress` meanwhile, and `partial(result)`
-        with what a unit that stopped midway had written."""
-        for index, unit in enumerate(units):
-
-            def tick(
-                t: float,
-                snapshot: Snapshot | None = None,
-                refused: int = 0,
-                index: int = index,
-                duration: float = unit.config.run.duration_s,
-            ) -> None:
-                progress(index, t / duration, snapshot, refused)
-
-            try:
-                result, checks, _ = run_checked(
-                    self.engine, unit.config, unit.seed, tick, rows_for(unit.strategy, unit.seed)
-                )
-            except BaseException as e:
-                stopped = getattr(e, "partial", None)
-                if stopped is not None:
-                    partial(stopped)
-                raise
-            yield result, checks
-
-
-class OnRay:
-    """Units as Ray tasks, `workers` at once, each writing its rows into its part folder
-    (on this machine: a task Ray places elsewhere writes where the driver does only on a
-    shared file system); results come as they finish, in any order."""
-
-    def __init__(self, workers: int) -> None:
-        self.workers = workers
-
-    def results(
-        self,
-        units: list[Unit],
-        rows_for: RowsFor,
-        progress: Moved,
-        partial: Callable[[SeedResult], None],
-    ) -> Iterator[Checked]:
-        import ray
-
-        task = ray.remote(num_cpus=1, max_retries=0)(run_unit)
-        queue = list(enumerate(units))
-        queue.reverse()
-        flying: dict[Any, tuple[int, Unit]] = {}
-        try:
-            while queue or flying:
-                while queue and len(flying) < self.workers:
-                    index, unit = queue.pop()
-                    rows = rows_for(unit.strategy, unit.seed)
-                    flying[task.remote(unit.config, unit.seed, rows)] = (index, unit)
-                (ref,), _ = ray.wait(list(flying), num_returns=1)
-                index, unit = flying.pop(ref)
-                try:
-                    yield ray.get(ref)
-                except ray.exceptions.RayTaskError as e:
-                    stopped = getattr(e.cause, "partial", None)
-                    if stopped is not None:
-                        partial(stopped)
-                    cause = e.cause if isinstance(e.cause, Exception) else e
-                    raise EngineError(
-                        f"{unit.strategy} seed {unit.seed} failed: {type(cause).__name__}: "
-                        f"{(str(cause).splitlines() or [''])[0]}"
-                    ) from e
-                except ray.exceptions.RayError as e:
-                    raise EngineError(
-                        f"{unit.strategy} seed {unit.seed}: its task's process died ({e})"
-                    ) from e
-                progress(index, 1.0, None, 0)
-        finally:
-            for ref in flying:
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
+    return tick

@@ -1,43 +1,42 @@
-"""`harness sweep`: every cell x seed of a sweep as one Ray task, over every core of this
-machine (or of the cluster at --address); each cell is written as soon as its seeds are in.
+"""`harness sweep`: every cell x seed of a sweep as one job of the pool, as Ray tasks over every
+core of this machine (or of the cluster at --address); each cell is written as soon as its
+seeds are in.
 
-The driver keeps a bounded window of tasks in flight, in cell order, so cells finish (and reach
-the disk) one after another rather than all at the end, and a Ctrl-C loses only the cells in
-flight. A task that raises fails its cell, which is recorded; the other cells go on.
+The pool keeps a window of tasks in flight, in cell order, so cells finish (and reach the
+disk) one after another rather than all at the end, and a Ctrl-C loses only the cells in
+flight. A seed that fails fails its cell, which is recorded; the other cells go on.
 """
 
 from __future__ import annotations
 
 import time
-import traceback
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from harness import interrupts, testing_signals
 from harness.config import Config
-from harness.config.sweep_file import Cell, Sweep
-from harness.engines.ray_setup import connect, plugin_sources, stop_ray
-from harness.results import phase_hooks
+from harness.config.sweep_file import Sweep
+from harness.engines.ray_setup import plugin_sources
 from harness.results.failures import InvariantError
 from harness.results.seed_result import SeedResult
-from harness.results.seed_rows import SeedRows
 from harness.results.sweep_folder import SweepStore
-from harness.running.seed_tasks import broken_lines, run_unit
+from harness.running.pool import Job, OnRay
+from harness.running.seed_tasks import Checked, broken_lines, run_unit
 
 # progress(cells complete, cells failed, cells in the sweep)
 SweepProgress = Callable[[int, int, int], None]
 
 
-def run_seed(config: Config, seed: int, rows: SeedRows | None = None) -> SeedResult:
-    """The body of one task: one seed of one cell on the config's engine, its rows written
-    into `rows`' folder (kept in memory without), checked where it ran
-    (`harness.results.invariants`): a broken check fails the cell with its message."""
-    result, checks = run_unit(config, seed, rows)
+def run_seed(config: Config, seed: int, **handed: Any) -> Checked:
+    """The body of one job: one seed of one cell, as `run_unit` (`handed` what the pool hands
+    it), checked where it ran (`harness.results.invariants`): a broken check fails the cell
+    with its message."""
+    result, checks = run_unit(config, seed, **handed)
     broken = broken_lines(checks)
     if broken:
         raise InvariantError(f"seed {seed}", broken)
-    return result
+    return result, checks
 
 
 def run_sweep(
@@ -48,78 +47,61 @@ def run_sweep(
 ) -> SweepStore:
     """Run the cells of `sweep` not yet complete in `out_dir` (none: Ray is not even started);
     uses the Ray already running in this process if any, else starts (and then stops) one."""
-    phase_hooks.at("start")
+    testing_signals.at("start")
+    interrupts.poll()  # a stop asked for so far: nothing is written yet
     store = SweepStore(out_dir, sweep)
-    if not store.pending():
-        if progress is not None:
-            progress(len(sweep.cells), 0, len(sweep.cells))
-        store.close()
-        return store
-    started = False
     try:
-        started = connect(address, plugin_sources(cell.config for cell in sweep.cells))
-        _drive(store, progress)
-    finally:
-        store.close()
-        if started:
-            stop_ray()
-    return store
-
-
-def _describe(error: Exception) -> tuple[str, str]:
-    """A one-line error for the record and the full traceback, from the task's own exception."""
-    cause = getattr(error, "cause", None) or error
-    return f"{type(cause).__name__}: {cause}", "".join(traceback.format_exception(error))
-
-
-def _drive(store: SweepStore, progress: SweepProgress | None) -> None:
-    import ray
-
-    task = ray.remote(run_seed)
-    seeds = store.sweep.seeds
-    total = len(store.sweep.cells)
-    todo = store.pending()
-    done, failed = total - len(todo), 0
-    if progress is not None:
-        progress(done, failed, total)
-    window = 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
-    queue = deque((cell, seed) for cell in todo for seed in seeds)
-    in_flight: dict[Any, tuple[Cell, int]] = {}
-    results: dict[int, dict[int, SeedResult]] = {}
-    began: dict[int, float] = {}
-    dead: set[int] = set()
-    while queue or in_flight:
-        while queue and len(in_flight) < window:
-            cell, seed = queue.popleft()
-            if cell.index not in dead:
-                began.setdefault(cell.index, time.monotonic())
-                rows = store.seed_rows(cell, seed)
-                in_flight[task.remote(cell.config, seed, rows)] = (cell, seed)
-        if not in_flight:
-            continue
-        (ref,), _ = ray.wait(list(in_flight), num_returns=1)
-        cell, seed = in_flight.pop(ref)
-        if cell.index in dead:
-            continue
-        try:
-            result = ray.get(ref)
-        except ray.exceptions.RayError as e:
-            # The cell's other seeds still in flight finish and are ignored: ray.cancel
-            # racing a task's completion crashed the driver (Ray 2.60, task_manager.cc
-            # "Tried to complete task that was not pending").
-            dead.add(cell.index)
-            results.pop(cell.index, None)
-            error, trace = _describe(e)
-            store.fail_cell(cell, f"seed {seed}: {error}", trace)
-            failed += 1
-        else:
-            got = results.setdefault(cell.index, {})
-            got[seed] = result
-            if len(got) < len(seeds):
-                continue
-            del results[cell.index]
-            wall = time.monotonic() - began[cell.index]
-            store.add_cell(cell, [got[s] for s in seeds], wall)
-            done += 1
+        total = len(sweep.cells)
+        todo = store.pending()
+        done, failed = total - len(todo), 0
         if progress is not None:
             progress(done, failed, total)
+        if not todo:
+            return store
+        cells = {cell.index: cell for cell in todo}
+        dead: set[int] = set()
+        began: dict[int, float] = {}
+        got: dict[int, dict[int, SeedResult]] = {}
+
+        def jobs() -> Iterator[Job]:
+            """Each seed of each cell still to run, in order; a cell's other seeds are left
+            once one has failed it."""
+            for cell in todo:
+                for seed in sweep.seeds:
+                    if cell.index in dead:
+                        break
+                    began.setdefault(cell.index, time.monotonic())
+                    rows = store.seed_rows(cell, seed)
+                    yield Job((cell.index, seed), run_seed, (cell.config, seed), rows)
+
+        sources = plugin_sources(cell.config for cell in sweep.cells)
+        with OnRay(None, address, sources) as pool:
+            pool.window = 2 * pool.cores()
+            for finished in pool.results(jobs()):
+                index, seed = finished.job.key
+                cell = cells[index]
+                if index in dead:
+                    continue
+                if finished.error is not None:
+                    # The cell's other seeds still in flight finish and are ignored: ray.cancel
+                    # racing a task's completion crashed the driver (Ray 2.60, task_manager.cc
+                    # "Tried to complete task that was not pending").
+                    dead.add(index)
+                    got.pop(index, None)
+                    said = f"{type(finished.error).__name__}: {finished.error}"
+                    store.fail_cell(cell, f"seed {seed}: {said}", finished.trace)
+                    failed += 1
+                else:
+                    seeds = got.setdefault(index, {})
+                    seeds[seed] = finished.value[0]
+                    if len(seeds) < len(sweep.seeds):
+                        continue
+                    del got[index]
+                    wall = time.monotonic() - began[index]
+                    store.add_cell(cell, [seeds[s] for s in sweep.seeds], wall)
+                    done += 1
+                if progress is not None:
+                    progress(done, failed, total)
+    finally:
+        store.close()
+    return store

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from harness.config import Config, trace_file
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.lifetimes import LIFETIMES
+from harness.model.workload.distributions import LIFETIMES
 from harness.model.workload.workload_keys import SandboxSpec, WorkloadSpec
 
 
@@ -25,6 +25,12 @@ class Demand:
     cycle: float
     """A closed-loop client's cycle (lifetime, think time and the RPCs' round trips), seconds;
     NaN for other arrivals."""
+    wanted: float
+    """Sandboxes the workload would keep alive at once at its peak, were there room for all
+    (`alive` is this, or the room, whichever is less)."""
+    room: float
+    """Sandboxes the cluster holds: its vCPUs, over-committed `placement.r` times, over the
+    mean vCPUs a sandbox asks for."""
 
 
 def _mix(w: WorkloadSpec) -> list[tuple[float, SandboxSpec]]:
@@ -35,12 +41,12 @@ def _mix(w: WorkloadSpec) -> list[tuple[float, SandboxSpec]]:
 
 def _killed_share(sandbox: SandboxSpec, w: WorkloadSpec, duration: float) -> float:
     """The share of creates of `sandbox` whose kill falls within the run (lifetimes ending
-    before it); lifetimes other than exact ones (`Lifetime.exact`) are taken as exponential of
+    before it); lifetimes that vary (`Distribution.varies`) are taken as exponential of
     the same mean."""
     if sandbox.lifetime_s is None:
         return 0.0
     life = sandbox.lifetime_s
-    exact = LIFETIMES[sandbox.lifetime_dist].exact
+    exact = not LIFETIMES[sandbox.lifetime_dist].varies
     arrival = ARRIVALS[w.arrival]
     if arrival.at_once:
         window = duration - arrival.start(w)
@@ -67,10 +73,8 @@ def demand(config: Config) -> Demand:
         rtt = (c.create_latency_ms + c.kill_latency_ms) / 1000.0
         cycle = lifetime + w.think_s + rtt  # validation: closed clients have lifetimes
         creates = started * (1.0 + duration / cycle)
-        return Demand(creates, creates - started, min(started, slots), cycle)
+        return Demand(creates, creates - started, min(started, slots), cycle, started, slots)
     creates = float(trace_file.check(config)) if arrival.replay else arrival.expected(w, duration)
-    alive = min(creates, slots)
-    if not arrival.at_once:
-        alive = min(alive, creates / duration * lifetime)
+    wanted = creates if arrival.at_once else min(creates, creates / duration * lifetime)
     kills = creates * sum(share * _killed_share(s, w, duration) for share, s in mix)
-    return Demand(creates, kills, alive, math.nan)
+    return Demand(creates, kills, min(wanted, slots), math.nan, wanted, slots)

@@ -2,7 +2,8 @@
 
 The runner and engines own wiring, the model owns rules: this module is the one place that
 turns a validated `Config` into the model's own pieces (nodes, heartbeat plan, faults, RPC
-model, scheduler replicas, client hosts) and names the random stream each one draws from.
+model, scheduler replicas, client hosts), each handed the random stream it draws from
+(`harness.model.random_streams.Streams`, which names every stream).
 """
 
 from __future__ import annotations
@@ -21,17 +22,17 @@ from harness.model.protocol import Sink
 from harness.model.protocol.client_party import ClientHost
 from harness.model.protocol.node_party import NodeHost
 from harness.model.protocol.replica_party import ReplicaHost
-from harness.model.random_streams import stream
-from harness.model.scheduling.ledgers import LEDGERS, make_ledger
+from harness.model.random_streams import Streams
 from harness.model.scheduling.placement.pipeline import Parts
 from harness.model.scheduling.scheduler import Choice, Scheduler
+from harness.model.scheduling.strategies import STRATEGIES, make_strategy
 from harness.model.workload.arrivals import ARRIVALS
 from harness.wiring.demand_estimate import demand
 
 
 def nodes(config: Config, seed: int) -> list[Node]:
     """The cluster at t = 0, with its initial loads."""
-    return build_nodes(config.cluster, config.placement.r, stream(seed, "cluster"))
+    return build_nodes(config.cluster, config.placement.r, Streams(seed).cluster())
 
 
 def rpc_model(config: Config) -> RpcModel:
@@ -63,7 +64,7 @@ def beat_groups(config: Config, seed: int, node_ids: range) -> list[BeatGroup]:
     """The beat groups of the nodes `node_ids`: every node's phase is drawn (in node order, so
     a node's phase does not depend on how nodes are split among hosts), then kept for these."""
     every = heartbeat_plan(config).groups(
-        list(range(config.cluster.node_count)), stream(seed, "heartbeat")
+        list(range(config.cluster.node_count)), Streams(seed).heartbeat()
     )
     lo, hi = node_ids.start, node_ids.stop
     if lo == 0 and hi >= config.cluster.node_count:
@@ -74,11 +75,11 @@ def beat_groups(config: Config, seed: int, node_ids: range) -> list[BeatGroup]:
 
 def quiet_allowed(config: Config) -> bool:
     """Whether the replicas would ignore a report that says what the node's last one said: the
-    strategy ignores one (`Ledger.ignores_unchanged_reports`) and no placement plugin reads when
+    strategy ignores one (`Strategy.ignores_unchanged_reports`) and no placement plugin reads when
     a view was reported. Nodes may then skip such reports (`NodeHost`, `quiet`): the run is the
     same (`tests/engines/test_virtual_engine.py` checks every table)."""
     return (
-        LEDGERS[config.placement.strategy].ignores_unchanged_reports()
+        STRATEGIES[config.placement.strategy].ignores_unchanged_reports()
         and not Parts.of(config.placement).reads_report_times()
     )
 
@@ -107,20 +108,20 @@ def node_host(config: Config, seed: int, hosted: list[Node], sink: Sink) -> Node
     and report delivery draw from streams keyed by its first node."""
     first = hosted[0].node_id
     ids = range(first, first + len(hosted))
-    ledger = LEDGERS[config.placement.strategy]
+    strategy = STRATEGIES[config.placement.strategy]
     return NodeHost(
         hosted,
-        heartbeat_plan(config),
-        beat_groups(config, seed, ids),
-        Faults(config.faults, stream(seed, f"faults/{first}"), ids),
-        rpc_model(config),
-        create_times(config),
-        config.placement.replicas,
-        ledger.wants_sandbox_ids,
-        ledger.wants_response_report,
-        stream(seed, f"report-delivery/{first}"),
-        sink,
-        quiet_nodes(config),
+        plan=heartbeat_plan(config),
+        beat_groups=beat_groups(config, seed, ids),
+        faults=Faults(config.faults, Streams(seed).faults(first), ids),
+        rpc=rpc_model(config),
+        create_times=create_times(config),
+        replicas=config.placement.replicas,
+        with_ids=strategy.wants_sandbox_ids,
+        with_response=strategy.wants_response_report,
+        delivery=Streams(seed).report_delivery(first),
+        sink=sink,
+        quiet=quiet_nodes(config),
     )
 
 
@@ -133,8 +134,8 @@ def replica_host(
     p = config.placement
     nodes = registrations(config.cluster)
     cpu_counts = [info.cpu_count for info in nodes]
-    ledger = make_ledger(p.strategy, cpu_counts, p)
-    scheduler = Scheduler(nodes, p, ledger, stream(seed, f"placement/{index}"), remote)
+    ledger = make_strategy(p.strategy, cpu_counts, p)
+    scheduler = Scheduler(nodes, p, ledger, Streams(seed).placement(index), remote)
     return ReplicaHost(index, scheduler, rpc_model(config), sink)
 
 

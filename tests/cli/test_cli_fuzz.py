@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import harness.running.sweep_runner
-from harness.cli import main, parse_args, run_config
+from harness.cli import main, parse_args
+from harness.cli.run import run_config
 from harness.config import ConfigError
 from tests.support.configs import CONFIGS
 from tests.support.generated_configs import (

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from harness import testing_signals
 from harness.cli import main
-from harness.results import phase_hooks
-from harness.results.run_folder import RunWriter, load_run
+from harness.results.run_reader import load_run
+from harness.results.run_writer import RunWriter
 from tests.support.configs import CONFIGS
 from tests.support.processes import Tree, paused
 
@@ -111,7 +112,7 @@ def test_a_killed_raylet_ends_the_run_with_partial_results_and_leaves_no_process
     raylet is killed, and the driver goes on."""
     out = tmp_path / "run"
     args = ["run", str(CONFIGS / "churn.toml"), *RAY, "--set", "run.duration_s=60"]
-    env = {**ENV, "RAY_health_check_period_ms": "500", phase_hooks.SIGNAL_AT: "rows=STOP"}
+    env = {**ENV, "RAY_health_check_period_ms": "500", testing_signals.SIGNAL_AT: "rows=STOP"}
     proc, tree = _start([*args, "--out", str(out)], env)
     assert paused(proc, timeout_s=120)
     (raylet,) = [pid for (pid, _), name in tree.seen.items() if name == "raylet"]
@@ -192,7 +193,7 @@ def test_a_second_ctrl_c_while_the_files_are_flushed_is_ignored(tmp_path, monkey
             pass
 
     out = tmp_path / "run"
-    monkeypatch.setattr("harness.presentation.terminal.LazyProgress", lambda name: FirstCtrlC())
+    monkeypatch.setattr("harness.presentation.progress.LazyProgress", lambda name: FirstCtrlC())
     code = main(["run", str(CONFIGS / "seed-herd.toml"), "--seeds", "50", "--out", str(out)])
     assert code == 130
     meta, frames = load_run(out)  # every file readable

@@ -170,7 +170,7 @@ def test_user_mistakes_give_one_line_and_exit_2(argv, message, tmp_path, capsys)
 
 def test_an_interrupted_run_leaves_readable_partial_results(tmp_path, monkeypatch):
     from harness.engines.virtual import VirtualEngine
-    from harness.results.run_folder import load_run
+    from harness.results.run_reader import load_run
 
     real = VirtualEngine.run_seed
     calls = 0
@@ -446,3 +446,15 @@ def test_piped_output_takes_its_width_from_columns(columns, widest, monkeypatch,
     assert main(["keys"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert max(len(line) for line in lines) == widest
+
+
+def test_the_checked_config_is_declared_in_a_module_of_its_own():
+    """`Config` and `from_dict` are `harness.config.config`'s; validation checks sections and
+    names no `Config`, so neither module imports the other's result."""
+    import harness.config
+    from harness.config import config, validation
+
+    assert harness.config.Config is config.Config
+    assert config.Config.__module__ == "harness.config.config"
+    assert harness.config.from_dict is config.from_dict
+    assert not hasattr(validation, "Config") and not hasattr(validation, "from_dict")

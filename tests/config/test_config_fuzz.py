@@ -19,11 +19,12 @@ from harness.cli import main
 from harness.config import Config, ConfigError, from_dict
 from harness.config import trace_file as trace
 from harness.config.search_file import load_search
+from harness.config.sections import WorkloadConfig
 from harness.config.validation import key_types
 from harness.engines.virtual import VirtualEngine
 from harness.model.tunables import choice_names
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.workload_keys import TemplateSpec, WorkloadSpec
+from harness.model.workload.workload_keys import TemplateSpec
 from tests.support.configs import CONFIGS
 from tests.support.generated_configs import (
     KEY_VALUES,
@@ -91,7 +92,7 @@ def workloads(draw: st.DrawFn) -> dict[str, Any]:
     reached."""
     arrival = draw(st.sampled_from(list(ARRIVALS)))
     keys = {k: v for k, v in SECTION_KEYS["workload"].items() if k not in ("arrival", "templates")}
-    workload = {"arrival": arrival, **some_keys(draw, WorkloadSpec, keys)}
+    workload = {"arrival": arrival, **some_keys(draw, WorkloadConfig, keys)}
     coherent = draw(st.integers(0, 9)) > 0
     if coherent and arrival in ("steps", "ramp"):
         workload |= draw(profiles())

@@ -17,8 +17,9 @@ from harness.config import ConfigError
 from harness.config.key_tables import fault_keys_table
 from harness.model import registry
 from harness.model.cluster.faults import FAULT_KINDS, Faults
-from harness.model.cluster.faults.fault_keys import COMMON, Drawn, keys_of
+from harness.model.cluster.faults.fault_keys import COMMON, keys_of
 from harness.model.cluster.faults.fault_kind import FaultKind
+from harness.model.cluster.faults.fault_window import Drawn
 from harness.model.cluster.faults.rpc_error import RpcError
 from harness.model.cluster.node import Node, Outcome
 from harness.model.tunables import key

@@ -23,7 +23,7 @@ from harness.config.trace_file import TraceError, rows
 from harness.config.traces.trace_format import SPREAD_KEY
 from harness.engines.virtual import VirtualEngine
 from harness.model.protocol import Kind
-from harness.model.random_streams import stream
+from harness.model.random_streams import Streams
 from harness.wiring import scenario as wiring
 from tests.support.configs import CONFIGS, scenario
 from tests.support.distributions import KS_999, ks_distance
@@ -255,7 +255,7 @@ def test_each_row_is_one_create_with_its_template_size_and_lifetime(tmp_path):
         ("", 1.0, 64.0), ("a", 2.0, 1024.0),
     ]  # fmt: skip
     assert shapes[0] is shapes[5] and shapes[2] is shapes[3]
-    rng = stream(0, "lifetime")
+    rng = Streams(0).lifetimes()
     drawn = [rng.expovariate(1 / 3.0) for _ in range(2)]  # rows 1 and 3 (template a, none given)
     lives = [life for *_, life in sent]
     assert lives == [drawn[0], 1.5, drawn[1], float("inf"), 9.0, rng.expovariate(1 / 3.0)]

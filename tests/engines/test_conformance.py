@@ -42,6 +42,10 @@ progress left out of the score (seed-burst+optimistic CV 1.067). What it does no
 group ignoring `heartbeat.delay_ms` (only race-* have a delay, and there it shows in the
 accounting error, not in the CV, failures or counts compared here).
 
+Beside a CPU hog, some cases are played again, and seeds 0-2 of a few (`HOG_SEEDS`) are
+played to check the time keeping itself: every seed it calls faithful must agree within these
+bands.
+
 Cases of one actor layout share one set of actors (`ray_engines`), reset for each case as a
 run's strategies are: actor start-up is most of the file's time. The runs behind each band, and
 the file's own time, are on the performance page (docs/performance.md, "Conformance bands")."""
@@ -49,6 +53,7 @@ the file's own time, are on the performance page (docs/performance.md, "Conforma
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import os
 from collections.abc import Iterator
@@ -62,6 +67,7 @@ from actors.engine import Layout, RayEngine, layout
 from harness.config import Config, load
 from harness.engines.virtual import VirtualEngine
 from harness.results.seed_result import SeedResult
+from harness.results.summary_columns import OVERLOADED
 from tests.support.configs import CONFIGS, SCENARIOS
 from tests.support.faults import EXPECT
 from tests.support.ray_runs import cpu_hog, skip_unless_kept_time
@@ -108,6 +114,13 @@ PLANS = {
     # 0.02 allows about 3. Without the 20 s report the CV is 0.96 (the reports-never-arrive
     # break). Not 0.1: more reordering than at 0.2.
     "seed-herd": Plan(0.2, cv_margin=0.05, same_seed_cv=0.02),
+    # The herd with `optimistic`, which counts creates in flight and adds each on its answer:
+    # ~50 sandboxes on every node, virtual CV 0.009-0.024 over 20 seeds (0.009-0.034 over 300).
+    # A create answered after the 20 s report is applied counts twice until the end, so its
+    # CV depends on answers within a gap of 50 ms, which the time keeping judges; 0.01 covers
+    # the model's own spread, and the same seed's CV moves by one or two sandboxes when a
+    # Ray hop reorders a create with the report (0.02, as `stale`'s).
+    "seed-herd+optimistic": Plan(0.2, cv_margin=0.01, same_seed_cv=0.02),
     # 500 creates at t = 0 on 5 nodes, `stale`, no report before the end: the seed fixes every
     # placement whatever the interleaving; the time scale only stretches the 5 s of waiting.
     "seed-burst": Plan(0.1, cv_margin=0.05, same_seed_cv=1e-9),
@@ -123,7 +136,12 @@ PLANS = {
     # sandbox off is ~0.1 of CV: these CV bands are loose, and the failure, fault and kill
     # counts carry these scenarios' conformance. Slower time scales gave the same spread for
     # seconds more each. Node 7 down for good makes the CV at least 1/3.
-    "faults-crash": Plan(0.1, cv_margin=0.05),
+    # faults-crash at 0.3, 9 s of run: at 0.1 the create RPCs (`optimistic` counts what is in
+    # flight) and the 20 s report come late enough that the time keeping calls most seeds
+    # overloaded, and one it called faithful before it judged the report's delivery left the
+    # band (CV 0.483: docs/performance.md, "Time keeping"). At 0.3 it keeps time, and its CV
+    # is within a sandbox of the virtual engine's same seed (at 0.5, equal to it).
+    "faults-crash": Plan(0.3, cv_margin=0.05),
     # `reconcile`, half the reports lost.
     "faults-lost-reports": Plan(0.1, cv_margin=0.04),
     "faults-rpc-error": Plan(0.1, cv_margin=0.04),
@@ -169,6 +187,8 @@ VARIANTS = {
     # 0.006-0.023 over 20 seeds; `stale` ~1.04): the one case here where a ledger that forgets
     # in-progress creates shows in the balance.
     "seed-burst+optimistic": ("seed-burst", {"placement.strategy": "optimistic"}),
+    # The herd as the reference fixed it: what a late answer moves (see its plan).
+    "seed-herd+optimistic": ("seed-herd", {"placement.strategy": "optimistic"}),
 }
 
 SKIPS = {
@@ -254,10 +274,13 @@ class Checks:
         self.within(what, x, expected, expected)
 
 
-def compare(config: Config, plan: Plan, virtual: list[SeedResult], got: SeedResult) -> Checks:
+def compare(
+    config: Config, plan: Plan, virtual: list[SeedResult], got: SeedResult, seed: int = RAY_SEED
+) -> Checks:
+    """Every comparison of Ray's seed `seed` with the virtual engine's seeds."""
     v = [r.summary for r in virtual]
     s = got.summary
-    same = v[RAY_SEED]
+    same = v[seed]
     c = Checks()
 
     cvs = [r["cv"] for r in v]
@@ -356,40 +379,62 @@ def virtual_runs(name: str) -> tuple[SeedResult, ...]:
 
 def before_the_machine(item: pytest.Item) -> None:
     """Called by tests/conftest.py before a test of this module waits for the machine: the
-    virtual side of its case needs no quiet machine (seconds of CPU for some cases, the
+    virtual side of its cases needs no quiet machine (seconds of CPU for some cases, the
     heterogeneous one's most), so it is played while other tests run, not while a worker
     idles beside the Ray run."""
     name = getattr(item, "callspec", None) and item.callspec.params.get("name")
-    if name in PLANS:
-        virtual_runs(name)
+    hogged = getattr(item, "originalname", None) == EVERY_FAITHFUL_SEED_TEST
+    for case in HOG_SEEDS if hogged else [name] if name in PLANS else []:
+        virtual_runs(case)
+
+
+def play(name: str, engines: dict[Layout, RayEngine], seed: int = RAY_SEED) -> SeedResult:
+    """Seed `seed` of case `name` on Ray at its plan's time scale, its time keeping printed."""
+    ray_config = case_config(name).with_values(
+        {"run.engine": "ray", "run.time_scale": PLANS[name].time_scale}
+    )
+    engine = engines.setdefault(layout(ray_config), RayEngine())
+    got = engine.run_seed(ray_config, seed)
+    s = got.summary
+    print(
+        f"\n{name} seed {seed} time keeping {s['time_keeping']}: heartbeat late p99 "
+        f"{s['heartbeat_late_p99_ms']:.0f} ms, report late p99 {s['report_late_p99_ms']:.0f} ms, "
+        f"create RPC p99 {s['create_rpc_p99_ms']:.0f} ms, send delay p99 "
+        f"{s['send_delay_p99_ms']:.0f} ms, submit late p99 {s['submit_late_p99_ms']:.0f} ms, "
+        f"driver CPU {s['driver_cpu']:.2f}, host load {s['host_load']:.2f} per core"
+    )
+    return got
+
+
+def judge(name: str, got: SeedResult, seed: int = RAY_SEED) -> Checks:
+    """Ray's seed `seed` of case `name` against the virtual engine's seeds, within the bands;
+    a fault scenario's own checks too (tests/support/faults.py `EXPECT`, which the virtual
+    engine's seeds pass)."""
+    plan, config = PLANS[name], case_config(name)
+    virtual = list(virtual_runs(name))
+    c = compare(config, plan, virtual, got, seed)
+    s = got.summary
+    print(
+        f"\n{name} seed {seed} scale {plan.time_scale} ray wall {s['engine_wall_s']:.2f}s cv "
+        f"{s['cv']:.4f} (virtual {np.mean([r.summary['cv'] for r in virtual]):.4f}) "
+        f"p50/p99 place {s['p50_place_ms']:.0f}/{s['p99_place_ms']:.0f} ms\n" + "\n".join(c.lines)
+    )
+    if name in EXPECT:
+        ray_config = config.with_values({"run.engine": "ray", "run.time_scale": plan.time_scale})
+        try:
+            EXPECT[name](ray_config, got)
+        except AssertionError as e:
+            c.misses.append(f"{name}'s own checks: {e}")
+    return c
 
 
 def agree(name: str, engines: dict[Layout, RayEngine]) -> None:
     """Case `name` on both engines: a Ray run that could not keep the model's time skips with
     its own verdict (`skip_unless_kept_time`); one that kept it must agree within the bands."""
-    plan = PLANS[name]
-    config = case_config(name)
-    virtual = list(virtual_runs(name))
-    ray_config = config.with_values({"run.engine": "ray", "run.time_scale": plan.time_scale})
-    engine = engines.setdefault(layout(ray_config), RayEngine())
-    got = engine.run_seed(ray_config, RAY_SEED)
-    s = got.summary
-    print(
-        f"\n{name} time keeping {s['time_keeping']}: heartbeat late p99 "
-        f"{s['heartbeat_late_p99_ms']:.0f} ms, create RPC p99 {s['create_rpc_p99_ms']:.0f} ms, "
-        f"send delay p99 {s['send_delay_p99_ms']:.0f} ms, driver CPU {s['driver_cpu']:.2f}, "
-        f"host load {s['host_load']:.2f} per core"
-    )
+    got = play(name, engines)
     skip_unless_kept_time(got)
-    c = compare(config, plan, virtual, got)
-    print(
-        f"\n{name} scale {plan.time_scale} ray wall {s['engine_wall_s']:.2f}s cv {s['cv']:.4f} "
-        f"(virtual {np.mean([r.summary['cv'] for r in virtual]):.4f}) "
-        f"p50/p99 place {s['p50_place_ms']:.0f}/{s['p99_place_ms']:.0f} ms\n" + "\n".join(c.lines)
-    )
+    c = judge(name, got)
     assert not c.misses, f"{name}: " + "; ".join(c.misses)
-    if name in EXPECT:  # a fault scenario: the checks the virtual engine's seeds pass too
-        EXPECT[name](ray_config, got)
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -417,6 +462,42 @@ def test_beside_a_cpu_hog_both_engines_agree_or_the_run_says_it_was_overloaded(n
     engines = request.getfixturevalue("ray_engines")
     with cpu_hog():
         agree(name, engines)
+
+
+HOG_SEEDS = ("seed-herd", "seed-herd+optimistic", "faults-crash")
+"""The cases whose seeds are played beside a CPU hog to check the time keeping itself: the
+herd under a strategy whose view only reports move and one that acts on every answer, and a
+fault scenario (a node back empty, one lost for good)."""
+SEEDS_BESIDE_A_HOG = 3
+EVERY_FAITHFUL_SEED_TEST = "test_beside_a_cpu_hog_every_seed_called_faithful_agrees"
+
+
+def test_beside_a_cpu_hog_every_seed_called_faithful_agrees(request):
+    """The time keeping's own promise (`harness.results.time_keeping`): a seed it calls
+    faithful agrees with the virtual engine within the case's bands, the same seed's
+    included, on a machine a busy loop per core makes late. Seeds 0-2 of each case in
+    `HOG_SEEDS`; an overloaded one is not judged (its verdict names the figure that broke), so
+    where every seed was overloaded there is nothing to judge and the test skips, saying so."""
+    engines = request.getfixturevalue("ray_engines")
+    faithful, verdicts, misses = 0, [], []
+    with cpu_hog():
+        for name, seed in itertools.product(HOG_SEEDS, range(SEEDS_BESIDE_A_HOG)):
+            got = play(name, engines, seed)
+            s = got.summary
+            # Every seed is compared, for the record; only a faithful one must agree.
+            missed = judge(name, got, seed).misses
+            figure = f" ({s['overload_figure']})" if s["time_keeping"] == OVERLOADED else ""
+            verdicts.append(
+                f"{name} seed {seed}: {s['time_keeping']}{figure}, cv {s['cv']:.4f}, "
+                f"{len(missed)} misses"
+            )
+            if s["time_keeping"] != OVERLOADED:
+                faithful += 1
+                misses += [f"{name} seed {seed}: {miss}" for miss in missed]
+    print("\n" + "\n".join(verdicts))
+    assert not misses, "seeds called faithful that do not agree: " + "; ".join(misses)
+    if not faithful:
+        pytest.skip("no seed kept the model's time beside the hog: " + "; ".join(verdicts))
 
 
 def test_every_shipped_scenario_is_compared_or_skipped_with_a_reason():

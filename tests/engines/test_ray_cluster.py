@@ -8,7 +8,7 @@ import pytest
 from actors.engine import ActorSet
 from harness.cli import main
 from harness.engines.ray_setup import plugin_sources
-from harness.results.run_folder import load_run
+from harness.results.run_reader import load_run
 from tests.support.configs import CONFIGS, scenario
 from tests.support.ray_runs import ray_cluster
 
@@ -70,7 +70,7 @@ def test_every_kind_of_actor_is_spread_over_the_nodes_and_every_row_arrives(
 
 
 PLUGIN = '''
-from harness.model.scheduling.ledgers.optimistic import OptimisticLedger
+from harness.model.scheduling.strategies.optimistic import OptimisticStrategy
 from harness.model.scheduling.placement import Scorer
 
 
@@ -84,7 +84,7 @@ class NodeZero(Scorer):
         return [0.0 if n == 0 else 1.0 for n in candidates]
 
 
-class Counted(OptimisticLedger):
+class Counted(OptimisticStrategy):
     name = "counted"
 '''
 

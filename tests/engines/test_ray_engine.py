@@ -21,7 +21,7 @@ from harness.engines.virtual import VirtualEngine
 from harness.model.cluster.pools import registrations
 from harness.results import percentiles as sketch
 from harness.results.arrow_schemas import TABLES
-from harness.results.run_folder import load_run
+from harness.results.run_reader import load_run
 from harness.wiring.scenario import nodes as nodes_at_start
 from tests.support.accounting import beyond_in_flight
 from tests.support.configs import CONFIGS, scenario

@@ -16,11 +16,11 @@ import pytest
 import ray
 
 from actors.engine import RaySeedRun
+from harness import testing_signals
 from harness.cli import main
 from harness.config import load
 from harness.engines import EngineError
-from harness.results import phase_hooks
-from harness.results.run_folder import load_run
+from harness.results.run_reader import load_run
 from harness.running.runner import run
 from tests.support.configs import CONFIGS
 from tests.support.processes import Tree
@@ -301,7 +301,11 @@ def test_a_signal_to_the_driver_flushes_and_marks_the_run_incomplete(tmp_path, s
     cmd = [sys.executable, "-m", "harness", "run", str(CONFIGS / "churn.toml"), "--engine", "ray"]
     cmd += ["--set", "run.duration_s=120", "--seeds", "1", "--quiet", "--out", str(out)]
     name = signal.Signals(signum).name.removeprefix("SIG")
-    env = {**os.environ, "PYTHONPATH": str(CONFIGS.parent), phase_hooks.SIGNAL_AT: f"rows={name}"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(CONFIGS.parent),
+        testing_signals.SIGNAL_AT: f"rows={name}",
+    }
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     tree = Tree(proc)
     _, stderr = proc.communicate(timeout=180)

@@ -15,7 +15,7 @@ import pytest
 from harness.config import load
 from harness.engines import virtual
 from harness.engines.virtual import VirtualEngine
-from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.results.arrow_schemas import TABLES
 from harness.results.seed_rows import SeedRows
 from harness.running.runner import run
@@ -86,7 +86,7 @@ def test_quiet_nodes_give_the_same_tables_as_reporting_every_beat(tmp_path, name
     strategy that ignores them: every table is what it is when every node reports on every beat.
     Staggered phases, crashes and comebacks, a delivery delay, four replicas, short intervals."""
     config = load(CONFIGS / f"{name}.toml", ["run.seeds=2", *changes])
-    strategies = [s for s in LEDGERS.builtins if LEDGERS[s].ignores_unchanged_reports()]
+    strategies = [s for s in STRATEGIES.builtins if STRATEGIES[s].ignores_unchanged_reports()]
     assert sorted(strategies) == ["in_progress", "stale", "ttl"]
     quiet = tables_of(
         run(config.with_value("heartbeat.quiet_nodes", "on"), strategies, tmp_path / "quiet")
@@ -142,7 +142,7 @@ def test_a_seed_leaves_no_reference_cycles(path):
     after a seed the collector finds nothing to free."""
     config = load(path)
     gc.collect()
-    for strategy in LEDGERS.builtins:
+    for strategy in STRATEGIES.builtins:
         gc.disable()
         try:
             VirtualEngine().run_seed(config.with_value("placement.strategy", strategy), seed=1)

@@ -13,9 +13,9 @@ from harness.config import Config, ConfigError
 from harness.engines.virtual import VirtualEngine
 from harness.model.cluster.node import Node, Outcome
 from harness.model.protocol import Kind
-from harness.model.scheduling.ledgers import make_ledger
 from harness.model.scheduling.placement.scorers.cache_affinity import CacheAffinity
 from harness.model.scheduling.scheduler import Scheduler, Step
+from harness.model.scheduling.strategies import make_strategy
 from harness.model.workload.request import CreateRequest, Shape
 from tests.support.configs import registered, scenario
 from tests.support.messages import Sink
@@ -121,7 +121,7 @@ def affinity(**settings: Any) -> tuple[Scheduler, CacheAffinity]:
         },
     )
     rules = config.placement
-    s = Scheduler(registered([192] * 4), rules, make_ledger("stale", [192] * 4), random.Random(0))
+    s = Scheduler(registered([192] * 4), rules, make_strategy("stale", [192] * 4), random.Random(0))
     (scorer,) = [part for part, _ in s.pipeline.scorers if isinstance(part, CacheAffinity)]
     return s, scorer
 
@@ -158,7 +158,7 @@ def test_the_bonus_is_its_weight_at_most_against_the_reference_score():
     for weight, winner in ((0.02, 1), (0.01, 0)):
         s, _ = affinity()
         s.pipeline.scorers[1] = (s.pipeline.scorers[1][0], weight)
-        s.ledger.views[1].cpu_allocated = 10.0
+        s.strategy.views[1].cpu_allocated = 10.0
         for _ in range(12):
             place(s, "a", 1, 1.0)
         assert s.choose(CreateRequest(1, shape("a"), 2.0, 32.0, 0), 2.0) == winner

@@ -236,13 +236,32 @@ def test_a_ray_host_takes_a_beats_lateness_and_wakes_for_beats_at_most_once_a_ti
     def test() -> None:
         carrier, party, source = _carrier()
         late: list[float] = []
-        carrier.beat_late = late.append
+        carrier.late[Kind.BEAT] = late.append
         carrier.emit(1.0, Kind.BEAT, 0, 1.0)
         carrier.emit(1.001, Kind.BEAT, 1, 1.001)
         source.t = 1.0005
         carrier.run()
         assert [key for _, key, _, _ in party.got] == [0] and late == [1.0005 - 1.0]
         assert carrier.wake_at == 1.0005 + BEAT_TICK_S
+        carrier.close()
+
+    _in_loop(test)
+
+
+def test_a_ray_host_takes_the_lateness_of_the_kinds_asked_for_only() -> None:
+    """A replica measures how late reports reach it: a report due at model 1.0 s handled when
+    it arrives at 2.2 s is 1.2 s late; a submitted create is not measured unless asked for."""
+
+    def test() -> None:
+        carrier, party, source = _carrier()
+        late: list[float] = []
+        carrier.late[Kind.REPORT] = late.append
+        source.t = 2.2
+        carrier.take(
+            pickle.dumps([(1.0, Kind.REPORT, 0, "report"), (2.0, Kind.SUBMIT_CREATE, 0, "c")])
+        )
+        assert [kind for kind, _, _, _ in party.got] == [Kind.REPORT, Kind.SUBMIT_CREATE]
+        assert len(late) == 1 and abs(late[0] - 1.2) < 1e-9
         carrier.close()
 
     _in_loop(test)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from harness.cli import main
-from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.strategies import STRATEGIES
 from tests.support.configs import CONFIGS
 from tests.support.faults import FAULT_CONFIGS
 
@@ -16,5 +16,5 @@ from tests.support.faults import FAULT_CONFIGS
 @pytest.mark.parametrize("name", FAULT_CONFIGS)
 def test_every_strategy_runs_every_fault_scenario_clean(name, tmp_path) -> None:
     argv = ["run", str(CONFIGS / f"{name}.toml"), "--seeds", "5"]
-    argv += ["--compare", ",".join(LEDGERS.builtins)]
+    argv += ["--compare", ",".join(STRATEGIES.builtins)]
     assert main([*argv, "--quiet", "--no-report", "--out", str(tmp_path / "out")]) == 0

@@ -19,7 +19,7 @@ from harness.cli import main
 from harness.config import Config, ConfigError, from_dict, load
 from harness.engines.virtual import VirtualEngine
 from harness.model.cluster.faults import Faults, SlowNodes
-from harness.results.run_folder import load_run
+from harness.results.run_reader import load_run
 from tests.support.configs import CONFIGS
 from tests.support.faults import EXPECT, FAULT_CONFIGS, creates, expect_no_loss
 

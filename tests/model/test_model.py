@@ -7,9 +7,9 @@ import random
 import pytest
 
 from harness.model.cluster.node import Node, Outcome
-from harness.model.scheduling.ledgers import LEDGERS, make_ledger
 from harness.model.scheduling.plugin_settings import StartingCapSettings
 from harness.model.scheduling.scheduler import PlacementSpec, Scheduler, Step
+from harness.model.scheduling.strategies import STRATEGIES, make_strategy
 from harness.model.workload.request import CreateRequest, Shape
 from tests.support.configs import registered
 
@@ -21,7 +21,7 @@ def request(sandbox_id=1, vcpu=1.0, deadline=30.0):
 def scheduler(strategy="optimistic", nodes=4, cpu=8, **rules):
     cpus = [cpu] * nodes
     return Scheduler(
-        registered(cpus), PlacementSpec(**rules), make_ledger(strategy, cpus), random.Random(0)
+        registered(cpus), PlacementSpec(**rules), make_strategy(strategy, cpus), random.Random(0)
     )
 
 
@@ -132,7 +132,7 @@ def test_only_strategies_that_count_in_progress_see_pending_creates():
     for name in ("stale", "in_progress"):
         s = scheduler(name, nodes=1)
         s.start_create(request(1, vcpu=3.0), 0.0)
-        assert s.reserved(0, 0.0) == (3.0 if LEDGERS[name].counts_in_progress else 0.0)
+        assert s.reserved(0, 0.0) == (3.0 if STRATEGIES[name].counts_in_progress else 0.0)
 
 
 def test_optimistic_adds_after_success_and_removes_with_an_underflow_guard():
@@ -140,7 +140,7 @@ def test_optimistic_adds_after_success_and_removes_with_an_underflow_guard():
     req = request(vcpu=2.0)
     s.start_create(req, 0.0)
     assert s.finish_create(req, Outcome.OK, 0.001) is Step.PLACED
-    view = s.ledger.views[0]
+    view = s.strategy.views[0]
     assert view.cpu_allocated == 2.0 and view.memory_allocated_mib == 1024
     s.start_kill(req, 0.5)
     s.finish_kill(req, Outcome.OK, 1.0)
@@ -155,8 +155,8 @@ def test_a_report_overwrites_the_view():
     req = request(vcpu=2.0)
     s.start_create(req, 0.0)
     s.finish_create(req, Outcome.OK, 0.0)
-    s.ledger.apply_report(Node(0, 8, 1024, 4.0, base_cpu=5.0).report(1.0), 1.0)
-    assert s.ledger.believed_cpu(0, 1.0) == 5.0
+    s.strategy.apply_report(Node(0, 8, 1024, 4.0, base_cpu=5.0).report(1.0), 1.0)
+    assert s.strategy.believed_cpu(0, 1.0) == 5.0
 
 
 def test_too_many_starting_skips_nodes_with_more_than_max_starting_in_progress():

@@ -10,10 +10,10 @@ import pytest
 
 from harness.config import Config, ConfigError, load
 from harness.engines.virtual import VirtualEngine
-from harness.model.scheduling.ledgers import make_ledger
-from harness.model.scheduling.ledgers.optimistic import OptimisticLedger
 from harness.model.scheduling.placement import Scorer
 from harness.model.scheduling.scheduler import Scheduler
+from harness.model.scheduling.strategies import make_strategy
+from harness.model.scheduling.strategies.optimistic import OptimisticStrategy
 from harness.model.workload.request import CreateRequest
 from harness.wiring.scenario import quiet_allowed, quiet_nodes
 from tests.support.configs import CONFIGS, ask, registered, scenario
@@ -43,7 +43,7 @@ def _scheduler(loads: list[float], strategy: str = "stale", **placement) -> Sche
     """A replica whose view has `loads` allocated vCPUs on 192-vCPU nodes."""
     config = scenario(cluster={"nodes": len(loads)}, placement=placement)
     cpus = [192] * len(loads)
-    ledger = make_ledger(strategy, cpus)
+    ledger = make_strategy(strategy, cpus)
     for node, allocated in enumerate(loads):
         ledger.views[node].cpu_allocated = allocated
     return Scheduler(registered(cpus), config.placement, ledger, random.Random(0))
@@ -173,8 +173,8 @@ def test_the_least_busy_quirk_compares_with_the_leaders_reported_usage_alone():
     quirk = _scheduler([0.0, 0.0], "in_progress", algorithm="least_busy", k=1)
     corrected = _scheduler([0.0, 0.0], "in_progress", algorithm="least_busy_corrected", k=1)
     for scheduler in (quirk, corrected):
-        scheduler.ledger.views[0].cpu_percent = 200.0
-        scheduler.ledger.views[1].cpu_percent = 400.0
+        scheduler.strategy.views[0].cpu_percent = 200.0
+        scheduler.strategy.views[1].cpu_percent = 400.0
         scheduler.starting[0] = 3
         scheduler.pending_cpu[0] = 3.0
     assert quirk.choose(ask(), 0.0) == 0
@@ -215,7 +215,7 @@ def test_round_robin_takes_nodes_in_turn_and_skips_excluded_ones():
     assert scheduler.choose(ask(excluded={2, 3}), 0.0) == 0
 
 
-class OwnOptimistic(OptimisticLedger):
+class OwnOptimistic(OptimisticStrategy):
     """A user's ledger strategy, named by import path: optimistic under another name."""
 
     name = "own_optimistic"

@@ -9,12 +9,12 @@ from collections import Counter
 import pytest
 
 from harness.engines.virtual import VirtualEngine
-from harness.model.scheduling.ledgers import make_ledger
 from harness.model.scheduling.placement.filters.fits import Fits
 from harness.model.scheduling.placement.samplers.best_of_k import _Shuffle, sample
 from harness.model.scheduling.placement.scorers.bin_pack import BinPack
 from harness.model.scheduling.placement.scorers.reference import Reference
 from harness.model.scheduling.scheduler import PlacementSpec, Scheduler
+from harness.model.scheduling.strategies import make_strategy
 from harness.results.statistics import rank_shares
 from tests.support.configs import ask, registered, scenario
 
@@ -96,7 +96,7 @@ def test_score_formula_and_empty_node():
     """(vcpu + reserved + alpha * cpu_percent / 100) / (R * cpu_count); a node reporting no
     CPUs scores infinity."""
     cpus = [192, 0]
-    ledger = make_ledger("stale", cpus)
+    ledger = make_strategy("stale", cpus)
     ledger.views[0].cpu_allocated, ledger.views[0].cpu_percent = 10.0, 400.0
     spec = PlacementSpec(r=4.0, alpha=0.5)
     scheduler = Scheduler(registered(cpus), spec, ledger, random.Random(0))
@@ -110,7 +110,7 @@ def test_reference_fits_and_bin_pack_weigh_one_reserved(strategy):
     in progress where the strategy counts them. The reference score, the `fits` filter and the
     `bin_pack` score all weigh exactly it; in_progress counts the pending vCPUs, stale not."""
     cpus = [8, 8, 16]
-    ledger = make_ledger(strategy, cpus)
+    ledger = make_strategy(strategy, cpus)
     for node, (load, percent) in enumerate([(2.0, 100.0), (5.0, 300.0), (1.0, 50.0)]):
         ledger.views[node].cpu_allocated, ledger.views[node].cpu_percent = load, percent
     spec = PlacementSpec(r=1.0, alpha=0.5)
@@ -137,7 +137,7 @@ def test_lowest_score_wins_and_first_sampled_wins_a_tie():
     cpus = [192] * 10
 
     def chooser(loads: list[float]) -> tuple[Scheduler, list[int]]:
-        ledger = make_ledger("stale", cpus)
+        ledger = make_strategy("stale", cpus)
         for node, load in enumerate(loads):
             ledger.views[node].cpu_allocated = load
         drawn = sample(random.Random(5).random, 10, 3, None)

@@ -10,8 +10,8 @@ import pytest
 from harness.config import ConfigError
 from harness.model.cluster.node import NodeInfo, Outcome
 from harness.model.cluster.pools import registrations
-from harness.model.scheduling.ledgers import make_ledger
 from harness.model.scheduling.scheduler import Scheduler
+from harness.model.scheduling.strategies import make_strategy
 from harness.model.workload.request import CreateRequest, Shape
 from harness.wiring import scenario as sc
 from tests.support.configs import refused, scenario
@@ -46,7 +46,7 @@ def test_pools_number_their_nodes_in_order_each_with_its_size_and_facts():
     # Every replica learns the same facts at start-up; its ledger knows the vCPUs.
     replica = sc.replica_host(config, 0, 0, Sink()).scheduler
     assert replica.nodes == registrations(config.cluster) and replica.min_cpu_count == 8
-    assert [v.cpu_count for v in replica.ledger.views] == [8, 8, 8, 64, 64]
+    assert [v.cpu_count for v in replica.strategy.views] == [8, 8, 8, 64, 64]
 
 
 def test_one_pool_draws_the_same_initial_loads_as_the_single_pool_keys():
@@ -127,7 +127,7 @@ def replica(nodes: list[NodeInfo], strategy: str = "stale", **placement) -> Sche
     """A replica that samples every node in order, over `nodes`, with `placement` rules."""
     config = scenario(placement={"sampler": "every_node", **placement})
     cpus = [info.cpu_count for info in nodes]
-    return Scheduler(nodes, config.placement, make_ledger(strategy, cpus), random.Random(0))
+    return Scheduler(nodes, config.placement, make_strategy(strategy, cpus), random.Random(0))
 
 
 def create(memory_mib: float = 512.0, labels: frozenset[str] = frozenset(), family: str = ""):
@@ -135,7 +135,7 @@ def create(memory_mib: float = 512.0, labels: frozenset[str] = frozenset(), fami
 
 
 def report_memory(s: Scheduler, node: int, allocated: float, total: float) -> None:
-    view = s.ledger.views[node]
+    view = s.strategy.views[node]
     view.memory_allocated_mib, view.memory_total_mib = allocated, total
 
 

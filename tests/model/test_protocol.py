@@ -18,7 +18,8 @@ import harness.wiring.scenario as sc
 from harness.config import Config, ConfigError
 from harness.model.cluster.node import Outcome
 from harness.model.protocol import Kind
-from harness.model.random_streams import stream
+from harness.model.protocol.node_party import NodeHost
+from harness.model.random_streams import Streams
 from harness.model.workload.request import Shape
 from tests.support.configs import scenario
 from tests.support.messages import Message, Sink, clients, open_loop
@@ -148,7 +149,7 @@ def test_double_count_race(strategy: str) -> None:
     # 20.75: the answer, after the report
     p.replica.on_create_answer(0, answer, 20.75)
     # the last report applied is still the beat's (sync_response drops the answer's older one)
-    assert p.replica.scheduler.ledger.views[0].seq == report[3].seq
+    assert p.replica.scheduler.strategy.views[0].seq == report[3].seq
     assert p.sink.take() == [
         (20.75, Kind.CREATE_DONE, 0, (7, "placed", 0, 1, 0, 1, None, ("ctx", 7), 1, None, 0))
     ]
@@ -218,7 +219,7 @@ def test_optimistic_remove_subtracts_with_the_underflow_guard() -> None:
     """Base load 1, sandboxes of 2 vCPUs: a kill answered OK subtracts 2; when a report taken
     after the kill is applied first, the view holds 1 < 2 and the remove is skipped."""
     p = race("optimistic", vcpu=2.0, base=1.0)
-    view = p.replica.scheduler.ledger.views[0]
+    view = p.replica.scheduler.strategy.views[0]
     p.sync()
 
     def place(sandbox_id: int, now: float) -> None:
@@ -393,6 +394,16 @@ def test_sync_reports_at_once_then_start_sets_crash_and_beat_timers() -> None:
     ]
 
 
+def test_a_node_host_is_built_from_named_parts() -> None:
+    """Its parts (plan, faults, RPC model, ...) are given by name: eleven positionals, which
+    are easy to give in the wrong order, are refused."""
+    p = Parties(scenario(cluster={"nodes": 3}))
+    h = p.nodes
+    parts = (h.plan, [], h.faults, h.rpc, h.create_times, h.replicas, False, False)
+    with pytest.raises(TypeError):
+        NodeHost(h.nodes, *parts, h.delivery, h.sink)
+
+
 def test_a_party_refuses_a_kind_of_message_it_does_not_handle() -> None:
     """Each party dispatches on the kind itself; another party's kind is an error naming it."""
     p = Parties(scenario(cluster={"nodes": 3}))
@@ -441,7 +452,7 @@ def four_staggered(strategy: str, duration: float) -> tuple[Parties, list[float]
         heartbeat={"interval_s": 20.0, "phase": "staggered", "quiet_nodes": "on"},
         run={"duration_s": duration},
     )
-    rng = stream(0, "heartbeat")
+    rng = Streams(0).heartbeat()
     return Parties(config), [rng.uniform(0.0, 20.0) for _ in range(4)]
 
 
@@ -539,7 +550,7 @@ def test_a_beat_reports_to_each_replica_after_delay_and_jitter_except_lost_and_d
     # 20.5 + 0.25 + a jitter draw (node by node, replica by replica; no draw was used before);
     # no next beat (30 >= 25)
     p.nodes.on_beat(0, 20.0, 20.5)
-    rng = stream(0, "report-delivery/0")
+    rng = Streams(0).report_delivery(0)
     expected = [
         (20.5 + (0.25 + rng.uniform(0.0, 0.5)), Kind.REPORT, replica, node, 20.5)
         for node in (0, 1)
@@ -567,7 +578,7 @@ def test_open_loop_arrivals_in_order_with_lifetimes_from_their_own_stream() -> N
     """Constant 2/s for 3 s: arrivals 0..5 at i / 2; arrival i is client i and sandbox i, sent
     to replica i % 2, with the i-th draw of the `lifetime` stream."""
     host, sink = clients(rate_per_s=2.0, lifetime_s=5.0, lifetime_dist="exponential")
-    rng = stream(0, "lifetime")
+    rng = Streams(0).lifetimes()
     lifetimes = [rng.expovariate(1 / 5.0) for _ in range(6)]
     expected = []
     for i, life in enumerate(lifetimes):

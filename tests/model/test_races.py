@@ -16,7 +16,7 @@ import pytest
 import harness.wiring.scenario as scenario
 from harness.config import Config, load
 from harness.engines.virtual import VirtualEngine
-from harness.model.scheduling.ledgers.optimistic import OptimisticLedger
+from harness.model.scheduling.strategies.optimistic import OptimisticStrategy
 from harness.results.seed_result import SeedResult
 from harness.results.statistics import cv_shift
 from tests.support.accounting import beyond_in_flight
@@ -179,12 +179,12 @@ def test_jitter_delivers_reports_out_of_order_reproducibly(monkeypatch) -> None:
     gives the same arrival order."""
     arrivals: list[list[tuple[int, int]]] = []
 
-    class Probe(OptimisticLedger):
+    class Probe(OptimisticStrategy):
         def apply_report(self, report, now):
             arrivals[-1].append((report.node_id, report.seq))
             super().apply_report(report, now)
 
-    monkeypatch.setattr(scenario, "make_ledger", lambda name, counts, options: Probe(counts))
+    monkeypatch.setattr(scenario, "make_strategy", lambda name, counts, options: Probe(counts))
     config = _config("race-erase", "optimistic", "heartbeat.jitter_ms=3000", "run.duration_s=20")
     for _ in range(2):
         arrivals.append([])

@@ -14,9 +14,9 @@ from harness.config import ConfigError, from_dict, load
 from harness.config.validation import set_dotted
 from harness.model import registry
 from harness.model.cluster.node import Node, Outcome
-from harness.model.scheduling.ledgers import LEDGERS, make_ledger
 from harness.model.scheduling.placement.placement_keys import PlacementSpec
 from harness.model.scheduling.plugin_settings import TtlSettings
+from harness.model.scheduling.strategies import STRATEGIES, make_strategy
 from harness.model.workload.request import CreateRequest, Shape
 from harness.results.failures import InvariantError
 from harness.results.statistics import cv_shift
@@ -38,7 +38,7 @@ def _ledger(name: str, node: Node, **ttl: float):
     """A one-node ledger that has applied the node's first report at t=0 (`ttl`: the ttl
     strategy's settings)."""
     rules = PlacementSpec(settings={"ttl": TtlSettings(**ttl)})
-    ledger = make_ledger(name, [node.cpu_count], rules)
+    ledger = make_strategy(name, [node.cpu_count], rules)
     ledger.apply_report(node.report(0.0, ledger.wants_sandbox_ids), 0.0)
     return ledger
 
@@ -62,7 +62,7 @@ def _kill(ledger, node: Node, req: CreateRequest, t: float) -> None:
 
 
 def test_registry_has_every_strategy_by_name() -> None:
-    assert set(LEDGERS) == {
+    assert set(STRATEGIES) == {
         "stale",
         "in_progress",
         "optimistic",
@@ -72,7 +72,7 @@ def test_registry_has_every_strategy_by_name() -> None:
         "sync_response",
         "reconcile",
     }
-    assert all(name == cls.name for name, cls in LEDGERS.items())
+    assert all(name == cls.name for name, cls in STRATEGIES.items())
 
 
 def test_an_installed_strategy_is_listed_after_the_built_ins_and_found_by_name(monkeypatch):
@@ -80,15 +80,15 @@ def test_an_installed_strategy_is_listed_after_the_built_ins_and_found_by_name(m
     is listed (`--compare`, `harness plugins`) and resolves to its class. The rest of the suite
     sees built-ins only (tests/conftest.py)."""
     monkeypatch.syspath_prepend(str(CONFIGS.parent / "examples" / "idle-first-plugin" / "src"))
-    installed = EntryPoint("optimistic_twice", "idle_first:OptimisticTwice", LEDGERS.group)
-    found = {LEDGERS.group: EntryPoints([installed])}
+    installed = EntryPoint("optimistic_twice", "idle_first:OptimisticTwice", STRATEGIES.group)
+    found = {STRATEGIES.group: EntryPoints([installed])}
     monkeypatch.setattr(registry, "entry_points", lambda group: found.get(group, EntryPoints()))
-    assert list(LEDGERS) == [*LEDGERS.builtins, "optimistic_twice"]
-    twice = LEDGERS["optimistic_twice"]
+    assert list(STRATEGIES) == [*STRATEGIES.builtins, "optimistic_twice"]
+    twice = STRATEGIES["optimistic_twice"]
     assert twice.__name__ == "OptimisticTwice" and twice.name == "optimistic_twice"
 
 
-@pytest.mark.parametrize("name", sorted(LEDGERS))
+@pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_older_report_is_dropped_only_by_strategies_that_order_reports(name: str) -> None:
     node = _node()
     ledger = _ledger(name, node)
@@ -317,11 +317,11 @@ def test_every_strategy_keeps_every_invariant_through_crashes(tmp_path) -> None:
     end-of-run check of every (strategy, seed) holds, `reconcile_drained` included."""
     config = load(CONFIGS / "faults-crash.toml", ["run.seeds=3", "run.sample_interval_s=0"])
     with contextlib.suppress(InvariantError):  # the checks are in run.json either way
-        run(config, list(LEDGERS), tmp_path / "run")
+        run(config, list(STRATEGIES), tmp_path / "run")
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert len(meta["finished"]) == 3 * len(LEDGERS)
+    assert len(meta["finished"]) == 3 * len(STRATEGIES)
     checked = {(c["strategy"], c["seed"]) for c in meta["invariants"]}
-    assert checked == {(name, seed) for name in LEDGERS for seed in range(3)}
+    assert checked == {(name, seed) for name in STRATEGIES for seed in range(3)}
     drained = {c["seed"] for c in meta["invariants"] if c["check"] == "reconcile_drained"}
     assert drained == {0, 1, 2}
     broken = [

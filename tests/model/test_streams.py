@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from harness.model.random_streams import expovariate, randints, uniforms
+from harness.model.random_streams import Streams, expovariate, randints, uniforms
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,47 @@ def test_expovariate_is_the_streams_own(rate: float) -> None:
             theirs.expovariate(rate) for _ in range(500)
         ]
         assert ours.getstate() == theirs.getstate()
+
+
+def test_every_stream_is_named_in_one_place():
+    """A seeded stream is made only by `harness.model.random_streams` (`Streams` names each
+    purpose): no other module of the harness names one, so the list of what a seed draws is
+    the module's own."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    made = [
+        str(path.relative_to(root))
+        for folder in ("harness", "actors")
+        for path in sorted((root / folder).rglob("*.py"))
+        if "random.Random(" in path.read_text(encoding="utf-8").replace("random.Random()", "")
+    ]
+    assert made == ["harness/model/random_streams.py"]
+    assert not any(
+        "random_streams import stream" in path.read_text(encoding="utf-8")
+        for folder in ("harness", "actors")
+        for path in (root / folder).rglob("*.py")
+    )
+
+
+def test_the_streams_keep_their_names():
+    """The names are part of every seed's draws (the golden digests hold them): a closed-loop
+    client's streams add its number to the purpose."""
+    import random
+
+    s = Streams(5)
+    for rng, name in [
+        (s.cluster(), "cluster"),
+        (s.workload(), "workload"),
+        (s.lifetimes(), "lifetime"),
+        (s.lifetimes(3), "lifetime/3"),
+        (s.templates(3), "template/3"),
+        (s.sizes(3).of("vcpu"), "variety/vcpu/3"),
+        (s.sizes().of("memory"), "variety/memory"),
+        (s.spread(), "spread"),
+        (s.heartbeat(), "heartbeat"),
+        (s.placement(2), "placement/2"),
+        (s.faults(7), "faults/7"),
+        (s.report_delivery(7), "report-delivery/7"),
+    ]:
+        assert rng.random() == random.Random(f"5:{name}").random(), name

@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from harness.model.scheduling.ledgers import make_ledger
 from harness.model.scheduling.placement.registries import FILTERS, SCORERS
 from harness.model.scheduling.placement.scorers.cpu_usage import CpuUsage
 from harness.model.scheduling.plugin_settings import MemoryOvercommitSettings, StartingCapSettings
 from harness.model.scheduling.scheduler import PlacementSpec, Scheduler
+from harness.model.scheduling.strategies import make_strategy
 from tests.support.configs import ask, registered
 
 CPUS = [8, 8, 16, 4]
@@ -29,7 +29,7 @@ IN_FLIGHT = [3.0, 0.0, 6.0, 1.0]
 def _replica(in_flight: list[float], counts: bool) -> Scheduler:
     """A replica of the `in_progress` strategy whose view is loaded node by node, with two
     creates in progress on every node of `in_flight` vCPUs; `counts` as the strategy's flag."""
-    ledger = make_ledger("in_progress", CPUS)
+    ledger = make_strategy("in_progress", CPUS)
     for node, view in enumerate(ledger.views):
         view.cpu_allocated, view.cpu_percent = 2.0 * node, 150.0 * node
         view.memory_total_mib, view.memory_allocated_mib = 8192.0, 1024.0 * node

@@ -16,11 +16,11 @@ import pytest
 from harness.config import load
 from harness.engines.virtual import VirtualEngine
 from harness.model.cluster.node import Node, Outcome
-from harness.model.random_streams import stream
+from harness.model.random_streams import Streams
 from harness.model.scheduling.scheduler import Step
 from harness.model.workload.request import Shape
 from harness.model.workload.templates import Templates
-from harness.model.workload.variety import VarietyStreams, varied
+from harness.model.workload.variety import varied
 from harness.model.workload.workload_keys import SandboxSpec, WorkloadSpec
 from harness.results.seed_figures import cv
 from harness.results.thresholds import evaluate, parse
@@ -106,7 +106,7 @@ def test_upstreams_lifetime_goes_negative_and_bypasses_lifetime_dist():
 def test_fixed_quantities_draw_nothing_and_share_one_shape():
     templates = Templates(WorkloadSpec(vcpu=2.0))
     assert not templates.varies and templates.default.sizes is None
-    sizes = VarietyStreams(0)
+    sizes = Streams(0).sizes()
     assert templates.default.shape_for(sizes) is templates.default.shape
     assert sizes._streams == {}
 
@@ -119,7 +119,7 @@ def test_varying_one_quantity_leaves_every_other_draw_as_it_was():
         spec = WorkloadSpec(lifetime_dist="exponential", **keys)
         times = [i / 10 for i in range(200)]
         drawn = Templates(spec).draw(
-            times, stream(3, "template"), stream(3, "lifetime"), VarietyStreams(3)
+            times, Streams(3).templates(), Streams(3).lifetimes(), Streams(3).sizes()
         )
         return list(drawn)
 
@@ -132,7 +132,7 @@ def test_varying_one_quantity_leaves_every_other_draw_as_it_was():
 def test_a_trace_row_may_give_the_usage():
     templates = Templates(WorkloadSpec(usage=0.5))
     rows = [(0.0, None, None, None, 1.0, 0.25, None), (1.0, None, 2.0, None, 1.0, None, None)]
-    out = list(templates.replay(rows, 10.0, stream(0, "lifetime"), VarietyStreams(0)))
+    out = list(templates.replay(rows, 10.0, Streams(0).lifetimes(), Streams(0).sizes()))
     assert [(s.vcpu, s.usage) for _, s, _, _ in out] == [(1.0, 0.25), (2.0, 0.5)]
 
 

@@ -19,10 +19,10 @@ import pytest
 
 from harness.engines.virtual import VirtualEngine
 from harness.model.protocol import Kind
-from harness.model.random_streams import stream
+from harness.model.random_streams import Streams
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.lifetimes import LIFETIMES, lifetime
-from harness.model.workload.templates import Templates
+from harness.model.workload.distributions import LIFETIMES
+from harness.model.workload.templates import Templates, lifetime
 from harness.model.workload.workload_keys import SandboxSpec, WorkloadSpec
 from tests.support.configs import refused, scenario
 from tests.support.distributions import COUNT_SDS, KS_999, ks_distance, theory_cdf
@@ -143,7 +143,7 @@ def test_templates_pick_from_their_own_stream_and_change_no_other_draw():
 
     one, two = creates(), creates(templates=[a, b])
     assert [(p[3], p[4]) for p in one] == [(p[3], p[4]) for p in two]
-    rng = stream(0, "template")
+    rng = Streams(0).templates()
     expected = ["a" if rng.random() * 3.0 < 1.0 else "b" for _ in two]
     assert [p[2].template for p in two] == expected and len(set(expected)) == 2
 
@@ -205,7 +205,7 @@ def counts_per_bin(workload: dict[str, Any], duration: float, edges: list[float]
     times = ARRIVALS[spec.arrival].times
     return np.array(
         [
-            np.histogram(list(times(spec, duration, stream(s, "workload"))), edges)[0]
+            np.histogram(list(times(spec, duration, Streams(s).workload())), edges)[0]
             for s in range(SEEDS)
         ]
     )
@@ -284,8 +284,8 @@ def test_diurnal_follows_its_cosine():
 def test_poisson_is_the_one_piece_case():
     """The rate-profile machinery draws a constant rate exactly as the plain Poisson kind."""
     spec = WorkloadSpec(arrival="steps", profile_s=[0.0], profile_rates=[7.0], rate_per_s=7.0)
-    steps = list(ARRIVALS["steps"].times(spec, 10.0, stream(0, "workload")))
-    poisson = list(ARRIVALS["poisson"].times(spec, 10.0, stream(0, "workload")))
+    steps = list(ARRIVALS["steps"].times(spec, 10.0, Streams(0).workload()))
+    poisson = list(ARRIVALS["poisson"].times(spec, 10.0, Streams(0).workload()))
     assert steps == poisson and len(steps) > 40
 
 

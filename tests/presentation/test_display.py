@@ -20,10 +20,11 @@ from harness.config.key_tables import (
     plugin_keys_table,
 )
 from harness.config.sweep_file import load_sweep
-from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.presentation.html_report import _table
-from harness.presentation.terminal import SweepBar, clock, print_keys, print_run, print_sweep
-from harness.results.run_folder import load_run, open_run
+from harness.presentation.progress import SweepBar, clock
+from harness.presentation.terminal import print_keys, print_run, print_sweep
+from harness.results.run_reader import load_run, open_run
 from harness.results.statistics import by_strategy, pooled_load
 from harness.results.sweep_folder import SweepStore, load_sweep_results
 from harness.running.sweep_runner import run_seed
@@ -50,7 +51,14 @@ def every_strategy(tmp_path_factory) -> Path:
     """A run of every strategy (the longest names), 2 seeds, with thresholds failing some."""
     out = tmp_path_factory.mktemp("run") / "out"
     flags = [f for t in THRESHOLDS for f in ("--threshold", t)]
-    argv = ["run", str(CONFIGS / "seed-herd.toml"), "--compare", ",".join(LEDGERS), "--seeds", "2"]
+    argv = [
+        "run",
+        str(CONFIGS / "seed-herd.toml"),
+        "--compare",
+        ",".join(STRATEGIES),
+        "--seeds",
+        "2",
+    ]
     argv += ["--set", "run.duration_s=5", *flags, "--out", str(out), "--quiet", "--no-report"]
     assert main(argv) == 99  # the tables are printed from the folder: no report is read
     return out
@@ -100,7 +108,7 @@ def sweep_folder(tmp_path_factory) -> Path:
     sweep = load_sweep(path)
     store = SweepStore(tmp / "out", sweep)
     for cell in sweep.cells[1:]:
-        store.add_cell(cell, [run_seed(cell.config, seed) for seed in sweep.seeds], 0.0)
+        store.add_cell(cell, [run_seed(cell.config, seed)[0] for seed in sweep.seeds], 0.0)
     store.fail_cell(sweep.cells[0], "RuntimeError: injected", "trace")
     store.close()
     return tmp / "out"
@@ -114,7 +122,7 @@ def test_the_sweep_tables_fit_and_show_every_cell(sweep_folder, width):
     for _, group in summary.groupby("cell"):
         r = by_strategy(group).iloc[0]
         assert f"{r['cv_mean']:.3f}" in text
-    assert all(name in text for name in LEDGERS)
+    assert all(name in text for name in STRATEGIES)
     assert "failed" in text and "cell 0 failed" in text
     assert "across: heartbeat.interval_s" in text
     failed_checks = sum(not r["passed"] for c in meta["cells"] for r in c.get("thresholds", []))

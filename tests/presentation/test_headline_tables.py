@@ -16,19 +16,20 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.model.scheduling.ledgers import LEDGERS
-from harness.presentation.headline import headline
-from harness.results.run_folder import load_run
-from harness.results.statistics import by_strategy, comparisons, cv_shift
+from harness.model.scheduling.strategies import STRATEGIES
+from harness.presentation.headline import REASONS, headline
+from harness.results.run_reader import load_run
+from harness.results.seed_figures import FAILURE_REASONS
+from harness.results.statistics import by_strategy, contrasts, cv_shift
 from tests.support.configs import CONFIGS, SCENARIOS, brief_flags, runnable
 
-STRATEGIES = ["stale", "in_progress", "optimistic"]
+COMPARED = ["stale", "in_progress", "optimistic"]
 QUICK = {"seed-burst", "seed-herd", "faults-crash"}
 """Scenarios the fast tier runs; the others (several seconds each) run in the full suite."""
 
 
 def _run(config: Path, out: Path) -> dict[str, pd.DataFrame]:
-    args = ["run", str(config), "--compare", ",".join(STRATEGIES), "--seeds", "2"]
+    args = ["run", str(config), "--compare", ",".join(COMPARED), "--seeds", "2"]
     args += brief_flags(config)
     with contextlib.redirect_stdout(io.StringIO()):
         assert main([*args, "--out", str(out), "--quiet", "--no-report"]) == 0
@@ -105,6 +106,29 @@ def _check_nodes(sentence: str, row: pd.Series, base: pd.Series) -> None:
         assert float(failed.group(2) or failed.group(1)) == pytest.approx(row["failed"], abs=0.05)
 
 
+def _check_reasons(sentence: str, rows: pd.DataFrame) -> None:
+    """Why the first strategy's creates failed, as its sentence says: each reason's mean count
+    per seed, or `all` of them for the one reason, as the summary's `failed_<reason>`."""
+    means = {r: rows[f"failed_{r}"].mean() for r in FAILURE_REASONS}
+    failing = {r: m for r, m in means.items() if m > 0}
+    alone = re.search(r"per seed, all (\w+) \(([^)]*)\)", sentence)
+    listed = re.findall(r"([\d.]+) (\w+) \(([^)]*)\)", sentence.partition("per seed: ")[2])
+    if not failing:
+        assert not alone and not listed, sentence
+    elif len(failing) == 1:
+        assert alone and alone.group(1) in failing, sentence
+        assert alone.group(2) == REASONS[alone.group(1)], sentence
+    else:
+        assert {r: float(n) for n, r, _ in listed} == pytest.approx(failing, abs=0.05), sentence
+        assert all(words == REASONS[r] for _, r, words in listed), sentence
+
+
+def test_every_failure_reason_is_worded_with_what_sets_it():
+    assert set(REASONS) == set(FAILURE_REASONS)
+    assert "placement.deadline_s" in REASONS["deadline"]
+    assert "placement.max_asks" in REASONS["asks_exhausted"]
+
+
 def _check_flying(sentence: str, strategy: str, flying: dict) -> None:
     """Each count of creates in flight a sentence gives is the requests table's."""
     most, share, whole = flying.get(strategy, (1, 0.0, False))
@@ -129,37 +153,36 @@ def _check_flying(sentence: str, strategy: str, flying: dict) -> None:
     assert "in flight" not in sentence or none or at_most or every, sentence
     counts = re.search(r"(\S+) counts them where (\S+) does not", sentence)
     if counts:
-        assert LEDGERS.resolve(counts.group(1)).counts_in_progress, sentence
-        assert not LEDGERS.resolve(counts.group(2)).counts_in_progress, sentence
+        assert STRATEGIES.resolve(counts.group(1)).counts_in_progress, sentence
+        assert not STRATEGIES.resolve(counts.group(2)).counts_in_progress, sentence
 
 
 def _check(frames: dict[str, pd.DataFrame]) -> list[str]:
     summary, nodes, requests = frames["summary"], frames["nodes"], frames["requests"]
     table = by_strategy(summary).set_index("strategy")
-    lines = headline(comparisons(summary, nodes))
+    lines = headline(contrasts(summary, nodes))
     flying = _in_flight(requests)
-    base = table.loc[STRATEGIES[0]]
+    base = table.loc[COMPARED[0]]
     shifts = cv_shift(
-        pd.concat(
-            summary[summary["strategy"] == STRATEGIES[0]].assign(strategy=s) for s in STRATEGIES
-        ),
+        pd.concat(summary[summary["strategy"] == COMPARED[0]].assign(strategy=s) for s in COMPARED),
         summary,
     ).set_index("strategy")
-    assert len(lines) == len(STRATEGIES)
+    assert len(lines) == len(COMPARED)
     named = set()
-    for strategy, sentence in zip(STRATEGIES, lines, strict=True):
+    for strategy, sentence in zip(COMPARED, lines, strict=True):
         row = table.loc[strategy]
         assert sentence.startswith(strategy), sentence
-        if strategy == STRATEGIES[0]:
+        if strategy == COMPARED[0]:
             assert f"{strategy}: CV {row['cv_mean']:.3f} over 2 seeds" in sentence
             _check_nodes(sentence, row, row)
+            _check_reasons(sentence, summary[summary["strategy"] == strategy])
             continue
         equal = re.match(r"\S+ equals (\S+) to every digit in all 2 seeds", sentence)
         equal = equal or re.search(r"as (\S+) does, equal to it to every digit", sentence)
         if equal:
             twin = equal.group(1)
             assert _same(nodes, summary, strategy, twin), sentence
-            assert STRATEGIES.index(twin) < STRATEGIES.index(strategy)
+            assert COMPARED.index(twin) < COMPARED.index(strategy)
             named.add(strategy)
         change = re.search(r"(cuts|raises) CV from ([\d.]+) to ([\d.]+)", sentence)
         unclear = re.search(
@@ -183,8 +206,8 @@ def _check(frames: dict[str, pd.DataFrame]) -> list[str]:
             _check_nodes(sentence, row, base)
         _check_flying(sentence, strategy, flying)
     # Every strategy that ended as an earlier one says so.
-    for i, strategy in enumerate(STRATEGIES):
-        if any(_same(nodes, summary, strategy, earlier) for earlier in STRATEGIES[:i]):
+    for i, strategy in enumerate(COMPARED):
+        if any(_same(nodes, summary, strategy, earlier) for earlier in COMPARED[:i]):
             assert strategy in named, lines
     return lines
 

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.image import imread
 
 from harness.cli import main
-from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.presentation import plots
 from harness.presentation.html_report import _beats, write_report
 from tests.support.configs import CONFIGS, scenario
@@ -135,7 +135,7 @@ def test_sweep_report_has_the_curve_against_the_swept_key(heartbeat_report):
     assert "heartbeat.interval_s = 20 (the base config" in page
     meta = json.loads((heartbeat_report.parent / "sweep.json").read_text())
     assert meta["completed"]
-    assert len(meta["cells"]) == 7 * len(LEDGERS)
+    assert len(meta["cells"]) == 7 * len(STRATEGIES)
 
 
 @pytest.mark.ray

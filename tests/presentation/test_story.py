@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
-from harness.results.run_folder import load_run
+from harness.results.run_reader import load_run
 from harness.results.statistics import by_strategy, flat
 from tests.support.configs import CONFIGS
 
@@ -86,7 +86,7 @@ def test_a_strategy_that_fails_more_creates_says_why_where_the_data_does(tmp_pat
     printed = _printed(lambda: main(["run", str(CONFIGS / "heterogeneous.toml"), *args, *out]))
     assert re.search(
         r"optimistic cuts CV from [0-9.]+ to [0-9.]+ \(-\d+%\); .*failed creates 0 -> \d+ per "
-        r"seed\. All the extra failures are no_candidate \(no node passed the filters\): its "
+        r"seed\. All the extra failures are no_candidate \(no candidate node was left\): its "
         r"view is closer to the truth \(\|err\| [0-9.]+ -> 0\.00 vCPU per node\), so its "
         r"filters turn away nodes that stale's view, up to \d+ vCPU short, still shows with room",
         printed,

@@ -22,11 +22,13 @@ ENDS = {
     "external_throughput.py": ([], '"path": "python server, framed"'),
     "make_trace.py": (["--out", "{tmp}/trace.csv"], "trace.csv: 100 rows"),
     "ray_throughput.py": ([], "load average at the end"),
+    "real_traffic.py": ([], "s of trace"),
     "report_memory.py": ([], "harness report: peak"),
     "report_speed.py": ([], "seed-burst.toml: the report's own CPU"),
     "run_peak.py": ([], "every process below it; load average"),
     "search_speed.py": ([], "the search's own cost"),
     "sweep_scaling.py": ([], "1 worker(s):"),
+    "time_keeping.py": ([], "as measured, reports 2 s late"),
     "trace_replay.py": ([], "poisson"),
     "virtual_engine.py": ([], "goal: >= 10x real time"),
 }

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.strategies import STRATEGIES
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "guides" / "baseline.md"
@@ -230,7 +230,7 @@ def test_the_guides_workflow_gates_a_branch_on_its_merge_base(repo: Path, tmp_pa
     assert (repo / "placement-run" / "baseline-commit").read_text().strip() == fork
     assert "worse than the baseline: cv (stale)" in job.err
     rows = pd.read_parquet(repo / "placement-run" / "comparison.parquet")
-    assert set(rows["strategy"]) == set(LEDGERS.builtins)  # every strategy the harness ships
+    assert set(rows["strategy"]) == set(STRATEGIES.builtins)  # every strategy the harness ships
     worse = rows[rows["verdict"] == "worse"]
     watched = {"cv", "failed_frac", "p99_place_ms"}
     said = job.err.split("worse than the baseline: ", 1)[1]

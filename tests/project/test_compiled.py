@@ -40,7 +40,8 @@ def test_pure_forced_is_pure_throughout():
     its source, compiled or not."""
     code = (
         "import actors.carrier as c, actors.outbox as o, harness.model.event_queue, "
-        "harness.model.protocol.node_party, harness.model.scheduling.ledgers.stale as s, harness; "
+        "harness.model.protocol.node_party, harness.model.scheduling.strategies.stale as s, "
+        "harness; "
         "print(harness.COMPILED, all(m.__file__.endswith('.py') for m in "
         "(harness.model.event_queue, harness.model.protocol.node_party, s, c, o)))"
     )
@@ -111,12 +112,12 @@ def _run_every_scenario(out: Path) -> None:
     strategy, one seed, into `out/<scenario>/`, with the two things that differ from run to
     run held still: the run id and the engine's wall time."""
     from harness.engines import virtual
-    from harness.model.scheduling.ledgers import LEDGERS
-    from harness.results import run_folder as run_store
+    from harness.model.scheduling.strategies import STRATEGIES
+    from harness.results import folder_policy
     from harness.results.failures import InvariantError
     from harness.running.runner import run
 
-    run_store.new_run_id = lambda name: f"{name}-same"
+    folder_policy.new_run_id = lambda name: f"{name}-same"
 
     class _Still:
         @staticmethod
@@ -131,7 +132,7 @@ def _run_every_scenario(out: Path) -> None:
             continue
         config = shipped(path, ["run.seeds=1", "run.engine=virtual"])
         with contextlib.suppress(InvariantError):  # a broken check is part of the content
-            run(config, list(LEDGERS.builtins), out / path.stem)
+            run(config, list(STRATEGIES.builtins), out / path.stem)
 
 
 if __name__ == "__main__":

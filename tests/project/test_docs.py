@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -16,7 +17,10 @@ import pytest
 import harness
 from harness.config import load
 from harness.config.trace_file import COLUMNS as TRACE_COLUMNS
+from harness.config.traces.cache import CACHE_ENV
 from harness.model.scheduling.placement.filters.memory_overcommit import MemoryOvercommit
+from harness.model.scheduling.strategies import STRATEGIES
+from harness.presentation.progress import PROGRESS_ENV
 from harness.results.arrow_schemas import TABLES
 from harness.results.column_docs import COLUMNS, COMMON
 from tests.support.configs import SCENARIOS
@@ -44,6 +48,18 @@ def _generator():
 def test_generated_reference_pages_are_current():
     stale = _generator().stale_pages()
     assert not stale, f"run python docs/gen_reference.py: {stale} differ from the code"
+
+
+def test_the_plugins_reference_names_classes_by_their_public_paths():
+    """Every axis is on the page with its base class as `harness.api` exports it; no class is
+    named by the internal path it is defined in (which may move in any release)."""
+    import harness.api
+
+    page = _generator().plugins_page()
+    bases = re.findall(r"Base class `([\w.]+)`", page)
+    assert len(bases) == len(harness.api.AXES)
+    assert all(b.startswith("harness.api.") for b in bases), bases
+    assert not re.findall(r"`harness\.[\w.]+:\w+`", page)  # no "module:Class" of a built-in
 
 
 @pytest.mark.parametrize("table", list(TABLES))
@@ -126,8 +142,10 @@ def _shims(folder: Path) -> dict[str, str]:
     for shim in folder.iterdir():
         shim.chmod(0o755)
     path = f"{folder}{os.pathsep}{os.environ['PATH']}"
-    # Unbuffered, as in a terminal: what a command prints on stdout and stderr keeps its order.
-    return {**os.environ, "PATH": path, "COLUMNS": "80", "PYTHONUNBUFFERED": "1"}
+    # Unbuffered, as in a terminal: what a command prints on stdout and stderr keeps its order;
+    # no progress line, whose coming depends on the machine's pace.
+    quiet = {PROGRESS_ENV: "86400"}
+    return {**os.environ, "PATH": path, "COLUMNS": "80", "PYTHONUNBUFFERED": "1", **quiet}
 
 
 RUNNABLE_PAGES = [p for p in PAGES if any(b.runnable for b in blocks(p))]
@@ -233,15 +251,84 @@ def test_generated_figures_are_current():
     assert done.returncode == 0, done.stderr
 
 
-def test_an_output_block_that_differs_from_its_command_is_rewritten(tmp_path):
-    """The generator's own check: a block showing what the command no longer prints is
-    replaced by what it prints (here `harness plugins`, fast), and then left alone."""
+def _generate():
     spec = importlib.util.spec_from_file_location("generate", DOCS / "generate.py")
     generate = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generate)
+    return generate
+
+
+def test_an_output_block_that_differs_from_its_command_is_rewritten(tmp_path):
+    """The generator's own check: a block showing what the command no longer prints is
+    replaced by what it prints (here `harness plugins`, fast), and then left alone."""
+    generate = _generate()
     page = tmp_path / "page.md"
     page.write_text("Text.\n\n<!-- output: harness plugins -->\n```\nKIND  NAME  FROM\n```\n")
     current = generate.with_outputs(page)
     assert current != page.read_bytes() and b"best_of_k" in current
     page.write_bytes(current)
     assert generate.with_outputs(page) == current
+
+
+def test_every_run_a_long_figure_draws_is_a_long_block_shown_on_a_page():
+    """A long figure is drawn from the results of an output block's own run, so each command
+    it draws from is marked long on a page: a figure drawn from a run no page shows would run
+    the hour again, and a page whose command went stale (a strategy added to the registry
+    changes the hour's `--compare`) fails here until the page shows the new command."""
+    generate = _generate()
+    shown = {
+        m["command"]
+        for page in generate.pages()
+        for m in generate.OUTPUT.finditer(page.read_text())
+        if m["long"]
+    }
+    drawn = {command for lines in generate.LONG_FIGURES.values() for command, _ in lines}
+    assert drawn and drawn <= shown, sorted(drawn - shown)
+    assert f"--compare {','.join(STRATEGIES)} " in generate.HOUR  # every strategy shipped
+
+
+def test_an_output_block_prints_no_import_whether_or_not_the_cache_holds_its_trace(
+    tmp_path, monkeypatch
+):
+    """A command replaying a trace of another format is shown as it prints on a machine whose
+    trace cache holds the import: the generator imports first, so a fresh machine (CI, with
+    an empty cache) prints the same, and no line names a cache path or key of its own."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    trace = tmp_path / "slice"
+    trace.mkdir()
+    (trace / "sample_tasks.csv").write_text("0,j_1,M1,60,50,0.3,2\n2,j_2,M1,10,200,1.0,1\n")
+    (trace / "sample_instances.csv").write_text(
+        "0,j_1,M1,ins_1,52,74,0.1\n0,j_1,M1,ins_2,3,0,0.1\n2,j_2,M1,ins_3,7,100,0.9\n"
+    )
+    config = tmp_path / "slice.toml"
+    config.write_text(
+        '[run]\nduration_s = 5\n[cluster]\nnodes = 4\n[workload]\narrival = "trace"\n'
+        f'trace_format = "alibaba-2018"\ntrace = "{trace}"\n'
+    )
+    command = f"harness run {config} --seeds 1 --quiet --no-report --out results/slice"
+    generate = _generate()
+    # the results in the system's temporary folder, as the generator's: a short path, which
+    # the 80 columns do not wrap before it is named results/slice
+    with tempfile.TemporaryDirectory() as first, tempfile.TemporaryDirectory() as second:
+        fresh, folder = generate.Runs(Path(first)).run(command)
+        held, _ = generate.Runs(Path(second)).run(command)
+        assert (folder / "summary.parquet").is_file()  # the run's results, for a figure
+    assert "import" not in fresh and "results: results/slice" in fresh, fresh
+    assert held == fresh
+
+
+def test_the_generator_makes_only_the_files_named():
+    """`generate.py --long PAGE FIGURE`: the files named, from the project root or as absolute
+    paths, and no other (the searches' long page is not rerun); a long figure named without
+    --long, or a file it does not make, is refused, saying which."""
+    generate = _generate()
+    cv = "docs/assets/real-traffic-cv.png"
+    page = "docs/explanation/real-traffic.md"
+    makers = generate.generated(long=True)
+    assert generate.named([cv, str(ROOT / page)], makers) == [cv, page]
+    refused = f"{cv}: not a file docs/generate.py makes without --long"
+    with pytest.raises(ValueError, match=f"^{re.escape(refused)}$"):
+        generate.named([cv], generate.generated())
+    refused = "docs/nope.md: not a file docs/generate.py makes"
+    with pytest.raises(ValueError, match=f"^{re.escape(refused)}$"):
+        generate.named(["docs/nope.md"], makers)

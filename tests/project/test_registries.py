@@ -6,30 +6,32 @@ an error. And the packages import in one direction: no circle."""
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import harness.api
 from harness.config.traces import TRACE_FORMATS
 from harness.engines import ENGINES, Engine, get_engine, real_time
 from harness.engines.virtual import VirtualEngine
-from harness.model.catalogue import MODEL_REGISTRIES, catalogue
+from harness.model.catalogue import MODEL_REGISTRIES, Declared
 from harness.model.cluster.faults import COUNTS, FAULT_KINDS, Faults, FaultSpec
-from harness.model.cluster.faults.fault_keys import Drawn
 from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
+from harness.model.cluster.faults.fault_window import Drawn
 from harness.model.cluster.faults.kinds import counters
 from harness.model.cluster.node import Node, Outcome
 from harness.model.cluster.phases import PHASES
 from harness.model.registry import RegistryError
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.filters.too_many_starting import TooManyStarting
 from harness.model.scheduling.placement.pipeline import Parts
 from harness.model.scheduling.placement.registries import FILTERS, SAMPLERS
 from harness.model.scheduling.scheduler import PlacementSpec
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.model.workload.arrivals import ARRIVALS
-from harness.model.workload.lifetimes import LIFETIMES
+from harness.model.workload.distributions import LIFETIMES
 from harness.model.workload.request import Shape
 from harness.results.arrow_schemas import SUMMARY, summary_table
 from harness.results.seed_result import seed_result
@@ -76,11 +78,27 @@ def test_harness_plugins_lists_every_registry(capsys):
             assert (registry.one, name, "harness") in lines
     header, *rows = lines
     assert header == ("KIND", "NAME", "FROM") and all(len(line) == 3 for line in rows)
-    # every registered plugin, then the external scheduler ([external], not a registry)
-    assert rows == [
-        *catalogue(ENGINES, TRACE_FORMATS),
-        ("scheduler", "external", "harness.external"),
-    ]
+    # every registered plugin, axis by axis, then the external scheduler ([external], not a
+    # registry)
+    listed = [row for registry in harness.api.AXES for row in registry.catalogue()]
+    assert rows == [*listed, ("scheduler", "external", "harness.external")]
+
+
+def test_harness_plugins_lists_a_choice_made_by_a_section_from_its_declaration(capsys, monkeypatch):
+    """The external scheduler is chosen by `[external]`, not by a registry's name: its row is
+    its declaration's (`harness.external.SCHEDULER`), printed as every row is, not a line of
+    its own in the command."""
+    import harness.external
+    from harness.cli import main, plugins
+
+    assert harness.external.SCHEDULER in plugins.LISTED
+    declared = Declared("scheduler", "elsewhere", "a.package")
+    listed = [declared if item is harness.external.SCHEDULER else item for item in plugins.LISTED]
+    monkeypatch.setattr(plugins, "LISTED", tuple(listed))
+    assert main(["plugins"]) == 0
+    rows = [tuple(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert rows[-1] == ("scheduler", "elsewhere", "a.package")
+    assert ("scheduler", "external", "harness.external") not in rows
 
 
 def test_engines_are_named_without_importing_them():
@@ -111,7 +129,7 @@ def test_capabilities_replace_the_names():
     assert [n for n, k in ARRIVALS.builtins.items() if k.closed] == ["closed"]
     assert [n for n, k in ARRIVALS.builtins.items() if k.replay] == ["trace"]
     assert [n for n, k in ARRIVALS.builtins.items() if k.at_once] == ["burst"]
-    assert [n for n, k in LIFETIMES.builtins.items() if k.exact] == ["fixed"]
+    assert [n for n, k in LIFETIMES.builtins.items() if not k.varies] == ["fixed"]
     assert [n for n, k in PHASES.builtins.items() if k.together] == ["aligned"]
     assert [n for n, k in FAULT_KINDS.builtins.items() if k.slows] == ["slow_node"]
 
@@ -186,9 +204,67 @@ def test_no_import_circle_in_the_packages():
             assert not graph.chain_exists(imported, module), (module, imported)
 
 
+def layer_of(module: str) -> str:
+    """The layer a module is in: its folder under `harness` (`harness.config`), or `actors`."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "harness" else parts[0]
+
+
+def layer_circles(imports: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The pairs of layers that each reach the other through `imports` (module -> module)."""
+    edges: dict[str, set[str]] = {}
+    for a, b in imports:
+        if layer_of(a) != layer_of(b):
+            edges.setdefault(layer_of(a), set()).add(layer_of(b))
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in edges.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    return sorted((a, b) for a in edges for b in edges[a] if a in reach(b))
+
+
+def test_no_import_circle_between_the_layers():
+    """No layer (a folder of `harness`: config, results, ...) reaches itself through another,
+    type-only imports included: the config layer imports the results layer, so the results
+    layer names no type of the config's, even to type-check (it reads a config through
+    `harness.results.config_view`)."""
+    import grimp
+
+    graph = grimp.build_graph("harness", "actors", exclude_type_checking_imports=False)
+    imports = {
+        (module, imported)
+        for module in graph.modules
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported.split(".")[0] in ("harness", "actors")
+    }
+    assert layer_circles(imports) == []
+    # The check sees a circle made of a type-only import, as results -> config was.
+    back = {("harness.results.seed_result", "harness.config.validation")}
+    assert ("harness.config", "harness.results") in layer_circles(imports | back)
+
+
+def test_modules_are_found_by_import_not_by_name():
+    """Only the registry turns a name into a module (a "module:Class" plugin, an engine named
+    lazily): a choice of a key, a fault kind's settings, ... are imports the contracts see."""
+    dynamic = re.compile(r"import_module\(|__import__\(")
+    found = [
+        str(path.relative_to(ROOT))
+        for folder in ("harness", "actors")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if dynamic.search(path.read_text(encoding="utf-8"))
+    ]
+    assert found == ["harness/model/registry.py"]
+
+
 @pytest.mark.parametrize(
     ("registry", "typo", "meant"),
-    [(LEDGERS, "optimistc", "optimistic"), (SAMPLERS, "bestofk", "best_of_k")],
+    [(STRATEGIES, "optimistc", "optimistic"), (SAMPLERS, "bestofk", "best_of_k")],
     ids=lambda x: getattr(x, "axis", x),
 )
 def test_a_misspelt_name_gets_the_closest_one(registry, typo, meant):

@@ -393,7 +393,7 @@ def _sweep(out: Path, *overrides: str) -> Path:
     sweep = load_sweep(file, list(overrides), seeds=6)  # the fewest a sign-flip test can call
     store = SweepStore(out, sweep)
     for cell in sweep.cells:
-        store.add_cell(cell, [run_seed(cell.config, s) for s in sweep.seeds], 0.0)
+        store.add_cell(cell, [run_seed(cell.config, s)[0] for s in sweep.seeds], 0.0)
     store.close()
     return out
 
@@ -428,7 +428,7 @@ def _as_ray(run: Path, out: Path, overloaded: tuple[int, ...] = (), slower: floa
     over = summary["seed"].isin(overloaded)
     summary["engine"] = "ray"
     summary["time_keeping"] = np.where(over, OVERLOADED, FAITHFUL)
-    summary["overload_figure"] = np.where(over, "heartbeat_late_p99_ms", None)
+    summary["overload_figure"] = np.where(over, "report_lateness_ms", None)
     summary["overload_value"] = np.where(over, 2500.0, np.nan)
     summary["overload_limit"] = np.where(over, 250.0, np.nan)
     summary["fitting_time_scale"] = np.where(over, 10.0, np.nan)

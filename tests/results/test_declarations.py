@@ -30,7 +30,7 @@ from harness.model.recording import (
     TimelineLog,
     node_columns,
 )
-from harness.model.scheduling.ledger import NodeView
+from harness.model.scheduling.strategy import NodeView
 from harness.model.workload.request import Shape
 from harness.results.arrow_schemas import NODES, REQUESTS, TIMELINE, WIDTHS, table
 

@@ -3,7 +3,7 @@ previous state or the new one), run.json lists exactly the seeds the tables hold
 file stays, the user reads one true line with the documented exit code, and an interrupted
 run resumes to the very files of a run never stopped. Failures are injected at the I/O
 boundary (a stub that fails the Nth write) or on a real, small file system; signals are sent
-by the process itself at a named phase (`harness.results.phase_hooks.at`), never after a delay."""
+by the process itself at a named phase (`harness.testing_signals.at`), never after a delay."""
 
 from __future__ import annotations
 
@@ -22,13 +22,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from harness import testing_signals
 from harness.cli import WRITE_FAILED, main
 from harness.config.sweep_file import load_sweep
 from harness.engines import virtual
-from harness.results import phase_hooks
-from harness.results import run_folder as run_store
+from harness.results import folder_policy
 from harness.results.arrow_schemas import TABLES
-from harness.results.run_folder import PARTS, RunWriter, load_run
+from harness.results.run_reader import PARTS, load_run
+from harness.results.run_writer import RunWriter
 from harness.results.sweep_folder import SweepStore
 from tests.support.configs import CONFIGS, scenario
 from tests.support.tiers import slow
@@ -52,7 +53,7 @@ def _hold_still(monkeypatch: pytest.MonkeyPatch) -> None:
         def perf_counter() -> float:
             return 0.0
 
-    monkeypatch.setattr(run_store, "new_run_id", lambda name: f"{name}-same")  # and the folder
+    monkeypatch.setattr(folder_policy, "new_run_id", lambda name: f"{name}-same")  # and the folder
     monkeypatch.setattr(virtual, "time", _Still)
 
 
@@ -99,10 +100,10 @@ def _one_line(err: str, *parts: str) -> str:
 
 def _signal_at(monkeypatch: pytest.MonkeyPatch, spec: str) -> None:
     """The commands this process runs next (`harness.cli.main`) send it the signals of `spec`
-    at their phases (`harness.results.phase_hooks.SIGNAL_AT`), counted from now; none if
+    at their phases (`harness.testing_signals.SIGNAL_AT`), counted from now; none if
     `spec` is empty."""
-    monkeypatch.setattr(phase_hooks, "_seen", {})
-    monkeypatch.setenv(phase_hooks.SIGNAL_AT, spec)
+    monkeypatch.setattr(testing_signals, "_seen", {})
+    monkeypatch.setenv(testing_signals.SIGNAL_AT, spec)
 
 
 def _command(monkeypatch, capsys, *args: str, signal_at: str = "") -> tuple[int, str]:
@@ -284,7 +285,7 @@ def test_a_run_interrupted_after_any_seed_resumes_to_the_files_of_a_straight_run
     assert f"{stop_at - 1} of 6 seeds finished are kept in {out}" in said
     assert f"harness run --resume {out}" in said
     assert len(_consistent(out)["finished"]) == stop_at - 1
-    monkeypatch.delenv(phase_hooks.SIGNAL_AT)
+    monkeypatch.delenv(testing_signals.SIGNAL_AT)
     assert main(["run", "--resume", str(out), *QUIET]) == 0
     assert _tables(out) == _tables(straight)
     meta = json.loads((out / "run.json").read_text())
@@ -377,7 +378,7 @@ def test_resume_with_another_config_is_refused_with_one_line(
     out = tmp_path / "stopped"
     _signal_at(monkeypatch, "seed#2=INT")
     assert main(["run", HERD, *RUN, *QUIET, "--out", str(out)]) == 130
-    monkeypatch.delenv(phase_hooks.SIGNAL_AT)
+    monkeypatch.delenv(testing_signals.SIGNAL_AT)
     capsys.readouterr()
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     args = [*RUN, *change] if change[0] == "--set" else [*RUN[:-2], *change]
@@ -621,10 +622,10 @@ def test_report_on_a_sweep_whose_summary_is_foreign_is_one_line(tmp_path, capsys
 
 def _run_stopped(spec: str, out: Path, *extra: str) -> subprocess.CompletedProcess:
     """`harness run` as its own process, sending itself the signals of `spec` at their phases
-    (`harness.results.phase_hooks.SIGNAL_AT`)."""
+    (`harness.testing_signals.SIGNAL_AT`)."""
     return subprocess.run(
         [sys.executable, "-m", "harness", "run", HERD, *RUN, "--quiet", "--out", str(out), *extra],
-        env={**ENV, phase_hooks.SIGNAL_AT: spec},
+        env={**ENV, testing_signals.SIGNAL_AT: spec},
         capture_output=True,
         text=True,
         timeout=120,
@@ -721,7 +722,7 @@ def _sweep_stopped(
     out, sweep = tmp_path / "s", str(_sweep_file(tmp_path))
     done = subprocess.run(
         [sys.executable, "-m", "harness", "sweep", sweep, "--quiet", "--out", str(out)],
-        env={**_joining(address), phase_hooks.SIGNAL_AT: spec},
+        env={**_joining(address), testing_signals.SIGNAL_AT: spec},
         capture_output=True,
         text=True,
         timeout=300,
@@ -772,7 +773,7 @@ def test_a_trace_edited_between_interruption_and_resume_is_refused_in_one_line(
     run = ["run", str(config), "--seeds", "2", "--set", "run.duration_s=5", *QUIET]
     _signal_at(monkeypatch, "seed#2=INT")
     assert main([*run, "--out", str(out)]) == 130
-    monkeypatch.delenv(phase_hooks.SIGNAL_AT)
+    monkeypatch.delenv(testing_signals.SIGNAL_AT)
     assert json.loads((out / "run.json").read_text())["inputs"][str(trace)]
     whole = trace.read_text()
     trace.write_text("".join(whole.splitlines(keepends=True)[:1000]))

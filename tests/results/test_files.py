@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 from harness.config import load
 from harness.engines.virtual import VirtualEngine
 from harness.results.arrow_schemas import TABLES
-from harness.results.run_folder import PARTS, RunWriter, load_run
+from harness.results.run_reader import PARTS, load_run
+from harness.results.run_writer import RunWriter
 from harness.running.runner import run
 from tests.support.configs import CONFIGS, scenario
 

@@ -42,7 +42,7 @@ def test_percentiles_equal_numpys_to_the_bit(
     with patch.object(order_statistics, "DISTINCT", distinct):
         got = percentiles(_chunked(a, cuts), PERCENTS)
     want = np.percentile(a, PERCENTS)
-    assert np.array_equal(np.array(got), want), (got, want.tolist())
+    assert np.array_equal(np.array(got), want, equal_nan=True), (got, want.tolist())
 
 
 @pytest.mark.parametrize("held", [1, 3, 1 << 20])

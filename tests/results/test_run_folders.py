@@ -17,8 +17,10 @@ import pytest
 from harness.cli import main
 from harness.config import ConfigError, from_dict
 from harness.config.sweep_file import load_sweep
-from harness.results import run_folder as run_store
-from harness.results.run_folder import ResultsError, RunWriter, load_run
+from harness.results import run_writer
+from harness.results.failures import ResultsError
+from harness.results.run_reader import load_run
+from harness.results.run_writer import RunWriter
 from harness.results.sweep_folder import SweepStore
 from tests.support.configs import CONFIGS
 
@@ -73,7 +75,7 @@ def test_two_runs_in_the_same_second_get_folders_of_their_own(tmp_path, monkeypa
 
             return datetime(2026, 11, 29, 16, 15, 0, tzinfo=tz)
 
-    monkeypatch.setattr("harness.results.run_folder.datetime", Frozen)
+    monkeypatch.setattr("harness.results.folder_policy.datetime", Frozen)
     assert main(["run", HERD, *SHORT]) == 0
     assert main(["run", HERD, *SHORT, "--set", "run.first_seed=7"]) == 0
     folders = sorted((tmp_path / "results").iterdir())
@@ -294,13 +296,13 @@ def test_a_long_plain_run_name_still_fits_the_folder_name(tmp_path, monkeypatch)
 
 def test_run_json_is_not_rewritten_after_every_seed(tmp_path, monkeypatch):
     writes: list[Path] = []
-    real = run_store.write_json
+    real = run_writer.write_json
 
     def counted(path: Path, data: object) -> None:
         writes.append(path)
         real(path, data)
 
-    monkeypatch.setattr(run_store, "write_json", counted)
+    monkeypatch.setattr(run_writer, "write_json", counted)
     out = tmp_path / "many"
     args = ["--seeds", "60", "--set", "run.duration_s=0.5", "--set", "cluster.nodes=3"]
     assert main(["run", HERD, *args, "--quiet", "--no-report", "--out", str(out)]) == 0

@@ -94,9 +94,8 @@ def test_a_cluster_below_one_sandbox_per_node_is_left_out_of_the_balance():
     assert figures["cv_time_mean"] == 0.0 and figures["cv_time_peak"] == 0.0
 
 
-def _placements(placed: list[tuple[float, int]]) -> SeedRows:
-    """Placed creates answered at the times, on the nodes, given."""
-    n = len(placed)
+def _requests(n: int, **columns: list) -> SeedRows:
+    """`n` placed creates, 0 or none in every column but `columns`."""
     values = {name: [0] * n for name in REQUEST_COLUMNS}
     values |= {
         "kind": ["create"] * n,
@@ -104,16 +103,20 @@ def _placements(placed: list[tuple[float, int]]) -> SeedRows:
         "reason": [None] * n,
         "violated": [None] * n,
         "tag": [None] * n,
-        "done_at": [t for t, _ in placed],
-        "issued_at": [t for t, _ in placed],
-        "sent_at": [t for t, _ in placed],
         "latency_ms": [0.0] * n,
-        "node_id": [node for _, node in placed],
+        **columns,
     }
     rows = SeedRows("x", 0)
     if n:
         rows.add("requests", values)
     return rows
+
+
+def _placements(placed: list[tuple[float, int]]) -> SeedRows:
+    """Placed creates answered at the times, on the nodes, given."""
+    times = [t for t, _ in placed]
+    nodes = [node for _, node in placed]
+    return _requests(len(placed), done_at=times, issued_at=times, sent_at=times, node_id=nodes)
 
 
 def test_an_even_spread_is_no_herd():
@@ -159,21 +162,13 @@ def test_the_herd_counts_every_interval_however_few_are_held_at_once(monkeypatch
 def test_creates_in_flight_come_from_what_each_replica_saw_when_it_placed():
     """`in_flight` is recorded per create by its replica: the most of its others still in
     flight when it placed it."""
-    n = 6
-    values = {name: [0] * n for name in REQUEST_COLUMNS}
-    values |= {
-        "kind": ["create"] * n,
-        "outcome": ["placed"] * n,
-        "reason": [None] * n,
-        "violated": [None] * n,
-        "tag": [None] * n,
-        "latency_ms": [1.0] * n,
-        "rpcs": [1, 1, 1, 1, 1, 0],  # the last never reached a node: not counted
-        "replica": [0, 0, 0, 1, 1, 1],
-        "in_flight": [0, 1, 2, 0, 0, 9],
-    }
-    rows = SeedRows("x", 0)
-    rows.add("requests", values)
+    rows = _requests(
+        6,
+        latency_ms=[1.0] * 6,
+        rpcs=[1, 1, 1, 1, 1, 0],  # the last never reached a node: not counted
+        replica=[0, 0, 0, 1, 1, 1],
+        in_flight=[0, 1, 2, 0, 0, 9],
+    )
     nodes = {"sandboxes": [1, 1, 1, 1], "cpu_allocated": [1.0] * 4}
     columns = {name: [0] * 4 for name in NODES.names[2:]}
     columns |= nodes | {"cpu_count": [4] * 4, "down": [False] * 4, "lost_unknown": [False] * 4}

@@ -12,16 +12,17 @@ import sys
 
 import pytest
 
-import harness.running.cost_check
+import harness.results.machine
 import harness.running.runner
 import harness.running.sweep_runner
 from harness.cli import main
 from harness.config import ConfigError, from_dict, load
 from harness.config.sweep_file import load_sweep
 from harness.engines.virtual import VirtualEngine
-from harness.model.scheduling.ledgers import LEDGERS
+from harness.model.scheduling.strategies import STRATEGIES
+from harness.results.machine import Machine
 from harness.running import cost_check as budget
-from harness.running.cost_check import Machine, check_run, check_sweep, seed_terms
+from harness.running.cost_check import check_run, check_sweep, seed_terms
 from harness.wiring.demand_estimate import demand
 from tests.support.configs import CONFIGS, SCENARIOS, SWEEPS, runnable, shipped
 
@@ -43,7 +44,7 @@ def small_machine(monkeypatch):
         raise Started
 
     # The CLI imports these inside its commands (a config error loads no data library).
-    monkeypatch.setattr(harness.running.cost_check, "this_machine", lambda: SMALL)
+    monkeypatch.setattr(harness.results.machine, "this_machine", lambda: SMALL)
     monkeypatch.setattr(harness.running.runner, "run", started)
     monkeypatch.setattr(harness.running.sweep_runner, "run_sweep", started)
 
@@ -64,7 +65,7 @@ def small_machine(monkeypatch):
         (["--set", "run.sample_interval_s=1e-9"], "run.sample_interval_s"),
         (["--engine", "ray", "--set", "ray.client_pools=40"], "ray.client_pools"),
         (["--engine", "ray", "--set", "run.duration_s=100000", "--seeds", "1"], "duration_s"),
-        (["--compare", ",".join(LEDGERS), "--seeds", "100000000"], "run.seeds"),
+        (["--compare", ",".join(STRATEGIES), "--seeds", "100000000"], "run.seeds"),
         (["--seeds", "64", "--set", "run.workers=64"], "run.workers"),
     ],
 )
@@ -109,7 +110,7 @@ def test_every_shipped_scenario_fits_a_small_machine(path):
     config = shipped(path)
     for engine in ("virtual", "ray"):
         for remote in (False, True):
-            check_run(config.with_value("run.engine", engine), len(LEDGERS), SMALL, remote)
+            check_run(config.with_value("run.engine", engine), len(STRATEGIES), SMALL, remote)
 
 
 @pytest.mark.slow
@@ -118,8 +119,9 @@ def test_the_hour_of_alibaba_2018_fits_a_small_machine(path):
     """The whole hour (its 3,056,432 creates counted from its import) under three strategies,
     of one seed and of three, on either engine: a seed holds its model, the rows its logs hold
     until they flush and the passes' bounded structures, two at once in Ray workers, and the
-    driver gathers and reports a row group and a batch at a time: the same peak whatever the
-    seeds. On a machine too small for two seeds at once beside Ray it is refused."""
+    driver gathers and reports a row group and a batch at a time: about the same peak whatever
+    the seeds, well within 4 GB. On a machine too small for two seeds at once beside Ray it is
+    refused."""
     config = load(path)
     assert demand(config).creates == 3_056_432
     peaks = []
@@ -127,13 +129,17 @@ def test_the_hour_of_alibaba_2018_fits_a_small_machine(path):
         for engine in ("virtual", "ray"):
             run = config.with_values({"run.seeds": seeds, "run.engine": engine})
             peaks.append(check_run(run, 3, SMALL, remote=False).peak_bytes)
-    assert peaks[:2] == peaks[2:]  # the same of one seed and of three
+    # The same of one seed and of three but for the nodes table the report reads whole.
+    assert peaks[2:] == pytest.approx(peaks[:2], rel=0.01)
+    assert max(peaks) < 0.5 * SMALL.memory_bytes
     with pytest.raises(ConfigError, match=r"too big for this machine: the run, 2 seeds at once"):
         check_run(config, 3, Machine(memory_bytes=5e8, cpus=2), remote=False)
 
 
 LONG = ["--set", "workload.rate_per_s=20000", "--set", "run.duration_s=100"]
-"""seed-herd at 20,000 creates a second for 100 s: 20 seeds of some 4 million rows each."""
+LONG += ["--set", "workload.lifetime_s=0.1"]
+"""seed-herd at 20,000 creates a second for 100 s, each living 0.1 s (within its cluster's
+room): 20 seeds of some 4 million rows each."""
 ESTIMATE = re.compile(
     r"harness: estimate: ~[\d.,]+ [kMG]?B at the peak \(2 seeds at once, each ~[\d.,]+ [kMG]?B, "
     r"and Ray\), ~[\d.,]+ (s|min|h) of computing on 2 cores\n"
@@ -161,9 +167,8 @@ def test_a_long_sweep_says_its_estimate_before_it_starts(small_machine, tmp_path
     path = tmp_path / "s.toml"
     grid = '"placement.strategy" = ["stale", "optimistic"]'
     path.write_text(f'[sweep]\nbase = "{HERD}"\n[grid]\n{grid}\n')
-    sets = [arg for pair in zip(["--set"] * 2, LONG[1::2], strict=True) for arg in pair]
     with pytest.raises(Started):
-        main(["sweep", str(path), *sets, "--out", str(tmp_path / "out"), "--quiet"])
+        main(["sweep", str(path), *LONG, "--out", str(tmp_path / "out"), "--quiet"])
     assert ESTIMATE.fullmatch(capsys.readouterr().err)
     path.write_text(f'[sweep]\nbase = "{HERD}"\nseeds = 2\n[grid]\n{grid}\n')
     with pytest.raises(Started):
@@ -232,11 +237,6 @@ def test_the_counts_estimated_are_those_a_run_records(raw):
     assert terms["timeline rows"] == result.timeline.num_rows
 
 
-def test_this_machine_reads_memory_and_cores():
-    machine = budget.this_machine()
-    assert 0 < machine.memory_bytes < 1e15 and machine.cpus >= 1
-
-
 def test_a_sweep_of_too_many_seeds_is_refused(small_machine, tmp_path, capsys):
     sweep = str(CONFIGS / "sweep-reference.toml")
     argv = ["sweep", sweep, "--seeds", "2000000000", "--out", str(tmp_path / "out")]
@@ -246,45 +246,6 @@ def test_a_sweep_of_too_many_seeds_is_refused(small_machine, tmp_path, capsys):
 
 
 # -- the process's own limits -------------------------------------------------------------
-
-
-def _status(tmp_path, vm_kb: int):
-    status = tmp_path / "status"
-    status.write_text(f"Name:\tharness\nVmPeak:\t{vm_kb + 5} kB\nVmSize:\t{vm_kb} kB\n")
-    return status
-
-
-def test_an_address_space_limit_bounds_the_memory_available(tmp_path, monkeypatch):
-    limit = 3 * 2**30
-    monkeypatch.setattr(resource, "getrlimit", lambda which: (limit, resource.RLIM_INFINITY))
-    machine = budget.this_machine(tmp_path / "no-cgroup", _status(tmp_path, 1024 * 1024))
-    assert machine.memory_bytes == limit - 2**30  # what the limit leaves beyond what is mapped
-    assert machine.bound == "the address-space limit, ulimit -v"
-
-
-@pytest.mark.parametrize(
-    "files",
-    [
-        {"memory.max": "2000000000\n", "memory.current": "500000000\n"},  # cgroup v2
-        {
-            "memory/memory.limit_in_bytes": "2000000000\n",  # cgroup v1
-            "memory/memory.usage_in_bytes": "500000000\n",
-        },
-    ],
-    ids=["v2", "v1"],
-)
-def test_a_cgroup_memory_limit_bounds_the_memory_available(files, tmp_path):
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    machine = budget.this_machine(tmp_path, _status(tmp_path, 1000))
-    assert machine.memory_bytes == 1.5e9 and machine.bound == "the cgroup's memory limit"
-
-
-def test_a_cgroup_without_a_limit_leaves_free_memory_the_bound(tmp_path):
-    (tmp_path / "memory.max").write_text("max\n")
-    (tmp_path / "memory.current").write_text("500000000\n")
-    assert budget.this_machine(tmp_path, _status(tmp_path, 1000)).bound == "free memory"
 
 
 MILLION = ["--seeds", "1", "--set", "cluster.nodes=1000000"]
@@ -338,3 +299,25 @@ def test_the_two_huge_scenarios_are_refused_and_force_runs_them(
     monkeypatch.setattr(harness.running.runner, "run", started)
     with pytest.raises(Started):
         main(["run", str(config), "--force", "--quiet", "--out", str(tmp_path / "never")])
+
+
+def test_a_scenario_asking_for_more_than_its_cluster_holds_is_foreseen_in_one_line():
+    """seed-herd at 200 creates a second for 60 s, each living 60 s: 12,000 sandboxes wanted
+    at once where 7,680 fit (10 nodes x 192 vCPUs x placement.r 4). It ran for minutes in a
+    storm of refusals, and the cost check foresaw nothing; at 120 a second it fits."""
+    keys = ["run.duration_s=60", "workload.lifetime_s=60"]
+    full = load(HERD, [*keys, "workload.rate_per_s=200"])
+    said = budget.over_capacity(full)
+    assert said is not None and "\n" not in said
+    for part in ("about 12,000 sandboxes alive at once", "room for about 7,680", "max_asks"):
+        assert part in said, said
+    assert budget.over_capacity(load(HERD, [*keys, "workload.rate_per_s=120"])) is None
+    failing = full.with_value("placement.retry_refused", False)
+    assert "failed at once (placement.retry_refused is false)" in budget.over_capacity(failing)
+    cells = budget.cells_over_capacity([load(HERD), full, full])
+    assert cells is not None and cells.startswith("2 of 3 cells, the first cell 1: seed-herd ")
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_no_shipped_scenario_is_said_to_ask_for_more_than_its_cluster_holds(path):
+    assert budget.over_capacity(load(str(path))) is None

@@ -18,12 +18,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness import testing_signals
 from harness.cli import main
 from harness.config import ConfigError
 from harness.config.search_file import load_search
 from harness.presentation.search_report import bias_text
-from harness.results import phase_hooks
-from harness.results.run_folder import load_run
+from harness.results.run_reader import load_run
 from harness.results.search_folder import load_search_results
 from harness.running.search_runner import run_search, run_trial, summaries
 from tests.support.configs import CONFIGS
@@ -136,12 +136,12 @@ def test_an_interrupted_search_resumed_gives_the_trials_of_an_uninterrupted_one(
     argv = ["search", str(path), "--in-process", "--quiet", "--no-report"]
     assert quiet([*argv, "--out", str(straight)])[0] == 0
     stopped = tmp_path / "stopped"
-    monkeypatch.setattr(phase_hooks, "_seen", {})
-    monkeypatch.setenv(phase_hooks.SIGNAL_AT, "trial#6=INT")  # mid-way through the second batch
+    monkeypatch.setattr(testing_signals, "_seen", {})
+    monkeypatch.setenv(testing_signals.SIGNAL_AT, "trial#6=INT")  # mid-way through the second batch
     assert quiet([*argv, "--out", str(stopped)])[0] == 130
     meta, trials = load_search_results(stopped)
     assert len(trials) == 6 and not meta["completed"]
-    monkeypatch.delenv(phase_hooks.SIGNAL_AT)
+    monkeypatch.delenv(testing_signals.SIGNAL_AT)
     shown = io.StringIO()
     with redirect_stdout(shown):
         assert main(["report", str(stopped)]) == 0

@@ -15,8 +15,8 @@ from harness.cli import main
 from harness.config import ConfigError
 from harness.config.sweep_file import load_sweep
 from harness.engines.ray_setup import stop_ray
-from harness.model.scheduling.ledgers import LEDGERS
-from harness.results.run_folder import ResultsError
+from harness.model.scheduling.strategies import STRATEGIES
+from harness.results.failures import ResultsError
 from harness.results.sweep_folder import SweepStore, load_sweep_results, read_cells
 from harness.running.sweep_runner import run_sweep
 from tests.support.configs import CONFIGS
@@ -80,8 +80,8 @@ def test_grid_expands_to_every_combination_with_linked_keys(tmp_path):
         '[linked]\n"workload.rate_per_s" = { with = "cluster.nodes", values = [10, 100] }\n',
     )
     sweep = load_sweep(path)
-    assert sweep.grid["placement.strategy"] == list(LEDGERS)
-    assert len(sweep.cells) == len(LEDGERS) * 2
+    assert sweep.grid["placement.strategy"] == list(STRATEGIES)
+    assert len(sweep.cells) == len(STRATEGIES) * 2
     assert sweep.seeds == [0, 1, 2]
     for cell in sweep.cells:
         c = cell.config

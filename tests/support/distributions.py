@@ -15,7 +15,7 @@ def normal_cdf(z: float) -> float:
 
 def theory_cdf(dist: str, mean: float, sigma: float = 1.0, alpha: float = 2.0):
     """P(lifetime <= x) of each distribution with the documented parameterisation, written
-    out here rather than taken from harness.model.workload.lifetimes."""
+    out here rather than taken from harness.model.workload.distributions."""
     if dist == "exponential":
         return lambda x: 1.0 - math.exp(-x / mean)
     if dist == "lognormal":

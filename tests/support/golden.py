@@ -12,8 +12,9 @@ whose digests differ and the first run of rows that does (one row where a table 
 than BLOCKS rows).
 
 Columns added to a table after its digests were first recorded (`ADDED`, then `CHECKED` and
-`CAPPED`, `PLACER`, `TIMED`, `STREAMED`, `TAGGED`) are digested on their own, as `<table>+added`,
-`<table>+checked`, ...: the table's own digest then still proves every older column unchanged."""
+`CAPPED`, `PLACER`, `TIMED`, `STREAMED`, `TAGGED`, `DELIVERED`) are digested on their own, as
+`<table>+added`, `<table>+checked`, ...: the table's own digest then still proves every older
+column unchanged."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness.model.scheduling.ledgers import LEDGERS  # noqa: E402
+from harness.model.scheduling.strategies import STRATEGIES  # noqa: E402
 from harness.results.failures import InvariantError  # noqa: E402
 from harness.running.runner import run  # noqa: E402
 from tests.support.configs import SCENARIOS, shipped, unrunnable  # noqa: E402
@@ -99,6 +100,18 @@ saw them when it placed, added with the results read back a batch at a time:
 TAGGED = {"requests": ("tag",)}
 """What a trace row names its create (job and task, say), carried to the create's request row
 (null without a trace that tags): `<table>+tagged`."""
+DELIVERED = {
+    "summary": (
+        "report_late_p50_ms",
+        "report_late_p99_ms",
+        "submit_late_p50_ms",
+        "submit_late_p99_ms",
+        "report_late_sketch",
+        "submit_late_sketch",
+    )
+}
+"""How late reports and creates reached a replica, as an engine in real time measured it (empty
+on the virtual engine): `<table>+delivered`."""
 GROUPS = {
     "added": ADDED,
     "checked": CHECKED,
@@ -107,6 +120,7 @@ GROUPS = {
     "timed": TIMED,
     "streamed": STREAMED,
     "tagged": TAGGED,
+    "delivered": DELIVERED,
 }
 
 BLOCKS = 64
@@ -149,7 +163,7 @@ def tables(path: Path) -> dict[str, pd.DataFrame]:
         out = Path(tmp) / "run"
         # A broken check is part of the content (invariants_ok); the files are written.
         with contextlib.suppress(InvariantError):
-            run(config, list(LEDGERS.builtins), out)
+            run(config, list(STRATEGIES.builtins), out)
         frames = {name: pd.read_parquet(out / f"{name}.parquet") for name in TABLES}
     found = {}
     for name, frame in frames.items():

@@ -19,7 +19,7 @@ def _psutil() -> Any:
 
 
 def paused(proc: subprocess.Popen, timeout_s: float) -> bool:
-    """Whether `proc` stops itself (SIGSTOP: `harness.results.phase_hooks.SIGNAL_AT`) within
+    """Whether `proc` stops itself (SIGSTOP: `harness.testing_signals.SIGNAL_AT`) within
     `timeout_s`; False if it exits or the time passes first."""
     deadline = time.time() + timeout_s
     while proc.poll() is None and time.time() < deadline:

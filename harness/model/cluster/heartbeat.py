@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -106,9 +107,19 @@ class HeartbeatPlan:
         whose beats belong to each node."""
         if not self.phase.together:
             return None
-        times = [0.0]
-        t = self.interval
+        return [0.0, *(t + self.delay for t in self.beat_times(self.phase.earliest(self.interval)))]
+
+    def beat_times(self, first: float) -> Iterator[float]:
+        """The beats of a group whose first beat is `first`: each the previous plus the
+        interval, while before the run's end, as `BeatWheel` steps them (a run whose length is
+        a multiple of the interval takes no beat at its end)."""
+        t = first
         while t < self.duration:
-            times.append(t + self.delay)
+            yield t
             t += self.interval
-        return times
+
+    def most_beats(self) -> int:
+        """The most beats one node takes in a run, the pre-run sync aside: those of a group
+        whose first beat is the earliest its phase allows. The one count of beats: what
+        estimates a run's reports (the cost check) asks here."""
+        return sum(1 for _ in self.beat_times(self.phase.earliest(self.interval)))

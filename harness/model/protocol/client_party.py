@@ -17,12 +17,11 @@ from typing import Any, cast
 
 from harness.model.cluster.node import Outcome
 from harness.model.protocol import Kind, Recipient, Sink, unhandled
-from harness.model.random_streams import stream
+from harness.model.random_streams import Streams, VarietyStreams
 from harness.model.recording import CreateAnswer, RequestLog
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.request import Shape
 from harness.model.workload.templates import Create, Templates, TraceRow, spread
-from harness.model.workload.variety import VarietyStreams
 from harness.model.workload.workload_keys import WorkloadSpec
 
 CreateContext = tuple[float, float, float | None, str | None]
@@ -51,6 +50,7 @@ class ClientHost(Recipient):
         self.replicas = replicas
         """Client c talks to scheduler replica c % replicas."""
         self.seed = seed
+        self.streams = Streams(seed)
         self.sink = sink
         self.arrival: Any = ARRIVALS[spec.arrival]
         """The arrival kind: open loop (`times`, or `replay` of a trace) or `closed` (`starts`)."""
@@ -94,7 +94,7 @@ class ClientHost(Recipient):
         return self.waiting == 0 and self.timers == 0
 
     def start(self) -> None:
-        workload = stream(self.seed, "workload")
+        workload = self.streams.workload()
         if self.closed:
             for client, t in enumerate(self.arrival.starts(self.spec, workload)):
                 if client % self.hosts == self.index and t < self.duration:
@@ -111,14 +111,14 @@ class ClientHost(Recipient):
         """Every open-loop create in order. Lifetimes come from a stream of their own, drawn
         for every create in order (none for a trace row that gives its own), and so do the
         picks of a template."""
-        lifetimes = stream(self.seed, "lifetime")
-        sizes = VarietyStreams(self.seed)
+        lifetimes = self.streams.lifetimes()
+        sizes = self.streams.sizes()
         if self.arrival.replay:
             assert self.trace is not None, "a trace arrival needs the trace's rows"
-            rows = spread(self.trace(), self.spread_s, stream(self.seed, "spread"))
+            rows = spread(self.trace(), self.spread_s, self.streams.spread())
             return self.templates.replay(rows, self.duration, lifetimes, sizes)
         times = self.arrival.times(self.spec, self.duration, workload)
-        return self.templates.draw(times, stream(self.seed, "template"), lifetimes, sizes)
+        return self.templates.draw(times, self.streams.templates(), lifetimes, sizes)
 
     def _next_arrival(self, now: float) -> None:
         try:  # compiled, `next` with a default is a generic call of the builtin
@@ -138,9 +138,10 @@ class ClientHost(Recipient):
         self.timers -= 1
         streams = self._streams.get(client)
         if streams is None:
-            picks = stream(self.seed, f"template/{client}") if self.templates.several else None
-            lifetimes = stream(self.seed, f"lifetime/{client}")
-            sizes = VarietyStreams(self.seed, f"/{client}")
+            several = self.templates.several
+            picks = self.streams.templates(client) if several else None
+            lifetimes = self.streams.lifetimes(client)
+            sizes = self.streams.sizes(client)
             streams = self._streams[client] = (lifetimes, picks, sizes)
         template = self.templates.pick(streams[1])
         shape = template.shape_for(streams[2])

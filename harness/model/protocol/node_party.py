@@ -29,6 +29,8 @@ class NodeHost(Recipient):
     warm): the seconds a node takes over a create, between acting on it and answering, without
     or with the template cached; None: it answers at once.
 
+    Every part but the nodes is given by name (the wiring builds one, `harness.wiring.scenario`).
+
     `quiet`: the replicas ignore a report that says what the node's last one said
     (`harness.wiring.scenario.quiet_nodes`). Unless reports take random draws (delivery jitter, lost
     reports), a node then sends one only if it changed (a create, a kill, a crash or a comeback)
@@ -40,6 +42,7 @@ class NodeHost(Recipient):
     def __init__(
         self,
         nodes: Sequence[Node],
+        *,
         plan: HeartbeatPlan,
         beat_groups: list[tuple[float, list[int]]],
         faults: Faults,

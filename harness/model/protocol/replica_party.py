@@ -46,7 +46,7 @@ class ReplicaHost(Recipient):
         """Sandboxes this replica placed and has not been asked to kill."""
         self.killing: dict[int, CreateRequest] = {}
         """Kills on the wire."""
-        self.ledger = scheduler.ledger
+        self.strategy = scheduler.strategy
 
     def refused_again(self) -> int:
         """Creates in flight that nodes have refused `REFUSED_AGAIN` times or more."""
@@ -133,12 +133,12 @@ class ReplicaHost(Recipient):
         self.sink.emit(now, Kind.KILL_DONE, req.client, answer)
 
     def on_report(self, key: int, report: Report, now: float) -> None:
-        self.ledger.apply_report(report, now)  # compiled: a direct call, not a bound method's
+        self.strategy.apply_report(report, now)  # compiled: a direct call, not a bound method's
 
     def believed(self, now: float) -> list[float]:
         """The vCPUs this replica believes each node has allocated at `now` (a view's first
         part, which is all the end-of-run check reads)."""
-        ledger = self.ledger  # compiled: a direct call for each node, not a bound method's
+        ledger = self.strategy  # compiled: a direct call for each node, not a bound method's
         return [ledger.believed_cpu(i, now) for i in range(self.scheduler.n)]
 
     def view(self, now: float) -> View:

@@ -1,6 +1,6 @@
 """What one scheduler replica knows, as placement plugins read it: the nodes' static facts, its
-ledger (view), its in-progress map, its random stream, and `in_progress_cpu` and `reserved`,
-the one rule for how much of a node's CPU it counts as taken.
+strategy (its view of the nodes), its in-progress map, its random stream, and
+`in_progress_cpu` and `reserved`, the one rule for how much of a node's CPU it counts as taken.
 
 Apart from `harness.model.scheduling.scheduler` (the steps that change it) so the placement
 plugins, which the scheduler runs, can name the state they read without importing the
@@ -16,16 +16,16 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from harness.model.cluster.node import NodeInfo
-from harness.model.scheduling.ledger import Ledger
+from harness.model.scheduling.strategy import Strategy
 
 
 class ReplicaState:
     """One scheduler replica's state: the nodes' static facts it learned when they registered
-    (`nodes`), its ledger (view), in-progress map and random stream."""
+    (`nodes`), its strategy (`strategy.views`), in-progress map and random stream."""
 
-    def __init__(self, nodes: Sequence[NodeInfo], ledger: Ledger, rng: random.Random) -> None:
+    def __init__(self, nodes: Sequence[NodeInfo], strategy: Strategy, rng: random.Random) -> None:
         self.nodes = nodes
-        self.ledger = ledger
+        self.strategy = strategy
         self.random = rng.random
         self.n = len(nodes)
         # The in-progress map, node by node: how many creates are in progress and their
@@ -40,19 +40,25 @@ class ReplicaState:
         self.killing_cpu = vec[float]([0.0] * self.n)
         # While every node has at least this many vCPUs, no request needs a CPU filter.
         self.min_cpu_count = min((info.cpu_count for info in nodes), default=0)
-        self.counts_in_progress: bool = ledger.counts_in_progress
-        """The strategy's `Ledger.counts_in_progress`, read once: compiled, a class attribute
+        self.counts_in_progress: bool = strategy.counts_in_progress
+        """The strategy's `Strategy.counts_in_progress`, read once: compiled, a class attribute
         is a lookup on the type, and `reserved` runs for every candidate."""
+
+    @property
+    def ledger(self) -> Strategy:
+        """Deprecated: `strategy`, the name this axis has everywhere (`harness.api` version 1
+        keeps it working; see docs/reference/api.md)."""
+        return self.strategy
 
     def in_progress_cpu(self, node: int) -> float:
         """The vCPUs of this replica's creates in progress on `node` that it counts as taken:
-        all of them when the strategy counts them (`Ledger.counts_in_progress`), none
+        all of them when the strategy counts them (`Strategy.counts_in_progress`), none
         otherwise. The one rule for creates in flight: `reserved` and every plugin that adds
         them to a node's load (`cpu_usage`) ask here, never `pending_cpu` itself."""
         return self.pending_cpu[node] if self.counts_in_progress else 0.0
 
     def reserved(self, node: int, now: float) -> float:
-        """The vCPUs this replica counts as taken on `node` at `now`: its ledger's believed
+        """The vCPUs this replica counts as taken on `node` at `now`: its strategy's believed
         allocation plus `in_progress_cpu`. Every plugin that weighs a node's load against its
         size asks here (`reference`, `fits`, `bin_pack`)."""
-        return self.ledger.believed_cpu(node, now) + self.in_progress_cpu(node)
+        return self.strategy.believed_cpu(node, now) + self.in_progress_cpu(node)

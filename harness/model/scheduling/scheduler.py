@@ -17,11 +17,11 @@ from mypy_extensions import i64
 
 from harness.model.cluster.heartbeat import Report
 from harness.model.cluster.node import NodeInfo, Outcome
-from harness.model.scheduling.ledger import Ledger
 from harness.model.scheduling.placement.eligibility import Eligibility
 from harness.model.scheduling.placement.pipeline import Pipeline
 from harness.model.scheduling.placement.placement_keys import PlacementSpec
 from harness.model.scheduling.replica_state import ReplicaState
+from harness.model.scheduling.strategy import Strategy
 from harness.model.workload.request import CreateRequest
 
 __all__ = ["PlacementSpec", "Scheduler", "Step"]
@@ -53,11 +53,11 @@ class Scheduler(ReplicaState):
         self,
         nodes: Sequence[NodeInfo],
         rules: PlacementSpec,
-        ledger: Ledger,
+        strategy: Strategy,
         rng: random.Random,
         remote: Choice | None = None,
     ) -> None:
-        super().__init__(nodes, ledger, rng)
+        super().__init__(nodes, strategy, rng)
         self.rules = rules
         self.retry_refused = rules.retry_refused
         self.max_asks = rules.max_asks
@@ -92,7 +92,7 @@ class Scheduler(ReplicaState):
         self.pending_cpu[node] += req.vcpu
         req.node = node
         req.rpcs += 1
-        self.ledger.create_started(req, now)
+        self.strategy.create_started(req, now)
         return node
 
     def violated(self, req: CreateRequest, node: int, rules: str) -> None:
@@ -110,7 +110,7 @@ class Scheduler(ReplicaState):
     ) -> Step:
         node = req.node
         _leave(self.starting, self.pending_cpu, req, "create")
-        self.ledger.create_finished(req, outcome, now, response)
+        self.strategy.create_finished(req, outcome, now, response)
         if outcome is Outcome.OK:
             req.attempts += 1
             if self.placed_hooks:
@@ -147,7 +147,7 @@ class Scheduler(ReplicaState):
         self, req: CreateRequest, outcome: Outcome, now: float, response: Report | None = None
     ) -> None:
         _leave(self.killing, self.killing_cpu, req, "kill")
-        self.ledger.kill_finished(req, outcome, now, response)
+        self.strategy.kill_finished(req, outcome, now, response)
 
 
 def _leave(counts: vec[i64], vcpus: vec[float], req: CreateRequest, what: str) -> None:

@@ -15,9 +15,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from itertools import accumulate, repeat
 
-from harness.model.workload.lifetimes import lifetime
+from harness.model.random_streams import VarietyStreams
+from harness.model.workload.distributions import LIFETIMES
+from harness.model.workload.distributions.distribution import Distribution
 from harness.model.workload.request import Shape
-from harness.model.workload.variety import Varied, VarietyStreams, varied
+from harness.model.workload.variety import Varied, varied
 from harness.model.workload.workload_keys import SandboxSpec, WorkloadSpec
 
 
@@ -48,6 +50,23 @@ class Template:
             shape.labels,
             shape.cpu_family,
         )
+
+
+class Never:
+    """`lifetime_s = "none"`: the sandbox is never killed; nothing is drawn. Not a registered
+    distribution: no `lifetime_dist` names it."""
+
+    def draw(self, rng: random.Random) -> None:
+        return None
+
+
+def lifetime(spec: SandboxSpec) -> Distribution | Never:
+    """The lifetime distribution `spec` asks for, built: `lifetime_dist` with mean
+    `lifetime_s` and, for one with a shape, the key it names (`Distribution.shape_key`)."""
+    if spec.lifetime_s is None:
+        return Never()
+    cls = LIFETIMES.resolve(spec.lifetime_dist)
+    return cls(spec.lifetime_s, getattr(spec, cls.shape_key) if cls.shape_key else 0.0)
 
 
 def _built(spec: SandboxSpec) -> Template:

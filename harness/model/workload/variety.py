@@ -6,110 +6,24 @@ vCPU = `max(int(4 * (1 + U(-0.8, 0.8))), 1)`, a usage ratio clipped to [0.1, 1],
 that may be negative. Here each of the four quantities has the keys `<q>_draw` (the kind
 below), `<q>_spread`, `<q>_clip` ([lo, hi], or empty) and, for vCPUs and memory,
 `<q>_integer` (upstream's truncation, `max(int(x), 1)`); the template's own key (`vcpu`,
-`memory_mib`, `usage`, `lifetime_s`) is the mean. Each quantity draws from a stream of its own
-(`harness.model.random_streams`), so turning one on leaves every other draw as it was, and a
-workload that varies nothing draws nothing new.
+`memory_mib`, `usage`, `lifetime_s`) is the mean. Each quantity draws from a stream of its
+own (`harness.model.random_streams.Streams.sizes`), so turning one on leaves every other draw
+as it was, and a workload that varies nothing draws nothing new.
 
 Kinds (m: the mean, s: the spread):
 - `fixed`: m, nothing drawn;
 - `uniform`: m (1 + U(-s, s)), upstream's "mean with a relative variance";
 - `normal`: N(m, (s m)^2), s the relative standard deviation;
-- `lognormal`: exp(N(mu, s^2)) with mu = ln m - s^2 / 2, so that the mean is m (the same
-  lognormal as the lifetime distribution's, `mean_preserving_mu`).
+- `lognormal`: exp(N(mu, s^2)) with mu = ln m - s^2 / 2, so that the mean is m (the
+  lifetime distribution `lognormal` itself: `harness.model.workload.distributions`).
 """
 
 from __future__ import annotations
 
 import math
 import random
-from typing import ClassVar
 
-from harness.model.random_streams import stream
-from harness.model.registry import Registry
-from harness.model.workload.lifetimes.lognormal import mean_preserving_mu
-
-
-class Draw:
-    """A per-create distribution around a mean (`<q>_draw`), registered by name in `DRAWS`."""
-
-    name: ClassVar[str] = ""
-    varies: ClassVar[bool] = True
-    """Whether it draws at all: one that does not (`fixed`) leaves the template's value, and a
-    workload of such draws opens no stream (`varied` gives None)."""
-
-    def __init__(self, mean: float, spread: float) -> None:
-        self.mean = mean
-
-    def draw(self, rng: random.Random) -> float:
-        raise NotImplementedError
-
-    def support(self) -> tuple[float, float]:
-        """The smallest and largest value a draw can take (infinite: unbounded)."""
-        raise NotImplementedError
-
-
-class Fixed(Draw):
-    """The mean itself, nothing drawn (the default)."""
-
-    name = "fixed"
-    varies = False
-
-    def draw(self, rng: random.Random) -> float:
-        return self.mean
-
-    def support(self) -> tuple[float, float]:
-        return self.mean, self.mean
-
-
-class Uniform(Draw):
-    name = "uniform"
-
-    def __init__(self, mean: float, spread: float) -> None:
-        super().__init__(mean, spread)
-        self.lo = mean * (1.0 - spread)
-        self.span = 2.0 * spread * mean
-
-    def draw(self, rng: random.Random) -> float:
-        # `mean * (1 + U(-s, s))` with U as `a + (b - a) * random()`, as Go's and Python's are.
-        return self.lo + self.span * rng.random()
-
-    def support(self) -> tuple[float, float]:
-        return self.lo, self.lo + self.span
-
-
-class Normal(Draw):
-    name = "normal"
-
-    def __init__(self, mean: float, spread: float) -> None:
-        super().__init__(mean, spread)
-        self.sigma = spread * abs(mean)
-
-    def draw(self, rng: random.Random) -> float:
-        return rng.normalvariate(self.mean, self.sigma)
-
-    def support(self) -> tuple[float, float]:
-        if self.sigma == 0:
-            return self.mean, self.mean
-        return -math.inf, math.inf
-
-
-class LogNormal(Draw):
-    name = "lognormal"
-
-    def __init__(self, mean: float, spread: float) -> None:
-        super().__init__(mean, spread)
-        self.sigma = spread
-        self.mu = mean_preserving_mu(mean, spread)
-
-    def draw(self, rng: random.Random) -> float:
-        return rng.lognormvariate(self.mu, self.sigma)
-
-    def support(self) -> tuple[float, float]:
-        return (0.0, math.inf) if self.sigma > 0 else (math.exp(self.mu),) * 2
-
-
-DRAWS = Registry("draws", "draw", Draw, (Fixed, Uniform, Normal, LogNormal))
-"""Per-create distributions by name (`<q>_draw`); `fixed` (the default) draws nothing."""
+from harness.model.workload.distributions import DRAWS
 
 
 class Varied:
@@ -156,22 +70,3 @@ def varied(spec: object, quantity: str) -> Varied | None:
     return Varied(
         kind, mean, getattr(spec, f"{quantity}_spread"), getattr(spec, f"{quantity}_clip"), integer
     )
-
-
-class VarietyStreams:
-    """The streams a create's varied sizes are drawn from: `variety/<q>` for open-loop creates
-    (in arrival order), `variety/<q>/<client>` for a closed-loop client's. Made on first use:
-    a workload that varies nothing makes none."""
-
-    __slots__ = ("_streams", "seed", "suffix")
-
-    def __init__(self, seed: int, suffix: str = "") -> None:
-        self.seed = seed
-        self.suffix = suffix
-        self._streams: dict[str, random.Random] = {}
-
-    def of(self, quantity: str) -> random.Random:
-        rng = self._streams.get(quantity)
-        if rng is None:
-            rng = self._streams[quantity] = stream(self.seed, f"variety/{quantity}{self.suffix}")
-        return rng

@@ -1,9 +1,10 @@
 """The workload's keys: one kind of sandbox (`SandboxSpec`), a template (`TemplateSpec`) and the
 `[workload]` section (`WorkloadSpec`).
 
-Apart from the arrival kinds and lifetime distributions that read them, which they name only
-("module:attribute" choices, read when a value is checked), so neither imports the other's
-package.
+The keys an arrival kind reads are its own (`harness.model.workload.arrivals.arrival_keys`),
+so the kinds import nothing of this module and `arrival` names their registry by import, as
+the lifetime and draw keys name theirs. The trace's keys (its file, format and window) are the
+config layer's (`harness.config.sections.WorkloadConfig`): it reads the file.
 """
 
 from __future__ import annotations
@@ -11,11 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.model.tunables import key
-
-DRAWS = "harness.model.workload.variety:DRAWS"
-"""How a quantity of a sandbox may be drawn per create (named by path: no import circle)."""
-TRACE_FORMATS = "harness.config.traces:TRACE_FORMATS"
-"""The formats a trace may come in: the config layer reads them (files), so named by path."""
+from harness.model.workload.arrivals import ARRIVALS
+from harness.model.workload.arrivals.arrival_keys import ArrivalKeys
+from harness.model.workload.distributions import DRAWS, LIFETIMES
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,7 @@ class SandboxSpec:
     lifetime_dist: str = key(
         "fixed",
         "fixed, exponential, lognormal or pareto, each with mean lifetime_s.",
-        choices="harness.model.workload.lifetimes:LIFETIMES",
+        choices=LIFETIMES,
     )
     lifetime_sigma: float = key(
         1.0, "lognormal: standard deviation of the log of the lifetime.", gt=0
@@ -92,55 +91,14 @@ class TemplateSpec(SandboxSpec):
 
 
 @dataclass(frozen=True)
-class WorkloadSpec(SandboxSpec):
+class WorkloadSpec(ArrivalKeys, SandboxSpec):
+    """The `[workload]` section: a sandbox's keys, the arrival kinds' keys, and which kind."""
+
     arrival: str = key(
         "constant",
         "constant, poisson, burst, steps, ramp, diurnal, trace (open loop) or closed (clients).",
-        choices="harness.model.workload.arrivals:ARRIVALS",
+        choices=ARRIVALS,
     )
-    rate_per_s: float = key(20.0, "Creates per second (constant, poisson; diurnal: mean).", gt=0)
-    burst: int = key(500, "Creates issued at once (burst).", ge=1)
-    burst_at_s: float = key(0.0, "When the burst is issued.", ge=0)
-    profile_s: list[float] = key(
-        [], "steps, ramp: times of the rate profile's points, from 0, increasing.", ge=0
-    )
-    profile_rates: list[float] = key(
-        [],
-        "steps, ramp: creates per second at those points, held to the next (steps) or "
-        "straight to it (ramp); the last holds to the end.",
-        ge=0,
-    )
-    diurnal_amplitude: float = key(
-        0.5, "diurnal: the rate swings this fraction of rate_per_s above and below it.", ge=0, le=1
-    )
-    diurnal_period_s: float = key(86400.0, "diurnal: length of one cycle.", gt=0)
-    diurnal_peak_s: float = key(0.0, "diurnal: a time at which the rate is highest.", ge=0)
-    trace: str = key(
-        "",
-        "trace: its source; for trace_format harness a CSV or Parquet file of creates, one "
-        "per row; a relative path is read from the config file's folder.",
-    )
-    trace_format: str = key(
-        "harness",
-        "trace: the source's format: harness (the file is replayed as it is), or one that is "
-        "imported into that format first and cached (alibaba-2018).",
-        choices=TRACE_FORMATS,
-    )
-    trace_start_s: float = key(
-        0.0,
-        "trace, an imported format: the second of the source the run starts at; the run "
-        "replays [trace_start_s, trace_start_s + run.duration_s).",
-        ge=0,
-    )
-    trace_spread_s: float | None = key(
-        None,
-        "trace: the rows recorded at one instant are sent at uniform times over this many "
-        'seconds after it; "none": what the trace records (an imported one its resolution, '
-        "alibaba-2018 1 s), else 0.",
-        ge=0,
-    )
-    clients: int = key(100, "Concurrent closed-loop clients (closed).", ge=1)
-    ramp_s: float = key(0.0, "Closed-loop clients start uniformly over this window.", ge=0)
     think_s: float = key(0.0, "Pause of a closed-loop client between kill and next create.", ge=0)
     failure_backoff_s: float = key(
         1.0, "Pause of a closed-loop client after a failed create.", gt=0

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.api import OptimisticLedger, PluginSettings, Scorer, key
+from harness.api import OptimisticStrategy, PluginSettings, Scorer, key
 
 
 @dataclass(frozen=True)
@@ -34,15 +34,15 @@ class IdleFirst(Scorer):
     name = "idle_first"
     Settings = IdleFirstSettings
 
-    def scores(self, scheduler, candidates: Sequence[int], req, now: float) -> list[float]:
-        views, per_vcpu = scheduler.ledger.views, self.settings.per_vcpu
+    def scores(self, replica, candidates: Sequence[int], req, now: float) -> list[float]:
+        views, per_vcpu = replica.strategy.views, self.settings.per_vcpu
         return [
             views[n].cpu_percent / 100.0 / (max(views[n].cpu_count, 1) if per_vcpu else 1)
             for n in candidates
         ]
 
 
-class OptimisticTwice(OptimisticLedger):
+class OptimisticTwice(OptimisticStrategy):
     """OptimisticAdd counted twice: a deliberately over-cautious ledger, to show a strategy
     plugin changes placements."""
 

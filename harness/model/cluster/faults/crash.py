@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
 
 if TYPE_CHECKING:
-    from harness.model.cluster.faults.fault_keys import FaultSpec
+    from harness.model.cluster.faults.fault_window import FaultWindow
 
 
 class Crash(FaultKind):
@@ -28,5 +28,5 @@ class Crash(FaultKind):
     on engines with processes)."""
 
     @staticmethod
-    def down_windows(spec: FaultSpec) -> list[tuple[float, float]]:
+    def down_windows(spec: FaultWindow) -> list[tuple[float, float]]:
         return [(spec.at_s, math.inf if spec.until_s is None else spec.until_s)]

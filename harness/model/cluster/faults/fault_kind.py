@@ -11,7 +11,7 @@ from harness.model.cluster.node import Node, Outcome
 from harness.model.tunables import PluginSettings
 
 if TYPE_CHECKING:
-    from harness.model.cluster.faults.fault_keys import FaultSpec
+    from harness.model.cluster.faults.fault_window import FaultWindow
     from harness.model.workload.request import Shape
 
 
@@ -58,7 +58,7 @@ class FaultKind:
     `SlowNodes`)."""
 
     @staticmethod
-    def strikes(spec: FaultSpec, where: str) -> bool:
+    def strikes(spec: FaultWindow, where: str) -> bool:
         """Whether the entry `spec` may strike "create" RPCs, "kill" RPCs or "report"s (drawn
         with its `fraction`, `spec.settings.fraction`, while active: its `Settings` derive
         from `Drawn`)."""
@@ -66,7 +66,7 @@ class FaultKind:
 
     @staticmethod
     def on_rpc(
-        spec: FaultSpec,
+        spec: FaultWindow,
         node: Node,
         sandbox_id: int,
         shape: Shape | None,
@@ -76,11 +76,11 @@ class FaultKind:
         raise NotImplementedError
 
     @staticmethod
-    def on_report(spec: FaultSpec, counts: dict[str, int]) -> None:
+    def on_report(spec: FaultWindow, counts: dict[str, int]) -> None:
         """A report the entry struck: it never arrives."""
         raise NotImplementedError
 
     @staticmethod
-    def down_windows(spec: FaultSpec) -> list[tuple[float, float]]:
+    def down_windows(spec: FaultWindow) -> list[tuple[float, float]]:
         """The [at, until) windows the entry holds its node down in (`Faults.crash_events`)."""
         return []

@@ -1,13 +1,8 @@
 """Fault kinds by name (`FAULT_KINDS`, the key `faults[].kind`) and the summary columns their
 counters make (`COUNTERS`, their names `COUNTS`), derived from the kinds so a new kind's counters
-reach the summary (`harness.results.summary_columns`) without another list; and how a run
-records its entries' kinds (`record`)."""
+reach the summary (`harness.results.summary_columns`) without another list."""
 
 from __future__ import annotations
-
-from collections.abc import Iterable
-from dataclasses import asdict, fields
-from typing import TYPE_CHECKING
 
 from harness.model.cluster.faults.crash import Crash
 from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
@@ -16,9 +11,6 @@ from harness.model.cluster.faults.rpc_error import RpcError
 from harness.model.cluster.faults.slow_node import SlowNode
 from harness.model.cluster.faults.timeout import Timeout
 from harness.model.registry import Registry
-
-if TYPE_CHECKING:
-    from harness.model.cluster.faults.fault_keys import FaultSpec
 
 FAULT_KINDS = Registry(
     "faults", "fault", FaultKind, (RpcError, Timeout, Crash, LostReports, SlowNode)
@@ -42,17 +34,3 @@ COUNTERS = ordered(list(FAULT_KINDS.builtins.values()))
 """The built-in kinds' counters: the summary columns of injected faults (see `Faults.counts`)."""
 COUNTS = tuple(c.name for c in COUNTERS)
 """Their names."""
-
-
-def record(faults: Iterable[FaultSpec]) -> list[dict[str, object]]:
-    """The run's `[[faults]]` entries as run.json keeps them (`plugins.faults`), in order: each
-    kind with where it comes from (`Registry.source`), so a kind from another package is seen
-    to be in use, and the `settings` it ran with where it has any."""
-    found: list[dict[str, object]] = []
-    for f in faults:
-        entry: dict[str, object] = {"kind": FAULT_KINDS.one, "name": f.kind}
-        entry["from"] = FAULT_KINDS.source(f.kind)
-        if fields(f.settings):
-            entry["settings"] = asdict(f.settings)
-        found.append(entry)
-    return found

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.model.cluster.faults.fault_keys import Drawn
 from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
+from harness.model.cluster.faults.fault_window import Drawn
 
 if TYPE_CHECKING:
-    from harness.model.cluster.faults.fault_keys import FaultSpec
+    from harness.model.cluster.faults.fault_window import FaultWindow
 
 
 class LostReports(FaultKind):
@@ -24,9 +24,9 @@ class LostReports(FaultKind):
     )
 
     @staticmethod
-    def strikes(spec: FaultSpec, where: str) -> bool:
+    def strikes(spec: FaultWindow, where: str) -> bool:
         return where == "report"
 
     @staticmethod
-    def on_report(spec: FaultSpec, counts: dict[str, int]) -> None:
+    def on_report(spec: FaultWindow, counts: dict[str, int]) -> None:
         counts["fault_lost_reports"] += 1

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harness.model.cluster.faults.fault_keys import Drawn
 from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
+from harness.model.cluster.faults.fault_window import Drawn
 from harness.model.cluster.node import Node, Outcome
 from harness.model.tunables import key
 
 if TYPE_CHECKING:
-    from harness.model.cluster.faults.fault_keys import FaultSpec
+    from harness.model.cluster.faults.fault_window import FaultWindow
     from harness.model.workload.request import Shape
 
 
@@ -41,12 +41,12 @@ class RpcError(FaultKind):
     )
 
     @staticmethod
-    def strikes(spec: FaultSpec, where: str) -> bool:
+    def strikes(spec: FaultWindow, where: str) -> bool:
         return where == spec.settings.rpc
 
     @staticmethod
     def on_rpc(
-        spec: FaultSpec,
+        spec: FaultWindow,
         node: Node,
         sandbox_id: int,
         shape: Shape | None,

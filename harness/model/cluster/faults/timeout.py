@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.model.cluster.faults.fault_keys import Drawn
 from harness.model.cluster.faults.fault_kind import Counter, FaultKind, Where
+from harness.model.cluster.faults.fault_window import Drawn
 from harness.model.cluster.node import Node, Outcome
 
 if TYPE_CHECKING:
-    from harness.model.cluster.faults.fault_keys import FaultSpec
+    from harness.model.cluster.faults.fault_window import FaultWindow
     from harness.model.workload.request import Shape
 
 
@@ -22,12 +22,12 @@ class Timeout(FaultKind):
     )
 
     @staticmethod
-    def strikes(spec: FaultSpec, where: str) -> bool:
+    def strikes(spec: FaultWindow, where: str) -> bool:
         return where == "create"
 
     @staticmethod
     def on_rpc(
-        spec: FaultSpec,
+        spec: FaultWindow,
         node: Node,
         sandbox_id: int,
         shape: Shape | None,

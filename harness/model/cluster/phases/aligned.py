@@ -15,4 +15,9 @@ class Aligned(Phase):
 
     @staticmethod
     def groups(node_ids: list[int], interval: float, rng: random.Random) -> list[BeatGroup]:
-        return [(interval, list(node_ids))]
+        return [(Aligned.earliest(interval), list(node_ids))]
+
+    @staticmethod
+    def earliest(interval: float) -> float:
+        """One interval after the pre-run sync."""
+        return interval

@@ -22,3 +22,9 @@ class Phase:
     def groups(node_ids: list[int], interval: float, rng: random.Random) -> list[BeatGroup]:
         """The beat groups of these nodes, with `rng` the run's heartbeat-phase stream."""
         raise NotImplementedError
+
+    @staticmethod
+    def earliest(interval: float) -> float:
+        """The earliest first beat a group may have: the node that beats most often in a run
+        starts there (`HeartbeatPlan.most_beats`)."""
+        raise NotImplementedError

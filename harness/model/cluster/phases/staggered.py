@@ -17,3 +17,8 @@ class Staggered(Phase):
     def groups(node_ids: list[int], interval: float, rng: random.Random) -> list[BeatGroup]:
         phases = uniforms(rng, 0.0, interval, len(node_ids))
         return [(t, [i]) for t, i in zip(phases, node_ids, strict=True)]
+
+    @staticmethod
+    def earliest(interval: float) -> float:
+        """A phase is drawn from [0, interval)."""
+        return 0.0

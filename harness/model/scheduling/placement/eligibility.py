@@ -36,17 +36,17 @@ class Eligibility:
             if check.needed():
                 self.checks.append((check.rule or name, check))
 
-    def broken(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> str:
+    def broken(self, replica: ReplicaState, node: int, req: CreateRequest, now: float) -> str:
         """The rules placing `req` on `node` breaks, joined by "+" ("" when none), judged on the
         replica's view at `now` as its filters judge a candidate."""
         broken = ""
         for rule, check in self.checks:
-            if check.applies(scheduler, req) and not check.passes(scheduler, node, req, now):
+            if check.applies(replica, req) and not check.passes(replica, node, req, now):
                 broken = rule if not broken else broken + "+" + rule
         return broken
 
-    def why(self, scheduler: ReplicaState, node: int, req: CreateRequest, broken: str) -> str:
+    def why(self, replica: ReplicaState, node: int, req: CreateRequest, broken: str) -> str:
         """What each of the `broken` rules (as `broken` gives them) asked of `node` for `req`,
         and what the node has (`Filter.why_not`)."""
         checks = dict(self.checks)
-        return "; ".join(checks[rule].why_not(scheduler, node, req) for rule in broken.split("+"))
+        return "; ".join(checks[rule].why_not(replica, node, req) for rule in broken.split("+"))

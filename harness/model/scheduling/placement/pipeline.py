@@ -88,40 +88,40 @@ class Pipeline:
         self.scorer: Scorer | None = self.scorers[0][0] if single else None
 
     def _weighted(
-        self, scheduler: ReplicaState, candidates: list[int], req: CreateRequest, now: float
+        self, replica: ReplicaState, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         scores = [0.0] * len(candidates)
         for scorer, weight in self.scorers:
-            part = scorer.scores(scheduler, candidates, req, now)
+            part = scorer.scores(replica, candidates, req, now)
             scores = [s + weight * p for s, p in zip(scores, part, strict=True)]
         return scores
 
-    def eligible(self, scheduler: ReplicaState, req: CreateRequest, now: float) -> Eligible | None:
+    def eligible(self, replica: ReplicaState, req: CreateRequest, now: float) -> Eligible | None:
         """The test a candidate must pass for this request; None when no filter applies."""
         shape = req.shape
         if shape is not self.shape:  # a shape's own filters, asked once per shape
             self.shape = shape
-            self.shaped = [f for f in self.by_shape if f.applies(scheduler, req)]
+            self.shaped = [f for f in self.by_shape if f.applies(replica, req)]
         active = self.shaped.copy()
         for f in self.by_request:  # a loop, not a comprehension: this runs for every create
-            if f.applies(scheduler, req):
+            if f.applies(replica, req):
                 active.append(f)
         if not active:
             return None
         if len(active) == 1:
             passes = active[0].passes
-            return lambda node: passes(scheduler, node, req, now)
-        return lambda node: all(f.passes(scheduler, node, req, now) for f in active)
+            return lambda node: passes(replica, node, req, now)
+        return lambda node: all(f.passes(replica, node, req, now) for f in active)
 
-    def sample(self, scheduler: ReplicaState, eligible: Eligible | None) -> list[int]:
-        return self.sampler.sample(scheduler, eligible)
+    def sample(self, replica: ReplicaState, eligible: Eligible | None) -> list[int]:
+        return self.sampler.sample(replica, eligible)
 
-    def choose(self, scheduler: ReplicaState, req: CreateRequest, now: float) -> int | None:
-        eligible = self.eligible(scheduler, req, now) if self.filters else None
-        candidates = self.sampler.sample(scheduler, eligible)
+    def choose(self, replica: ReplicaState, req: CreateRequest, now: float) -> int | None:
+        eligible = self.eligible(replica, req, now) if self.filters else None
+        candidates = self.sampler.sample(replica, eligible)
         scorer = self.scorer
         if scorer is None:
-            scores = self._weighted(scheduler, candidates, req, now)
+            scores = self._weighted(replica, candidates, req, now)
         else:
-            scores = scorer.scores(scheduler, candidates, req, now)
-        return self.selector.select(scheduler, candidates, scores)
+            scores = scorer.scores(replica, candidates, req, now)
+        return self.selector.select(replica, candidates, scores)

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
+from harness.model.scheduling.strategies import STRATEGIES
 from harness.model.tunables import PluginSettings, key
 
 
 @dataclass(frozen=True)
 class PlacementSpec:
     strategy: str = key(
-        "stale", 'Ledger strategy: a name (`harness plugins`) or "module:Class".', registry=LEDGERS
+        "stale",
+        "The strategy (what a replica believes of the nodes between reports): a name "
+        '(`harness plugins`) or "module:Class".',
+        registry=STRATEGIES,
     )
     algorithm: str = key(
         "best_of_k",
@@ -45,7 +48,7 @@ class PlacementSpec:
     )
     max_asks: int = key(
         0,
-        "Times a create may be placed (asked of the scheduler) before it fails (reason "
+        "Times a create may be placed (asked of the replica) before it fails (reason "
         "asks_exhausted); 0: no cap, as upstream, where a node that refuses for lack of room is "
         "neither excluded nor counted and only the deadline ends the loop. A departure from "
         "upstream: it ends a storm of refusals early.",

@@ -2,9 +2,9 @@
 
 A plugin is constructed once per scheduler replica with the replica's `PlacementSpec` (its tunables;
 its own settings in `self.settings`) and then asked, for each choice, about the request (`req`: its
-vCPUs, memory, shape, excluded nodes) and the replica's state (`scheduler`, a `ReplicaState`: the
-nodes' static facts in `scheduler.nodes`, its view through `scheduler.ledger.views` and
-`scheduler.reserved`, its in-progress map, its random stream). It reads; it never changes the state,
+vCPUs, memory, shape, excluded nodes) and the replica's state (`replica`, a `ReplicaState`: the
+nodes' static facts in `replica.nodes`, its view through `replica.strategy.views` and
+`replica.reserved`, its in-progress map, its random stream). It reads; it never changes the state,
 and it never reads a clock: `now` is given. A plugin that learns from its own placements keeps its
 own record and overrides `placed` (kube-scheduler's PostBind), as `cache_affinity` does.
 """
@@ -47,7 +47,7 @@ class Plugin:
         self.settings: Any = rules.settings_of(type(self))
         """Its `Settings` as the config gives them, defaults for the rest."""
 
-    def placed(self, scheduler: ReplicaState, req: CreateRequest, now: float) -> None:
+    def placed(self, replica: ReplicaState, req: CreateRequest, now: float) -> None:
         """After a create this replica placed on `req.node` succeeded. A pipeline calls only
         the plugins that override it, so the others cost nothing."""
 
@@ -67,7 +67,7 @@ class Sampler(Plugin):
         `placement.k` it may ignore. None: it does not say."""
         return None
 
-    def sample(self, scheduler: ReplicaState, eligible: Eligible | None) -> list[int]:
+    def sample(self, replica: ReplicaState, eligible: Eligible | None) -> list[int]:
         raise NotImplementedError
 
 
@@ -87,14 +87,14 @@ class Filter(Plugin):
         that cannot (say `memory_overcommit` with M = 0)."""
         return True
 
-    def applies(self, scheduler: ReplicaState, req: CreateRequest) -> bool:
+    def applies(self, replica: ReplicaState, req: CreateRequest) -> bool:
         """Whether this request can fail the filter at all; False spares it per node."""
         return True
 
-    def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
+    def passes(self, replica: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
         raise NotImplementedError
 
-    def why_not(self, scheduler: ReplicaState, node: int, req: CreateRequest) -> str:
+    def why_not(self, replica: ReplicaState, node: int, req: CreateRequest) -> str:
         """What it asked of `node` for `req`, and what the node has: a placement that broke it,
         explained (an external scheduler's answer, `external.on_violation`)."""
         return f"node {node} fails the {self.name} filter"
@@ -105,7 +105,7 @@ class Scorer(Plugin):
     """Lower is better; a pipeline adds the scorers' weighted scores."""
 
     def scores(
-        self, scheduler: ReplicaState, candidates: list[int], req: CreateRequest, now: float
+        self, replica: ReplicaState, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         raise NotImplementedError
 
@@ -115,6 +115,6 @@ class Selector(Plugin):
     """Which scored candidate wins; None when there is none."""
 
     def select(
-        self, scheduler: ReplicaState, candidates: list[int], scores: list[float]
+        self, replica: ReplicaState, candidates: list[int], scores: list[float]
     ) -> int | None:
         raise NotImplementedError

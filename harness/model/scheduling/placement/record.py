@@ -8,7 +8,6 @@ from dataclasses import asdict, fields
 from typing import TYPE_CHECKING
 
 from harness.model.registry import Registry
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.pipeline import Parts
 from harness.model.scheduling.placement.registries import (
     FILTERS,
@@ -17,6 +16,7 @@ from harness.model.scheduling.placement.registries import (
     SELECTORS,
     named_parts,
 )
+from harness.model.scheduling.strategies import STRATEGIES
 
 if TYPE_CHECKING:
     from harness.model.scheduling.placement.placement_keys import PlacementSpec
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def drawn(rules: PlacementSpec, n_nodes: int, external: bool) -> tuple[int | None, bool | None]:
     """The sampler's effective K among `n_nodes` nodes and whether it draws uniformly
     (`Sampler.candidates`, `Sampler.uniform`), asked of the sampler built as a replica builds
-    it; (None, None) under an external scheduler, which samples as it likes."""
+    it; (None, None) under an external replica, which samples as it likes."""
     if external:
         return None, None
     sampler = Parts.of(rules).sampler(rules)
@@ -49,7 +49,7 @@ def placement_record(
             *((SCORERS, name, weight) for name, weight in scorers),
             (SELECTORS, selector, None),
         ]
-    named += [(LEDGERS, s, None) for s in strategies]
+    named += [(STRATEGIES, s, None) for s in strategies]
     parts: list[dict[str, object]] = []
     for registry, name, weight in named:
         entry: dict[str, object] = {"kind": registry.one, "name": name}

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import fields
 
 from harness.model.registry import Registry, RegistryError
-from harness.model.scheduling.ledgers import LEDGERS
 from harness.model.scheduling.placement.algorithms import ALGORITHMS
 from harness.model.scheduling.placement.filters.cpu_family import CpuFamily
 from harness.model.scheduling.placement.filters.cpu_fits import CpuFits
@@ -29,6 +28,7 @@ from harness.model.scheduling.placement.scorers.cpu_usage import CpuUsage
 from harness.model.scheduling.placement.scorers.reference import Reference
 from harness.model.scheduling.placement.selectors.least_busy_quirk import LeastBusyQuirk
 from harness.model.scheduling.placement.selectors.lowest import Lowest
+from harness.model.scheduling.strategies import STRATEGIES
 
 SAMPLERS = Registry(
     "samplers", "sampler", Sampler, (BestOfK, EveryNode, OneAtRandom, TwoChoices, RoundRobin)
@@ -83,7 +83,7 @@ def named_parts(
     )
 
 
-SETTINGS_AXES: tuple[Registry, ...] = (SAMPLERS, FILTERS, SCORERS, SELECTORS, LEDGERS)
+SETTINGS_AXES: tuple[Registry, ...] = (SAMPLERS, FILTERS, SCORERS, SELECTORS, STRATEGIES)
 """The axes whose plugins may have settings of their own (`[placement.<table>]`)."""
 
 
@@ -101,7 +101,7 @@ def with_settings(rules: PlacementSpec, installed: bool = True) -> dict[str, typ
                 continue
     sampler, filters, scorers, selector = named_parts(rules)
     refs = [(SAMPLERS, sampler), *((FILTERS, f) for f in filters), (SELECTORS, selector)]
-    refs += [(SCORERS, name) for name, _ in scorers] + [(LEDGERS, rules.strategy)]
+    refs += [(SCORERS, name) for name, _ in scorers] + [(STRATEGIES, rules.strategy)]
     classes += (registry.resolve(ref) for registry, ref in refs if ":" in ref)
     return {rules.table_of(c): c for c in classes if fields(c.Settings)}
 

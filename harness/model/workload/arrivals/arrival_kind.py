@@ -24,7 +24,7 @@ from mypy_extensions import mypyc_attr
 from harness.model.random_streams import expovariate
 
 if TYPE_CHECKING:
-    from harness.model.workload.workload_keys import WorkloadSpec
+    from harness.model.workload.arrivals.arrival_keys import ArrivalKeys
 
 Piece = tuple[float, float, float, Callable[[float], float] | None]
 """(start, end, the highest rate in it, rate(t); None when the rate is the highest throughout)."""
@@ -73,26 +73,26 @@ class ArrivalKind:
     """The key that sets how many creates are sent (the budget names it)."""
 
     @classmethod
-    def times(cls, spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
+    def times(cls, spec: ArrivalKeys, duration: float, rng: random.Random) -> Iterator[float]:
         """Intended send times of the creates before `duration`, in order (open loop)."""
         raise NotImplementedError
 
     @classmethod
-    def expected(cls, spec: WorkloadSpec, duration: float) -> float:
+    def expected(cls, spec: ArrivalKeys, duration: float) -> float:
         """How many creates `times` sends before `duration`, on average (open loop)."""
         raise NotImplementedError
 
     @classmethod
-    def starts(cls, spec: WorkloadSpec, rng: random.Random) -> list[float]:
+    def starts(cls, spec: ArrivalKeys, rng: random.Random) -> list[float]:
         """Start times of the clients, in order (closed loop)."""
         raise NotImplementedError
 
     @classmethod
-    def start(cls, spec: WorkloadSpec) -> float:
+    def start(cls, spec: ArrivalKeys) -> float:
         """When the first create can be sent."""
         return 0.0
 
     @classmethod
-    def check(cls, spec: WorkloadSpec, duration: float) -> None:
+    def check(cls, spec: ArrivalKeys, duration: float) -> None:
         """Refuse (`harness.model.tunables.ConfigError`, naming the key) a spec of this kind
         that cannot work in a run of `duration`; the config layer calls it when it loads."""

@@ -12,7 +12,7 @@ from harness.model.tunables import ConfigError
 from harness.model.workload.arrivals.arrival_kind import ArrivalKind
 
 if TYPE_CHECKING:
-    from harness.model.workload.workload_keys import WorkloadSpec
+    from harness.model.workload.arrivals.arrival_keys import ArrivalKeys
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -24,20 +24,20 @@ class Burst(ArrivalKind):
     rate_key = "workload.burst"
 
     @classmethod
-    def times(cls, spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
+    def times(cls, spec: ArrivalKeys, duration: float, rng: random.Random) -> Iterator[float]:
         if spec.burst_at_s < duration:
             yield from (spec.burst_at_s for _ in range(spec.burst))
 
     @classmethod
-    def expected(cls, spec: WorkloadSpec, duration: float) -> float:
+    def expected(cls, spec: ArrivalKeys, duration: float) -> float:
         return float(spec.burst) if spec.burst_at_s < duration else 0.0
 
     @classmethod
-    def start(cls, spec: WorkloadSpec) -> float:
+    def start(cls, spec: ArrivalKeys) -> float:
         return spec.burst_at_s
 
     @classmethod
-    def check(cls, spec: WorkloadSpec, duration: float) -> None:
+    def check(cls, spec: ArrivalKeys, duration: float) -> None:
         if spec.burst_at_s >= duration:
             raise ConfigError(
                 "workload.burst_at_s",

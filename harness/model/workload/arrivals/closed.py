@@ -10,7 +10,7 @@ from mypy_extensions import mypyc_attr
 from harness.model.workload.arrivals.arrival_kind import ArrivalKind
 
 if TYPE_CHECKING:
-    from harness.model.workload.workload_keys import WorkloadSpec
+    from harness.model.workload.arrivals.arrival_keys import ArrivalKeys
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -21,7 +21,7 @@ class Closed(ArrivalKind):
     closed = True
 
     @classmethod
-    def starts(cls, spec: WorkloadSpec, rng: random.Random) -> list[float]:
+    def starts(cls, spec: ArrivalKeys, rng: random.Random) -> list[float]:
         """Start times of the clients, spread uniformly over the ramp, in order."""
         ramp = spec.ramp_s
         return sorted(rng.uniform(0.0, ramp) if ramp else 0.0 for _ in range(spec.clients))

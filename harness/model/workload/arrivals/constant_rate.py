@@ -11,7 +11,7 @@ from mypy_extensions import mypyc_attr
 from harness.model.workload.arrivals.arrival_kind import ArrivalKind
 
 if TYPE_CHECKING:
-    from harness.model.workload.workload_keys import WorkloadSpec
+    from harness.model.workload.arrivals.arrival_keys import ArrivalKeys
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -21,12 +21,12 @@ class Constant(ArrivalKind):
     name = "constant"
 
     @classmethod
-    def times(cls, spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
+    def times(cls, spec: ArrivalKeys, duration: float, rng: random.Random) -> Iterator[float]:
         i, rate = 0, spec.rate_per_s  # the spec is interpreted: read once, not per create
         while (t := i / rate) < duration:
             yield t
             i += 1
 
     @classmethod
-    def expected(cls, spec: WorkloadSpec, duration: float) -> float:
+    def expected(cls, spec: ArrivalKeys, duration: float) -> float:
         return spec.rate_per_s * duration

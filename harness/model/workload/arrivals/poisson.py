@@ -11,7 +11,7 @@ from mypy_extensions import mypyc_attr
 from harness.model.workload.arrivals.arrival_kind import ArrivalKind, thinned
 
 if TYPE_CHECKING:
-    from harness.model.workload.workload_keys import WorkloadSpec
+    from harness.model.workload.arrivals.arrival_keys import ArrivalKeys
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -21,9 +21,9 @@ class Poisson(ArrivalKind):
     name = "poisson"
 
     @classmethod
-    def times(cls, spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
+    def times(cls, spec: ArrivalKeys, duration: float, rng: random.Random) -> Iterator[float]:
         return thinned([(0.0, duration, spec.rate_per_s, None)], rng)
 
     @classmethod
-    def expected(cls, spec: WorkloadSpec, duration: float) -> float:
+    def expected(cls, spec: ArrivalKeys, duration: float) -> float:
         return spec.rate_per_s * duration

@@ -14,10 +14,10 @@ from harness.model.tunables import ConfigError
 from harness.model.workload.arrivals.arrival_kind import ArrivalKind, Piece, thinned, trapezoids
 
 if TYPE_CHECKING:
-    from harness.model.workload.workload_keys import WorkloadSpec
+    from harness.model.workload.arrivals.arrival_keys import ArrivalKeys
 
 
-def points(spec: WorkloadSpec, duration: float) -> Iterator[tuple[float, float, float, float]]:
+def points(spec: ArrivalKeys, duration: float) -> Iterator[tuple[float, float, float, float]]:
     """(t0, rate at t0, t1, rate at t1) for each span of the profile that starts before the
     end, t1 cut at the end; the last point's rate holds to the end."""
     times, rates = spec.profile_s, spec.profile_rates
@@ -37,19 +37,19 @@ class Profiled(ArrivalKind):
     rate_key = "workload.profile_rates"
 
     @classmethod
-    def pieces(cls, spec: WorkloadSpec, duration: float) -> Iterator[Piece]:
+    def pieces(cls, spec: ArrivalKeys, duration: float) -> Iterator[Piece]:
         raise NotImplementedError
 
     @classmethod
-    def times(cls, spec: WorkloadSpec, duration: float, rng: random.Random) -> Iterator[float]:
+    def times(cls, spec: ArrivalKeys, duration: float, rng: random.Random) -> Iterator[float]:
         return thinned(cls.pieces(spec, duration), rng)
 
     @classmethod
-    def expected(cls, spec: WorkloadSpec, duration: float) -> float:
+    def expected(cls, spec: ArrivalKeys, duration: float) -> float:
         return trapezoids(cls.pieces(spec, duration))
 
     @classmethod
-    def check(cls, spec: WorkloadSpec, duration: float) -> None:
+    def check(cls, spec: ArrivalKeys, duration: float) -> None:
         """The points: times from 0 on, increasing, a rate each, and some creates before the
         end."""
         times, rates = spec.profile_s, spec.profile_rates

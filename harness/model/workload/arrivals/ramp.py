@@ -11,7 +11,7 @@ from harness.model.workload.arrivals.arrival_kind import Piece
 from harness.model.workload.arrivals.profiled import Profiled, points
 
 if TYPE_CHECKING:
-    from harness.model.workload.workload_keys import WorkloadSpec
+    from harness.model.workload.arrivals.arrival_keys import ArrivalKeys
 
 
 def _line(t0: float, r0: float, t1: float, r1: float) -> Callable[[float], float]:
@@ -28,7 +28,7 @@ class Ramp(Profiled):
     name = "ramp"
 
     @classmethod
-    def pieces(cls, spec: WorkloadSpec, duration: float) -> Iterator[Piece]:
+    def pieces(cls, spec: ArrivalKeys, duration: float) -> Iterator[Piece]:
         for t0, r0, t1, r1 in points(spec, duration):
             rate = None if r0 == r1 else _line(t0, r0, t1, r1)
             end = min(t1, duration)

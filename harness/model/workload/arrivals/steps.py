@@ -11,7 +11,7 @@ from harness.model.workload.arrivals.arrival_kind import Piece
 from harness.model.workload.arrivals.profiled import Profiled, points
 
 if TYPE_CHECKING:
-    from harness.model.workload.workload_keys import WorkloadSpec
+    from harness.model.workload.arrivals.arrival_keys import ArrivalKeys
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -22,6 +22,6 @@ class Steps(Profiled):
     name = "steps"
 
     @classmethod
-    def pieces(cls, spec: WorkloadSpec, duration: float) -> Iterator[Piece]:
+    def pieces(cls, spec: ArrivalKeys, duration: float) -> Iterator[Piece]:
         for t0, r0, t1, _ in points(spec, duration):
             yield t0, min(t1, duration), r0, None

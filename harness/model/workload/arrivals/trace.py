@@ -9,9 +9,11 @@ from harness.model.workload.arrivals.arrival_kind import ArrivalKind
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Trace(ArrivalKind):
-    """One create per row of a trace, at the row's time (`harness.config.trace_file` reads it
-    and hands the client side plain rows; `workload.trace_format` says where it comes from,
-    and checks what that format needs)."""
+    """One create per row of the trace `workload.trace`, at the row's time;
+    `workload.trace_format` says where it comes from, and checks what that format needs.
+
+    The config layer reads the file (`harness.config.trace_file`) and hands the client side
+    plain rows."""
 
     name = "trace"
     replay = True

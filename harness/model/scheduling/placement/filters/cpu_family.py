@@ -21,12 +21,12 @@ class CpuFamily(Filter):
     name = "cpu_family"
     per_shape = True
 
-    def applies(self, scheduler: ReplicaState, req: CreateRequest) -> bool:
+    def applies(self, replica: ReplicaState, req: CreateRequest) -> bool:
         return bool(req.shape.cpu_family)
 
-    def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
-        return scheduler.nodes[node].cpu_family == req.shape.cpu_family
+    def passes(self, replica: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
+        return replica.nodes[node].cpu_family == req.shape.cpu_family
 
-    def why_not(self, scheduler: ReplicaState, node: int, req: CreateRequest) -> str:
-        family = scheduler.nodes[node].cpu_family
+    def why_not(self, replica: ReplicaState, node: int, req: CreateRequest) -> str:
+        family = replica.nodes[node].cpu_family
         return f"needs CPU family {req.shape.cpu_family!r}; node {node} is {family!r}"

@@ -19,8 +19,8 @@ class CpuFits(Filter):
 
     name = "cpu_fits"
 
-    def applies(self, scheduler: ReplicaState, req: CreateRequest) -> bool:
-        return req.vcpu > scheduler.min_cpu_count
+    def applies(self, replica: ReplicaState, req: CreateRequest) -> bool:
+        return req.vcpu > replica.min_cpu_count
 
-    def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
-        return scheduler.ledger.views[node].cpu_count >= req.vcpu
+    def passes(self, replica: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
+        return replica.strategy.views[node].cpu_count >= req.vcpu

@@ -19,12 +19,12 @@ class Excluded(Filter):
 
     name = "excluded"
 
-    def applies(self, scheduler: ReplicaState, req: CreateRequest) -> bool:
+    def applies(self, replica: ReplicaState, req: CreateRequest) -> bool:
         return req.excluded is not None
 
-    def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
+    def passes(self, replica: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
         excluded = req.excluded
         return excluded is None or node not in excluded
 
-    def why_not(self, scheduler: ReplicaState, node: int, req: CreateRequest) -> str:
+    def why_not(self, replica: ReplicaState, node: int, req: CreateRequest) -> str:
         return f"the create already failed on node {node}"

@@ -21,6 +21,6 @@ class Fits(Filter):
 
     name = "fits"
 
-    def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
-        cpu_count = scheduler.ledger.views[node].cpu_count
-        return scheduler.reserved(node, now) + req.vcpu <= self.rules.r * cpu_count
+    def passes(self, replica: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
+        cpu_count = replica.strategy.views[node].cpu_count
+        return replica.reserved(node, now) + req.vcpu <= self.rules.r * cpu_count

@@ -21,12 +21,12 @@ class RequiredLabels(Filter):
     name = "labels"
     per_shape = True
 
-    def applies(self, scheduler: ReplicaState, req: CreateRequest) -> bool:
+    def applies(self, replica: ReplicaState, req: CreateRequest) -> bool:
         return bool(req.shape.labels)
 
-    def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
-        return req.shape.labels <= scheduler.nodes[node].labels
+    def passes(self, replica: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
+        return req.shape.labels <= replica.nodes[node].labels
 
-    def why_not(self, scheduler: ReplicaState, node: int, req: CreateRequest) -> str:
-        has = ", ".join(sorted(scheduler.nodes[node].labels)) or "none"
+    def why_not(self, replica: ReplicaState, node: int, req: CreateRequest) -> str:
+        has = ", ".join(sorted(replica.nodes[node].labels)) or "none"
         return f"needs labels {', '.join(sorted(req.shape.labels))}; node {node} has {has}"

@@ -28,14 +28,14 @@ class MemoryOvercommit(Filter):
     def needed(self) -> bool:
         return self.settings.ratio > 0
 
-    def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
-        view = scheduler.ledger.views[node]
+    def passes(self, replica: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
+        view = replica.strategy.views[node]
         total = view.memory_total_mib
         limit = self.settings.ratio * total
         return not total or view.memory_allocated_mib + req.memory_mib <= limit
 
-    def why_not(self, scheduler: ReplicaState, node: int, req: CreateRequest) -> str:
-        view = scheduler.ledger.views[node]
+    def why_not(self, replica: ReplicaState, node: int, req: CreateRequest) -> str:
+        view = replica.strategy.views[node]
         return (
             f"needs {mib(req.memory_mib)} MiB; node {node} has {mib(view.memory_allocated_mib)} "
             f"of {self.settings.ratio:g} x {mib(view.memory_total_mib)} MiB allocated, as the "

@@ -32,5 +32,5 @@ class TooManyStarting(Filter):
         self.max_starting: int = self.settings.max_starting
         """Read once: this runs for every candidate."""
 
-    def passes(self, scheduler: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
-        return scheduler.starting[node] <= self.max_starting
+    def passes(self, replica: ReplicaState, node: int, req: CreateRequest, now: float) -> bool:
+        return replica.starting[node] <= self.max_starting

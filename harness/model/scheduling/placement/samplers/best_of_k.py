@@ -125,5 +125,5 @@ class BestOfK(Sampler):
     def candidates(self, n_nodes: int) -> int | None:
         return min(self.k, n_nodes)
 
-    def sample(self, scheduler: ReplicaState, eligible: Eligible | None) -> list[int]:
-        return sample(scheduler.random, scheduler.n, self.k, eligible, self.shuffle)
+    def sample(self, replica: ReplicaState, eligible: Eligible | None) -> list[int]:
+        return sample(replica.random, replica.n, self.k, eligible, self.shuffle)

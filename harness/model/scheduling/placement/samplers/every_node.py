@@ -22,6 +22,6 @@ class EveryNode(Sampler):
     def candidates(self, n_nodes: int) -> int | None:
         return n_nodes
 
-    def sample(self, scheduler: ReplicaState, eligible: Eligible | None) -> list[int]:
-        nodes = range(scheduler.n)
+    def sample(self, replica: ReplicaState, eligible: Eligible | None) -> list[int]:
+        nodes = range(replica.n)
         return list(nodes) if eligible is None else [n for n in nodes if eligible(n)]

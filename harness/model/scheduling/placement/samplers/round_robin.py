@@ -26,8 +26,8 @@ class RoundRobin(Sampler):
     def candidates(self, n_nodes: int) -> int | None:
         return min(1, n_nodes)
 
-    def sample(self, scheduler: ReplicaState, eligible: Eligible | None) -> list[int]:
-        n = scheduler.n
+    def sample(self, replica: ReplicaState, eligible: Eligible | None) -> list[int]:
+        n = replica.n
         for step in range(n):
             node = (self.next + step) % n
             if eligible is None or eligible(node):

@@ -23,12 +23,10 @@ class BinPack(Scorer):
     name = "bin_pack"
 
     def scores(
-        self, scheduler: ReplicaState, candidates: list[int], req: CreateRequest, now: float
+        self, replica: ReplicaState, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
-        views, r = scheduler.ledger.views, self.rules.r
+        views, r = replica.strategy.views, self.rules.r
         return [
-            -scheduler.reserved(n, now) / (r * views[n].cpu_count)
-            if views[n].cpu_count
-            else math.inf
+            -replica.reserved(n, now) / (r * views[n].cpu_count) if views[n].cpu_count else math.inf
             for n in candidates
         ]

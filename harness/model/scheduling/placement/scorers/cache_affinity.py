@@ -45,7 +45,7 @@ class CacheAffinity(Scorer):
             return {}
         return entry[1]
 
-    def placed(self, scheduler: ReplicaState, req: CreateRequest, now: float) -> None:
+    def placed(self, replica: ReplicaState, req: CreateRequest, now: float) -> None:
         template, node = req.shape.template, req.node
         hits = self.hits(template, now)
         hits[node] = hits.get(node, 0) + 1
@@ -54,7 +54,7 @@ class CacheAffinity(Scorer):
         self.record[template] = (now, hits)
 
     def scores(
-        self, scheduler: ReplicaState, candidates: list[int], req: CreateRequest, now: float
+        self, replica: ReplicaState, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         hits = self.hits(req.shape.template, now)
         cap = self.settings.max_hits

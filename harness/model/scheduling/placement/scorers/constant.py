@@ -21,6 +21,6 @@ class Constant(Scorer):
     name = "constant"
 
     def scores(
-        self, scheduler: ReplicaState, candidates: list[int], req: CreateRequest, now: float
+        self, replica: ReplicaState, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
         return [0.0] * len(candidates)

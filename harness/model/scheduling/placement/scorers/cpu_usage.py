@@ -22,7 +22,7 @@ class CpuUsage(Scorer):
     name = "cpu_usage"
 
     def scores(
-        self, scheduler: ReplicaState, candidates: list[int], req: CreateRequest, now: float
+        self, replica: ReplicaState, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
-        views = scheduler.ledger.views
-        return [views[n].cpu_percent / 100.0 + scheduler.in_progress_cpu(n) for n in candidates]
+        views = replica.strategy.views
+        return [views[n].cpu_percent / 100.0 + replica.in_progress_cpu(n) for n in candidates]

@@ -31,16 +31,16 @@ class Reference(Scorer):
         create."""
 
     def scores(
-        self, scheduler: ReplicaState, candidates: list[int], req: CreateRequest, now: float
+        self, replica: ReplicaState, candidates: list[int], req: CreateRequest, now: float
     ) -> list[float]:
-        views = scheduler.ledger.views
+        views = replica.strategy.views
         r, alpha, vcpu = self.r, self.alpha, req.vcpu
         out = []
         for node in candidates:
             view = views[node]
             count = view.cpu_count
             if count:
-                reserved = scheduler.reserved(node, now)
+                reserved = replica.reserved(node, now)
                 out.append((vcpu + reserved + alpha * view.cpu_percent / 100.0) / (r * count))
             else:  # a node that reports no CPUs is never chosen over one that does
                 out.append(math.inf)

@@ -23,9 +23,9 @@ class LeastBusyQuirk(Selector):
     name = "least_busy_quirk"
 
     def select(
-        self, scheduler: ReplicaState, candidates: list[int], scores: list[float]
+        self, replica: ReplicaState, candidates: list[int], scores: list[float]
     ) -> int | None:
-        views = scheduler.ledger.views
+        views = replica.strategy.views
         leader = None
         leader_usage = math.inf
         for node, with_pending in zip(candidates, scores, strict=True):

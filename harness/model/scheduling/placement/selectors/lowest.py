@@ -20,7 +20,7 @@ class Lowest(Selector):
     name = "lowest"
 
     def select(
-        self, scheduler: ReplicaState, candidates: list[int], scores: list[float]
+        self, replica: ReplicaState, candidates: list[int], scores: list[float]
     ) -> int | None:
         # The first of the lowest scores, by strict `<`, in one pass: what min() then index()
         # find, without two generic calls (compiled, the loop is plain float comparisons).
