@@ -40,7 +40,8 @@ from harness.results.statistics import (
 )
 from harness.results.summary_columns import OVERLOADED
 from harness.results.sweep_folder import cell_batches, is_sweep, load_sweep_results, read_cells
-from harness.results.time_keeping import kept_by_strategy, line, mark, run_verdict
+from harness.results.time_keeping import kept_by_strategy, line, run_verdict
+from harness.results.time_keeping import mark as keeping_mark
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222;
@@ -153,7 +154,7 @@ def _run_table(rows: pd.DataFrame, kept: dict[str, tuple[int, int]]) -> str:
                 for v, ok in zip(values.itertuples(index=False), known, strict=True)
             ]
     if kept:
-        marks = [mark(kept[s]) if s in kept else "-" for s in rows["strategy"]]
+        marks = [keeping_mark(kept[s]) if s in kept else "-" for s in rows["strategy"]]
         cells = {"strategy": cells.pop("strategy"), KEPT: marks, **cells}
     notes = " ".join(text for header, text in RUN_NOTES if header is None or header in cells)
     table = _table(pd.DataFrame(cells)).replace(BAD_CELL, f'<td class="bad">{OVERLOADED.upper()}')
