@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from harness.config import Config, ConfigError, RayConfig
 from harness.engines import ENGINES
 from harness.engines.virtual import FLUSH_ROWS
+from harness.model.cluster.heartbeat import HeartbeatPlan
 from harness.model.workload.arrivals import ARRIVALS
 from harness.results.atomic_files import ROW_GROUP_ROWS
 from harness.results.machine import Machine
@@ -190,8 +191,8 @@ def seed_terms(config: Config) -> list[Term]:
     views = nodes * (replicas - 1)
     creates, kills, alive, request_keys = _requests(config)
     rows = creates + kills
-    beats = math.floor(duration / h.interval_s) + 1
-    reports = nodes * replicas * (beats + 1)  # the pre-run sync, the beats, the drain
+    beats = HeartbeatPlan(h, duration).most_beats()
+    reports = nodes * replicas * (beats + 2)  # the pre-run sync, the beats, the drain
     late = (h.delay_ms + h.jitter_ms) / 1000.0
     in_flight = nodes * replicas * min(beats, math.ceil(late / h.interval_s)) if late else 0
     samples = math.floor(duration / run.sample_interval_s) + 1 if run.sample_interval_s else 0
