@@ -78,13 +78,13 @@ print(int(open("/proc/self/statm").read().split()[1]) * resource.getpagesize())
 """
 
 RAY = """
-import json, sys, tempfile, time
+import json, os, sys, tempfile, time
 from pathlib import Path
 from harness.config import load
 from harness.engines.ray_setup import connect, stop_ray
 from harness.results.seed_rows import SeedRows
 from harness.running.seed_tasks import run_unit
-from bench.run_peak import processes_pss
+from bench.real_traffic import pss_kib, tree
 
 connect()
 import ray
@@ -95,7 +95,14 @@ with tempfile.TemporaryDirectory() as folder:
     parts = [SeedRows("stale", seed, Path(folder) / str(seed), "bench") for seed in (0, 1)]
     ray.get([task.remote(config, seed, rows) for seed, rows in enumerate(parts)])
 time.sleep(2)  # the workers idle, as they are while the driver gathers
-print(json.dumps(processes_pss()))
+found = {"workers": [], "others": 0}
+for pid in tree(os.getpid())[1:]:  # a worker running or idle between tasks is a ray:: process
+    command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    if command.startswith(("ray::IDLE", "ray::run_seed", "ray::_run_there")):
+        found["workers"].append(pss_kib(pid) * 1024)
+    else:
+        found["others"] += pss_kib(pid) * 1024
+print(json.dumps({"driver": pss_kib(os.getpid()) * 1024, **found}))
 stop_ray()
 """
 
@@ -370,11 +377,10 @@ def ray() -> None:
     config = str(ROOT / "configs" / "seed-herd.toml")
     found = json.loads(child(RAY, config))
     print(f"\n{'3. Ray, after two seeds as tasks':52s} {'PSS':>12s}")
-    driver, workers, own = found["driver"], found["workers"], found["others"]
-    line("the driver", driver)
-    for pss in workers:
+    line("the driver", found["driver"])
+    for pss in found["workers"]:
         line("a worker that ran a seed", pss)
-    line(f"Ray's own processes ({len(own)})", sum(own.values()))
+    line("Ray's own processes", found["others"])
 
 
 def main() -> None:

@@ -25,7 +25,6 @@ ENDS = {
     "real_traffic.py": ([], "s of trace"),
     "report_memory.py": ([], "harness report: peak"),
     "report_speed.py": ([], "seed-burst.toml: the report's own CPU"),
-    "run_peak.py": ([], "every process below it; load average"),
     "search_speed.py": ([], "the search's own cost"),
     "sweep_scaling.py": ([], "1 worker(s):"),
     "time_keeping.py": ([], "as measured, reports 2 s late"),
@@ -33,7 +32,7 @@ ENDS = {
     "virtual_engine.py": ([], "goal: >= 10x real time"),
 }
 """Per script: its arguments beside --tiny, and what the last part it runs prints."""
-RAY = {"budget.py", "ray_throughput.py", "run_peak.py", "search_speed.py", "sweep_scaling.py"}
+RAY = {"budget.py", "ray_throughput.py", "search_speed.py", "sweep_scaling.py"}
 """The scripts that start Ray."""
 
 pytestmark = pytest.mark.slow  # a fresh process per script, some of them several
