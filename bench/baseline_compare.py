@@ -22,12 +22,12 @@
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from bench_args import bench_parser
 
 from harness.api import Selector
 from harness.config import load
@@ -142,8 +142,7 @@ def sensitivity(blocks: int, seeds: int, shares: tuple[float, ...] = SHARES) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tiny", action="store_true", help="a handful of seeds: a smoke test")
+    parser = bench_parser(__doc__, "a handful of seeds")
     parser.add_argument("--pool", type=int, default=400)
     parser.add_argument("--comparisons", type=int, default=500)
     parser.add_argument("--blocks", type=int, default=10)

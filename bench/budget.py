@@ -25,7 +25,6 @@ all in one process."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -33,6 +32,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from bench_args import bench_parser
 
 from harness.engines.virtual import FLUSH_ROWS
 from harness.results.atomic_files import ROW_GROUP_ROWS
@@ -84,7 +85,7 @@ from harness.config import load
 from harness.engines.ray_setup import connect, stop_ray
 from harness.results.seed_rows import SeedRows
 from harness.running.seed_tasks import run_unit
-from bench.real_traffic import pss_kib, tree
+from real_traffic import pss_kib, tree
 
 connect()
 import ray
@@ -106,16 +107,17 @@ print(json.dumps({"driver": pss_kib(os.getpid()) * 1024, **found}))
 stop_ray()
 """
 
-TINY_HELP = (
-    "the smallest run of every part, to check the script works (tests/project/test_bench.py): "
-    "its figures mean nothing"
-)
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def child(code: str, *args: str, env: dict[str, str] | None = None) -> str:
-    """What `code` prints, run in a fresh process with `args` (and `env` besides)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    """What `code` prints, run in a fresh process with `args` (and `env` besides), the
+    harness and the other scripts of bench/ importable."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(map(str, (ROOT, ROOT / "bench"))),
+        **(env or {}),
+    }
     argv = [sys.executable, "-c", code, *args]
     return subprocess.run(argv, capture_output=True, text=True, check=True, env=env).stdout
 
@@ -384,8 +386,7 @@ def ray() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tiny", action="store_true", help=TINY_HELP)
+    parser = bench_parser(__doc__, "the smallest run of every part")
     tiny = parser.parse_args().tiny
     with tempfile.TemporaryDirectory() as folder:
         trace = tagged_trace(Path(folder) / "tagged.parquet", 10_000 if tiny else 1_000_000)

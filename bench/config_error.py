@@ -10,7 +10,6 @@ time itself, which depends on the machine and what else runs on it."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -20,6 +19,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench_args import bench_parser
 
 BAD = '[run]\nname = "typo"\nseedz = 3\n'
 """A config with an unknown key: `run.seedz: unknown key; did you mean run.seeds?`."""
@@ -63,9 +64,8 @@ def imports(config: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "one run")
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--tiny", action="store_true", help="one run (tests/project/test_bench.py)")
     args = parser.parse_args()
     runs = 1 if args.tiny else args.runs
     with tempfile.TemporaryDirectory() as folder:

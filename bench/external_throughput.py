@@ -26,7 +26,6 @@ the median of --repeat runs per path, interleaved."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
@@ -34,6 +33,8 @@ import sys
 import time
 from contextlib import closing
 from pathlib import Path
+
+from bench_args import bench_parser
 
 from harness.config import from_dict
 from harness.engines.virtual import VirtualEngine
@@ -172,8 +173,10 @@ def floor(calls: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    parser = bench_parser(
+        __doc__,
+        "the smallest run of every path but Go's (its build is the slow part)",
+        whole_doc=True,
     )
     parser.add_argument(
         "--requests", type=int, default=20000, help="creates per run (and floor round trips)"
@@ -184,12 +187,6 @@ def main() -> None:
     )
     parser.add_argument("--ray", action="store_true", help="pairs/s on the Ray engine instead")
     parser.add_argument("--duration", type=float, default=10.0, help="model seconds per Ray run")
-    parser.add_argument(
-        "--tiny",
-        action="store_true",
-        help="the smallest run of every path but Go's (its build is the slow part), to check the "
-        "script works (tests/project/test_bench.py): its figures mean nothing",
-    )
     args = parser.parse_args()
     if args.tiny:
         vars(args).update(requests=50, nodes=20, repeat=1, duration=3.5)

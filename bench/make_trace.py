@@ -13,7 +13,6 @@ Seeded: the same arguments make the same file.
 
 from __future__ import annotations
 
-import argparse
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
+from bench_args import bench_parser
 
 SCHEMA = pa.schema(
     [
@@ -81,19 +81,11 @@ def write(path: Path, rows: int, rate: float, seed: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "the smallest run of every part")
     parser.add_argument("--rows", type=int, default=3000)
     parser.add_argument("--rate", type=float, default=50.0, help="creates per second")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True, help="a .csv or .parquet file")
-    parser.add_argument(
-        "--tiny",
-        action="store_true",
-        help=(
-            "the smallest run of every part, to check the script works "
-            "(tests/project/test_bench.py): its figures mean nothing"
-        ),
-    )
     args = parser.parse_args()
     if args.tiny:
         args.rows = 100

@@ -27,7 +27,6 @@ scale 1: model time is wall time. A goal not reached is printed as such, with th
 
 from __future__ import annotations
 
-import argparse
 import os
 import threading
 import time
@@ -36,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import ray
+from bench_args import bench_parser
 
 from actors.engine import RaySeedRun, layout
 from harness.config import Config, from_dict
@@ -326,7 +326,7 @@ def lateness(duration: float, watch: ProcessWatch, layouts: list[tuple[int, floa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "one short row per part")
     parser.add_argument("--duration", type=float, default=10.0, help="model seconds per row")
     parser.add_argument(
         "--part",
@@ -334,12 +334,6 @@ def main() -> None:
         help="run only this part (best: only when named)",
     )
     parser.add_argument("--repeat", type=int, default=12, help="runs of the best row (--part best)")
-    parser.add_argument(
-        "--tiny",
-        action="store_true",
-        help="one short row per part, to check the script works (tests/project/test_bench.py): its "
-        "figures mean nothing",
-    )
     args = parser.parse_args()
     tiny = args.tiny
     if tiny:

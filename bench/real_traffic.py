@@ -22,7 +22,6 @@ need not be installed): every part runs, its figures mean nothing.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from bench_args import bench_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "configs" / "alibaba-2018.toml"
@@ -151,14 +151,13 @@ def scenario(trace: Path, span: float, out: Path) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "20 s of a small trace")
     parser.add_argument("--harness", default=str(Path(sys.executable).parent / "harness"))
     parser.add_argument("--span", type=float, default=3600.0, help="seconds of trace replayed")
     parser.add_argument("--short", type=float, default=300.0, help="the shorter length")
     parser.add_argument("--parts", default=",".join(PARTS))
     parser.add_argument("--source", default="", help="the official trace's folder; none: spar")
     parser.add_argument("--out", type=Path, help="keep the runs here (default: a temp folder)")
-    parser.add_argument("--tiny", action="store_true")
     args = parser.parse_args()
     parts = [p.strip() for p in args.parts.split(",")]
     unknown = sorted(set(parts) - set(PARTS))

@@ -13,7 +13,6 @@ both (`python -m harness` puts the working folder first on the path).
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import time
 from pathlib import Path
 
 import pyarrow.dataset as ds
+from bench_args import bench_parser
 
 from harness.config.sweep_file import load_sweep
 from harness.results.sweep_folder import SweepStore
@@ -70,14 +70,11 @@ def report_peak_mb(folder: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "a sweep of seconds")
     parser.add_argument("--rate", type=float, default=2000.0)
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="make (or reuse) the sweep folder here")
-    parser.add_argument(
-        "--tiny", action="store_true", help="a sweep of seconds (figures mean nothing)"
-    )
     args = parser.parse_args()
     if args.tiny:
         args.rate, args.duration, args.seeds = 50.0, 2.0, 1

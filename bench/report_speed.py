@@ -14,7 +14,6 @@ layout, drawing, PNG). To compare two builds, run it from a folder outside both
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -22,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench_args import bench_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ("seed-burst.toml", "seed-herd.toml")
@@ -68,11 +69,8 @@ def split(folder: Path) -> tuple[float, float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "seed-burst, one seed, once")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument(
-        "--tiny", action="store_true", help="seed-burst, one seed, once (figures mean nothing)"
-    )
     args = parser.parse_args()
     extra = ["--seeds", "1"] if args.tiny else []
     repeat = 1 if args.tiny else args.repeat

@@ -12,11 +12,12 @@ The machine's load average is printed, as other work skews the figures.
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import time
 from pathlib import Path
+
+from bench_args import bench_parser
 
 from harness.config.search_file import Search, load_search
 from harness.engines.ray_setup import start_ray, stop_ray
@@ -86,14 +87,11 @@ def on_ray(search: Search, folder: Path, workers: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "the smallest search")
     parser.add_argument("--trials", type=int, default=40, help="trials per search (default 40)")
     parser.add_argument("--seeds", type=int, default=5, help="seeds per trial (default 5)")
     parser.add_argument(
         "--repeats", type=int, default=2, help="plain loops and searches, interleaved"
-    )
-    parser.add_argument(
-        "--tiny", action="store_true", help="the smallest search, to check the script works"
     )
     args = parser.parse_args()
     trials, seeds, duration = (4, 1, 2.0) if args.tiny else (args.trials, args.seeds, 25.0)

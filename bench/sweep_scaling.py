@@ -11,11 +11,12 @@ start-up. The machine's load average is printed, as other work skews the figures
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import time
 from pathlib import Path
+
+from bench_args import bench_parser
 
 from harness.config.sweep_file import Sweep, load_sweep
 from harness.engines.ray_setup import start_ray, stop_ray
@@ -50,16 +51,10 @@ def measure(sweep: Sweep, workers: int, repeats: int) -> list[tuple[float, float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "the smallest sweep, one worker only")
     parser.add_argument("--seeds", type=int, default=5, help="seeds per cell (default 5)")
     parser.add_argument("--nodes", type=int, default=50, help="nodes per cell (default 50)")
     parser.add_argument("--repeats", type=int, default=2, help="runs per worker count")
-    parser.add_argument(
-        "--tiny",
-        action="store_true",
-        help="the smallest sweep, one worker only, to check the script works "
-        "(tests/project/test_bench.py): its figures mean nothing",
-    )
     args = parser.parse_args()
     if args.tiny:
         vars(args).update(seeds=1, nodes=5, repeats=1)

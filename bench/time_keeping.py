@@ -15,11 +15,12 @@ Runs pure Python (it subclasses the event queue), so it sets HARNESS_PURE itself
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import sys
 from typing import Any, ClassVar
+
+from bench_args import bench_parser
 
 os.environ["HARNESS_PURE"] = "1"
 
@@ -155,12 +156,11 @@ def crash(seeds: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "2 seeds of seed-herd, then --crash")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--multiples", default="1,5,20")
     parser.add_argument("--crash", action="store_true", help="faults-crash's delays, row by row")
-    parser.add_argument("--tiny", action="store_true", help="2 seeds of seed-herd, then --crash")
     args = parser.parse_args()
     if args.tiny:
         limits(["seed-herd"], 2, [1.0])

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_args import bench_parser
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -104,20 +106,12 @@ def engine(rows: int, folder: Path, repeat: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "the smallest run of every part")
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--engine-rows", type=int, default=100_000)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--whole", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=3, help="engine runs, the best taken")
-    parser.add_argument(
-        "--tiny",
-        action="store_true",
-        help=(
-            "the smallest run of every part, to check the script works "
-            "(tests/project/test_bench.py): its figures mean nothing"
-        ),
-    )
     args = parser.parse_args()
     if args.tiny:
         vars(args).update(rows=1000, engine_rows=200, repeat=1)

@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench_args import bench_parser
+
 import harness
 from harness.config import from_dict, load
 from harness.engines.virtual import VirtualEngine
@@ -123,21 +125,13 @@ def reports_at_scale(nodes: int, sim_s: float) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "the smallest run of every part")
     parser.add_argument("--requests", type=int, nargs="+", default=[60_000, 200_000])
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scale-nodes", type=int, default=1_000_000)
     parser.add_argument("--scale-s", type=float, default=60.0)
     parser.add_argument("--one-at-scale", nargs=3, help=argparse.SUPPRESS)
-    parser.add_argument(
-        "--tiny",
-        action="store_true",
-        help=(
-            "the smallest run of every part, to check the script works "
-            "(tests/project/test_bench.py): its figures mean nothing"
-        ),
-    )
     args = parser.parse_args()
     if args.tiny:
         vars(args).update(requests=[200], nodes=100, repeat=1, scale_nodes=1000, scale_s=3.0)

@@ -53,9 +53,9 @@ from harness.model.scheduling.strategies import STRATEGIES
 
 ROOT = Path(__file__).resolve().parent.parent
 HERD = ("stale", "in_progress", "optimistic")
+"""The strategies the herd page compares."""
 QUIET_PROGRESS_S = 86_400
 """Seconds between progress lines far beyond any command's length: none comes."""
-"""The strategies the herd page compares."""
 Lines = tuple[tuple[str, Mapping[str, str] | None], ...]
 """What a chart over time draws: per command (an output block's), its strategies under the
 names the chart gives them (None: every strategy, as named)."""

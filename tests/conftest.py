@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli import main
 from harness.config.traces.cache import CACHE_ENV
 from tests.support.configs import scenario
+from tests.support.durability import HERD, QUIET, hold_still
 from tests.support.entry_points import own_entry_points
 
 _others_hidden = pytest.MonkeyPatch()
@@ -24,7 +26,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """The registries of this process find built-in plugins and this project's entry points
     only, from collection on (tests are parametrized over their names): the suite passes
     whatever else is installed. A test about installed plugins registers one itself
-    (tests/model/test_strategies.py) or installs the example package apart
+    (tests/model/scheduling/test_strategies.py) or installs the example package apart
     (tests/project/test_plugin_package.py). And the folder of the locks that keep Ray tests apart
     (`pytest_runtest_protocol`), made once for all workers, who also keep there what they make
     once for all (tests/project/test_plugin_package.py `site`), among it the trace cache
@@ -135,3 +137,21 @@ def ray_address(local_ray: None) -> str:
     import ray
 
     return ray.get_runtime_context().gcs_address
+
+
+@pytest.fixture
+def still(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run id and the engine's wall time held still, so that two runs of one config write
+    the same bytes (`tests.support.durability.hold_still`)."""
+    hold_still(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A closed run of two seeds, which a module's tests copy and damage or write into."""
+    out = tmp_path_factory.mktemp("good") / "run"
+    assert (
+        main(["run", HERD, "--seeds", "2", "--set", "run.duration_s=2", *QUIET, "--out", str(out)])
+        == 0
+    )
+    return out

@@ -1,6 +1,6 @@
 """The `harness` command: `run`, `sweep`, `search`, `report`, `compare`, `plugins`, `keys` and
-`trace`, one module each (`harness.cli.parser.COMMANDS`); the commands that run things share
-one skeleton (`harness.cli.verb`) and every flag more than one takes is declared once
+`trace` (`trace_import`), one module each (`harness.cli.parser.COMMANDS`); the commands that
+run things share one skeleton (`harness.cli.verb`) and every flag more than one takes is declared once
 (`harness.cli.flags`). Exit codes: 0 ok, 1 an engine failure, a broken invariant, a failed
 sweep cell or search trial, 2 a user mistake or a damaged results folder (one line), 3 the
 external scheduler misbehaved (one line; `harness.external`), 74 a results file could not be

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 import harness
-from harness.cli import compare, keys, plugins, report, run, search, sweep, trace
+from harness.cli import compare, keys, plugins, report, run, search, sweep, trace_import
 from harness.cli.command import Command
 from harness.cli.flags import FLAGS, Parser
 
@@ -19,7 +19,7 @@ COMMANDS: dict[str, Command] = {
         report.COMMAND,
         compare.COMMAND,
         plugins.COMMAND,
-        trace.COMMAND,
+        trace_import.COMMAND,
         keys.COMMAND,
     )
 }

@@ -13,7 +13,7 @@ from harness.cli.run import print_run
 from harness.cli.verb import write_report
 from harness.config import stored_config
 from harness.results.failures import ResultsError
-from harness.results.folder_policy import held_under, holder, mark
+from harness.results.folder_policy import held_under, holder, marker
 
 
 def _act(args: argparse.Namespace, console: Console) -> int:
@@ -25,7 +25,7 @@ def _act(args: argparse.Namespace, console: Console) -> int:
             found = held_under(args.dir)
             if not found:
                 raise ResultsError(
-                    f"{args.dir} is not a results folder (no {mark('run')}) and holds none"
+                    f"{args.dir} is not a results folder (no {marker('run')}) and holds none"
                 )
             print_folders(args.dir, found, console)
             return 0
@@ -43,7 +43,7 @@ def _act(args: argparse.Namespace, console: Console) -> int:
             print_search(meta, trials, console)
         elif kind == "sweep":
             meta, summary = load_sweep_results(args.dir)
-            stored_config(meta["identity"].get("base"), Path(args.dir) / mark("sweep"))
+            stored_config(meta["identity"].get("base"), Path(args.dir) / marker("sweep"))
             print_sweep(meta, summary, console)
         else:
             frames = print_run(args.dir, console)[1]

@@ -21,7 +21,7 @@ from harness.cli.verb import (
 )
 from harness.config import Config, ConfigError, load, stored_config
 from harness.engines import ENGINES
-from harness.results.folder_policy import holder, mark
+from harness.results.folder_policy import holder, marker
 
 # The modules that load Arrow, pandas, numpy or Ray (results folders, comparisons, terminal
 # tables, the runners, the cost check) are imported inside the steps that use them, once the
@@ -81,7 +81,7 @@ def _resumed_config(args: argparse.Namespace) -> tuple[Config, list[str]]:
     meta = resumable(args.resume)
     if args.overrides or args.engine or args.address or args.seeds is not None or args.thresholds:
         raise ConfigError("--resume", "without a config file, flags cannot change the run")
-    config = stored_config(meta["config"], args.resume / mark("run"))
+    config = stored_config(meta["config"], args.resume / marker("run"))
     named = strategies(args.compare, config.placement.strategy)
     return config, named if args.compare else list(meta["strategies"])
 

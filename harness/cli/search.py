@@ -10,7 +10,7 @@ from harness.cli.command import Command
 from harness.cli.exits import failed_code
 from harness.cli.verb import Verb
 from harness.config import ConfigError
-from harness.results.folder_policy import mark
+from harness.results.folder_policy import marker
 
 
 class Search(Verb):
@@ -28,7 +28,7 @@ class Search(Verb):
                     "--resume", "goes on with DIR's own search: no file, --out or --set"
                 )
             meta = read_search_meta(args.resume)
-            search = stored_search(meta, args.resume / mark("search"))
+            search = stored_search(meta, args.resume / marker("search"))
         elif args.search is None:
             raise ConfigError("search", "a search TOML file is required (or --resume DIR)")
         else:

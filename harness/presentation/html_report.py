@@ -23,7 +23,7 @@ from harness.results.atomic_files import write_text
 from harness.results.comparison import FILE as COMPARISON_FILE
 from harness.results.comparison import UNCHANGED
 from harness.results.comparison import read as read_comparison
-from harness.results.folder_policy import mark
+from harness.results.folder_policy import marker
 from harness.results.run_reader import open_run
 from harness.results.search_folder import is_search
 from harness.results.statistics import (
@@ -40,8 +40,7 @@ from harness.results.statistics import (
 )
 from harness.results.summary_columns import OVERLOADED
 from harness.results.sweep_folder import cell_batches, is_sweep, load_sweep_results, read_cells
-from harness.results.time_keeping import kept_by_strategy, line, run_verdict
-from harness.results.time_keeping import mark as keeping_mark
+from harness.results.time_keeping import kept_by_strategy, line, mark, run_verdict
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222;
@@ -154,7 +153,7 @@ def _run_table(rows: pd.DataFrame, kept: dict[str, tuple[int, int]]) -> str:
                 for v, ok in zip(values.itertuples(index=False), known, strict=True)
             ]
     if kept:
-        marks = [keeping_mark(kept[s]) if s in kept else "-" for s in rows["strategy"]]
+        marks = [mark(kept[s]) if s in kept else "-" for s in rows["strategy"]]
         cells = {"strategy": cells.pop("strategy"), KEPT: marks, **cells}
     notes = " ".join(text for header, text in RUN_NOTES if header is None or header in cells)
     table = _table(pd.DataFrame(cells)).replace(BAD_CELL, f'<td class="bad">{OVERLOADED.upper()}')
@@ -393,7 +392,7 @@ def _scenario(
 def _run(folder: Path) -> tuple[str, str]:
     run = open_run(folder)
     meta = run.meta
-    config = stored_config(meta["config"], folder / mark("run"))
+    config = stored_config(meta["config"], folder / marker("run"))
     summary, nodes = run.frame("summary"), run.frame("nodes")
     title = f"{config.run.name}: {meta.get('engine')} engine, {config.cluster.node_count} nodes"
     state = "" if meta.get("completed") else ' <span class="bad">(incomplete run)</span>'
@@ -435,7 +434,7 @@ def _run(folder: Path) -> tuple[str, str]:
 
 def _sweep(folder: Path) -> tuple[str, str]:
     meta, summary = load_sweep_results(folder)
-    base = stored_config(meta["identity"]["base"], folder / mark("sweep"))
+    base = stored_config(meta["identity"]["base"], folder / marker("sweep"))
     cells = meta["cells"]
     done = [c for c in cells if c["status"] == "complete"]
     title = f"Sweep {meta['name']}"

@@ -30,7 +30,7 @@ import pyarrow as pa
 from harness.results import machine
 from harness.results.atomic_files import write_parquet
 from harness.results.failures import ResultsError
-from harness.results.folder_policy import holder, mark
+from harness.results.folder_policy import holder, marker
 from harness.results.run_reader import PARTS, load_run, read_columns, read_meta
 from harness.results.summary_columns import (
     BY_NAME,
@@ -106,7 +106,7 @@ def load_side(path: str | Path) -> Side:
         raise CompareError(f"{folder} is not a folder")
     kind = holder(folder)
     if kind is None:
-        marks = f"{mark('run')} or {mark('sweep')}"
+        marks = f"{marker('run')} or {marker('sweep')}"
         raise CompareError(f"{folder} is not a results folder (no {marks})")
     if kind == "run":
         meta, summary = _run_summary(folder)

@@ -26,7 +26,7 @@ MARKS = {"run.json": "run", "sweep.json": "sweep", "search.json": "search"}
 """The file that says what a results folder holds."""
 
 
-def mark(kind: str) -> str:
+def marker(kind: str) -> str:
     """The file that says a folder holds a `kind` of results ("run", "sweep", "search")."""
     return next(file for file, held in MARKS.items() if held == kind)
 
@@ -53,7 +53,7 @@ class Held:
 
 
 def _record(folder: Path, kind: str) -> Held:
-    path = folder / mark(kind)
+    path = folder / marker(kind)
     try:
         record = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import harness
 from harness.results.arrow_schemas import TABLES
 from harness.results.failures import ResultsError
-from harness.results.folder_policy import holder, mark, nothing_written
+from harness.results.folder_policy import holder, marker, nothing_written
 from harness.results.seed_rows import READ_ROWS
 
 PARTS = "parts"
@@ -38,8 +38,8 @@ def read_meta(folder: Path) -> dict[str, Any]:
     if not folder.is_dir():
         raise ResultsError(f"{folder} is not a folder")
     if holder(folder) != "run":
-        raise ResultsError(f"{folder} is not a results folder (no {mark('run')})")
-    path = folder / mark("run")
+        raise ResultsError(f"{folder} is not a results folder (no {marker('run')})")
+    path = folder / marker("run")
     meta = read_record(path, META_TYPES, "a run's")
     for key, kind in (("strategies", str), ("seeds", int)):
         if not all(isinstance(item, kind) for item in meta[key]):

@@ -45,7 +45,7 @@ from harness.results.atomic_files import (
     write_json,
 )
 from harness.results.failures import ResultsError
-from harness.results.folder_policy import claim_out_dir, lock_folder, mark
+from harness.results.folder_policy import claim_out_dir, lock_folder, marker
 from harness.results.run_reader import (
     PARTS,
     SEED_FILE,
@@ -167,7 +167,7 @@ class RunWriter:
 
     def _write_meta(self) -> None:
         began = time.monotonic()
-        write_json(self.out_dir / mark("run"), self.meta)
+        write_json(self.out_dir / marker("run"), self.meta)
         took = time.monotonic() - began
         self._meta_due = began + max(META_MIN_INTERVAL_S, took / META_MAX_SHARE)
 

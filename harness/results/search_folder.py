@@ -33,7 +33,7 @@ from harness.results.folder_policy import (
     check_out_dir,
     holder,
     lock_folder,
-    mark,
+    marker,
     new_run_id,
     nothing_written,
 )
@@ -128,7 +128,7 @@ class SearchStore:
             self._lock.release()
 
     def _write_meta(self) -> None:
-        write_json(self.out_dir / mark("search"), self.meta)
+        write_json(self.out_dir / marker("search"), self.meta)
 
 
 def _now() -> str:
@@ -163,15 +163,15 @@ META_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 def is_search(path: str | Path) -> bool:
-    return (Path(path) / mark("search")).is_file()
+    return (Path(path) / marker("search")).is_file()
 
 
 def read_search_meta(folder: Path) -> dict[str, Any]:
     """search.json of `folder`, or ResultsError saying why it cannot be read as a search."""
     folder = Path(folder)
     if holder(folder) != "search":
-        raise ResultsError(f"{folder} holds no search (no {mark('search')})")
-    return read_record(folder / mark("search"), META_TYPES, "a search's")
+        raise ResultsError(f"{folder} holds no search (no {marker('search')})")
+    return read_record(folder / marker("search"), META_TYPES, "a search's")
 
 
 def load_search_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:

@@ -40,7 +40,7 @@ from harness.results.failures import ResultsError
 from harness.results.folder_policy import (
     holder,
     lock_folder,
-    mark,
+    marker,
     new_run_id,
     nothing_written,
 )
@@ -210,7 +210,7 @@ class SweepStore:
             write_parquet(self.out_dir / "summary.parquet", parts[0].schema, parts)
 
     def _write_meta(self) -> None:
-        write_json(self.out_dir / mark("sweep"), self.meta)
+        write_json(self.out_dir / marker("sweep"), self.meta)
 
 
 def _jsonable(value: Any) -> Any:
@@ -219,7 +219,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def _read_meta(folder: Path) -> dict[str, Any]:
-    path = folder / mark("sweep")
+    path = folder / marker("sweep")
     meta = read_record(path, META_TYPES, "a sweep's")
     for cell in meta["cells"]:
         check_fields(path, cell, CELL_TYPES, "a sweep cell's")
@@ -250,7 +250,7 @@ def sweep_state(folder: Path) -> str:
 
 
 def is_sweep(path: str | Path) -> bool:
-    return (Path(path) / mark("sweep")).is_file()
+    return (Path(path) / marker("sweep")).is_file()
 
 
 def load_sweep_results(path: str | Path) -> tuple[dict[str, Any], pd.DataFrame]:

@@ -30,7 +30,7 @@ What is compared, and the general bands (each scenario's numbers and reasons are
   (less 2 sd where random failures near the end move it), virtual max + (1 s + the Ray run's
   own p99 placement latency) of arrivals at the seed's mean rate].
 - **A fault scenario's own checks** (tests/support/faults.py `EXPECT`, which every virtual seed
-  passes in tests/model/test_faults.py): on the Ray seed as well, invariants among them.
+  passes in tests/model/cluster/test_faults.py): on the Ray seed as well, invariants among them.
 - **Placement latency**: the model's latency is a floor Ray only adds to, so Ray's p50 is at
   least the virtual engine's smallest, overall and on each node (a slow node's included).
 

@@ -338,8 +338,8 @@ def test_the_erase_race_has_the_same_sign_on_ray_as_in_virtual_time():
 
 
 def test_two_pools_and_the_memory_filter_run_on_ray_as_in_virtual_time():
-    """tests/model/test_pools.py's cluster (a pool of 3 x 16 GiB and one of 2 x 64 GiB, room for 44
-    sandboxes of 4 GiB at M = 1, optimistic accounting), 100 creates at 5/s for 20 s, at time
+    """tests/model/cluster/test_pools.py's cluster (a pool of 3 x 16 GiB and one of 2 x 64 GiB,
+    room for 44 sandboxes of 4 GiB at M = 1, optimistic accounting), 100 creates at 5/s for 20 s, at time
     scale 0.2 (4 s). The replica learns the pools at start-up on Ray as in virtual time: every
     node fills to its memory, and once the view shows it full the filter turns creates away.
     In virtual time exactly the 44 that fit are placed. On Ray a sandbox counts once its

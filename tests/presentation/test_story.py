@@ -95,8 +95,9 @@ def test_a_strategy_that_fails_more_creates_says_why_where_the_data_does(tmp_pat
 
 def test_the_run_names_its_placement_pipeline_and_where_each_plugin_is_from(tmp_path):
     out = tmp_path / "run"
-    scorers = 'placement.scorers=["reference", "tests.model.test_pipeline:PreferHighIds=0.5"]'
-    own = "tests.model.test_pipeline:OwnOptimistic"
+    pipeline = "tests.model.scheduling.placement.test_pipeline"  # the plugins' module
+    scorers = f'placement.scorers=["reference", "{pipeline}:PreferHighIds=0.5"]'
+    own = f"{pipeline}:OwnOptimistic"
     args = ["--seeds", "1", "--set", "run.duration_s=2", "--set", scorers, "--compare"]
     run = ["run", str(CONFIGS / "seed-herd.toml"), *args, f"stale,{own}", "--out", str(out)]
     printed = _printed(lambda: main([*run, "--quiet", "--no-report"]))
@@ -105,8 +106,8 @@ def test_the_run_names_its_placement_pipeline_and_where_each_plugin_is_from(tmp_
     assert plugins["parts"][0] == {"kind": "sampler", "name": "best_of_k", "from": "harness"}
     assert {"kind": "strategy", "name": own, "from": own} in plugins["parts"]
     assert (
-        "scorers reference, tests.model.test_pipeline:PreferHighIds=0.5 (from "
-        "tests.model.test_pipeline:PreferHighIds); selector lowest; strategy "
+        f"scorers reference, {pipeline}:PreferHighIds=0.5 (from "
+        f"{pipeline}:PreferHighIds); selector lowest; strategy "
         f"{own} (from {own})"
     ) in printed
 

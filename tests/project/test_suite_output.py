@@ -39,3 +39,14 @@ def test_the_quiet_summary_names_every_skip_reason(tmp_path) -> None:
     assert any("SKIPPED [3]" in line and "no Chromium installed" in line for line in lines)
     assert any("SKIPPED [1]" in line and "OVERLOADED in 1 of 1 seeds" in line for line in lines)
     assert "1 passed, 4 skipped" in lines[-1]
+
+
+def test_no_two_test_modules_share_a_name() -> None:
+    """pytest imports each test file by its name (tests/ has no packages), so a second file of
+    one name anywhere under tests/ stops the whole suite at collection; and a reader finds a
+    test file by its module's name (docs/contributing.md, "A test")."""
+    seen: dict[str, str] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        where = str(path.relative_to(ROOT))
+        assert path.name not in seen, f"{where} and {seen[path.name]}"
+        seen[path.name] = where

@@ -320,7 +320,7 @@ def test_a_killed_run_leaves_a_readable_run_json_listing_what_finished(tmp_path)
     args = ["--seeds", "100000", "--set", "run.duration_s=0.5", "--set", "cluster.nodes=3"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "run", HERD, *args, "--quiet", "--out", str(out)],
+        [sys.executable, "-m", "harness", "run", HERD, *args, "--quiet", "--out", str(out)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -207,6 +207,6 @@ def test_threshold_mistakes_give_one_line_and_exit_2(tmp_path, capsys, argv, mes
 
 
 def test_a_threshold_can_name_a_strategy_plugin_by_import_path() -> None:
-    threshold = parse("tests.model.test_pipeline:OwnOptimistic.cv_mean < 0.1")
-    assert threshold.strategy == "tests.model.test_pipeline:OwnOptimistic"
+    threshold = parse("tests.model.scheduling.placement.test_pipeline:OwnOptimistic.cv_mean < 0.1")
+    assert threshold.strategy == "tests.model.scheduling.placement.test_pipeline:OwnOptimistic"
     assert (threshold.metric, threshold.aggregate) == ("cv", "mean")

@@ -15,7 +15,7 @@ def beyond_in_flight(tl: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     done it; a kill likewise. So the slack is the vCPUs of the creates and the kills in flight
     together, whatever the strategy. (The one-sided bound, short by at most the creates and
     over by at most the kills, holds only for ledgers that change on answers alone;
-    tests/model/test_races.py checks it for those.)"""
+    tests/model/scheduling/test_races.py checks it for those.)"""
     slack = tl["in_progress_cpu"] + tl["kill_in_progress_cpu"]
     over = (tl["cpu_error"] - slack).clip(lower=0)
     under = (-tl["cpu_error"] - slack).clip(lower=0)

@@ -22,7 +22,7 @@ FILES = {("compare", "--out"), ("trace", "--out")}
 
 def test_no_module_spells_a_results_folders_marker_but_the_folder_policy():
     """`folder / "run.json"` in a reader, a writer or a command: the markers come from
-    `folder_policy.mark`, so what marks a folder is said in one place."""
+    `folder_policy.marker`, so what marks a folder is said in one place."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         if path == POLICY:

@@ -1,6 +1,6 @@
 """Every shipped fault scenario in the virtual engine: what the scheduler saw matches what was
 injected, no request is dropped, and the end-of-run invariants hold. The `expect_*` checks
-(tests/support/) are shared with the Ray engine's tests (tests/engines/test_ray_faults.py).
+(tests/support/) are shared with the Ray engine's tests (tests/actors/test_ray_faults.py).
 
 Random fractions are checked against their expectation with a tolerance of 4 standard
 deviations (binomial), so a correct engine fails one of these checks about once in 15,000.
