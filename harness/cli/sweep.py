@@ -22,11 +22,13 @@ class Sweep(Verb):
         check_threshold_strategies(self.sweep.base, list(strategies))
         self.configs = [cell.config for cell in self.sweep.cells]
 
-    def budget(self) -> None:
-        from harness.running.cost_check import check_sweep, this_machine
+    def budget(self, refuse: bool) -> str | None:
+        from harness.results.machine import this_machine
+        from harness.running.cost_check import check_sweep
 
         remote = joins_a_cluster(self.args.address)
-        check_sweep(self.configs, self.sweep.base.run.seeds, this_machine(), remote=remote)
+        seeds = self.sweep.base.run.seeds
+        return check_sweep(self.configs, seeds, this_machine(), remote, refuse).line()
 
     def foreseen(self) -> str | None:
         from harness.running.cost_check import cells_over_capacity

@@ -50,8 +50,9 @@ class Verb:
     def perform(self) -> int:
         """Every step in order; the exit code."""
         self.load()
-        if not getattr(self.args, "force", False):
-            self.budget()
+        estimate = self.budget(refuse=not getattr(self.args, "force", False))
+        if estimate is not None:  # long enough for what it will need to matter
+            say(estimate)
         foreseen = self.foreseen()
         if foreseen is not None:
             say(foreseen)
@@ -75,9 +76,11 @@ class Verb:
         """Read and check what the command line names, before anything runs (ConfigError)."""
         raise NotImplementedError
 
-    def budget(self) -> None:
-        """Refuse what this machine cannot hold or would take days over (ConfigError naming the
-        key); not asked with `--force`."""
+    def budget(self, refuse: bool) -> str | None:
+        """The estimate of what the work will need, as a line to say before it starts (None:
+        too short for it to matter, or no cost check); with `refuse` (no `--force`), refuse
+        what this machine cannot hold or would take days over (ConfigError naming the key)."""
+        return None
 
     def foreseen(self) -> str | None:
         """A line said before the work starts about how it will go (a cluster too small)."""

@@ -31,7 +31,8 @@ PROGRESS_EVERY = 8192
 looks for a stop asked for (`harness.interrupts.poll`)."""
 FLUSH_ROWS = 1 << 16
 """Rows a log holds before they go to the seed's rows (`SeedRows`): what a seed keeps of its
-results in memory, however long it runs."""
+results in memory, however long it runs. The logs are looked at every `PROGRESS_EVERY`
+messages, and the timeline after each sample too, which adds a row per node and replica."""
 SAMPLE = len(KINDS)
 """The engine's own message: take a timeline sample."""
 
@@ -62,6 +63,8 @@ class _World(Recipient):
         """A timeline sample (`SAMPLE`), the only message for the engine itself."""
         views = [r.view(now) for r in self.replicas]
         self.timeline.sample(now, self.node_host.truth(), views)
+        if len(self.timeline) >= FLUSH_ROWS:  # thousands of samples may come between two ticks
+            self.rows.add("timeline", self.timeline.take())
         nxt = self.lifecycle.sample_after(now)
         if nxt is not None:
             self.clock.at(nxt, SAMPLE, 0, None)

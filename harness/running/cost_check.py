@@ -1,80 +1,122 @@
-"""What a scenario will cost, estimated from its config before anything runs, and the rule
-that refuses what this machine cannot do: `harness run` and `harness sweep` check it before any
-results folder exists, and `--force` goes on anyway.
+"""What a run or a sweep will cost, estimated from its config before anything runs, and the
+rule that refuses what this machine cannot do: `harness run` and `harness sweep` check it before
+any results folder exists (`--force` goes on anyway), and say the estimate (`Estimate.line`)
+before a run long enough for it to matter.
 
-The estimate is arithmetic on the config: how many nodes, scheduler views, request rows
-(creates and kills, from the arrival kind and the templates; a trace's rows are counted),
-sandboxes alive at once, closed-loop clients, reports in flight, timeline rows and heartbeat
-reports one seed has, each times a cost per unit measured on this code. A run is refused
-when one seed (or, for a sweep, the seeds that run at once) needs more memory than is
-available now, or when the whole run needs more than `LIMIT_S` of computing. The estimate
-leaves out what the config cannot say (create retries, failed creates of a closed loop), so it
-errs low: only what is surely too big is refused."""
+The estimate follows what the code holds, each part a count (from the config: nodes, scheduler
+views, request rows from the arrival kind and the templates, a trace's rows counted, sandboxes
+alive at once, reports in flight, closed-loop clients, timeline rows) times a cost per unit
+measured on this code:
+
+- a seed holds its model's state, the rows its logs hold until they flush (at most
+  `harness.engines.virtual.FLUSH_ROWS`, however long it runs) and what the passes that read
+  its rows back for its summary and checks hold (`READ_BACK_BYTES`, bounded too);
+- the seeds that run at once (`workers`, on this machine's cores)
+  each run in a Ray worker process of their own, beside Ray's own processes and the driver; a
+  run of one seed at a time runs them in the driver's process;
+- after the seeds, the driver gathers their rows into the run's files a row group at a time
+  (`harness.results.atomic_files.ROW_GROUP_ROWS`), then prints the run and draws its report
+  from the summary, the nodes table and batches of the large tables, while the workers, idle,
+  still hold what their seeds did (a process rarely gives memory back).
+
+A run is refused when its peak needs more memory than is available now, or when it needs more
+than `LIMIT_S` of computing. The estimate leaves out what the config cannot say (create
+retries, failed creates of a closed loop), so it errs low: only what is surely too big is
+refused."""
 
 from __future__ import annotations
 
 import math
 import os
-import resource
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 from harness.config import Config, ConfigError, RayConfig
 from harness.engines import ENGINES
+from harness.engines.virtual import FLUSH_ROWS
+from harness.model.cluster.heartbeat import HeartbeatPlan
 from harness.model.workload.arrivals import ARRIVALS
+from harness.results.atomic_files import ROW_GROUP_ROWS
+from harness.results.machine import Machine
 from harness.wiring.demand_estimate import demand
 
-# Costs per unit, from `bench/budget.py` (one seed of `harness.running.runner.run` per scenario,
-# each in a fresh process: peak RSS above its size before the run, and CPU time); the figures
-# measured and how are on the performance page (docs/performance.md, "The cost model's
-# figures"). Bytes are rounded up and CPU seconds down: the estimate errs low, refusing only
-# what is surely too big.
+# Costs per unit, from `bench/budget.py`; the figures measured and how are on the performance
+# page (docs/performance.md, "The cost model's figures"). Bytes are rounded up and CPU seconds
+# down: the estimate errs low, refusing only what is surely too big.
+
+# A seed, in the process that runs it, beyond that process's own size.
 NODE_BYTES = 1_200
 """Per node, one replica's view of it included."""
 VIEW_BYTES = 550
 """Per node for each replica beyond the first."""
-REQUEST_ROW_BYTES = 700
-"""Per create or kill row."""
+REPLICA_BYTES = 2_000
+"""Per replica, beyond its view of the nodes."""
 LIVE_SANDBOX_BYTES = 550
 """Per sandbox alive at the peak, with its pending kill."""
+BURST_CREATE_BYTES = 250
+"""Per create of an arrival that sends them all at once (a burst), all in flight together."""
 CLIENT_BYTES = 3_500
 """Per closed-loop client with its first create's row and sandbox: each has its own lifetime
 stream."""
 PENDING_REPORT_BYTES = 220
 """Per report in flight."""
-TIMELINE_ROW_BYTES = 450
-"""Per timeline row."""
-REQUEST_RESULT_BYTES = 120
-"""Per request row in the seed's Arrow table, what a driver collecting results holds of it."""
-TIMELINE_RESULT_BYTES = 90
-"""Per timeline row in the Arrow table."""
-REPLICA_BYTES = 2_000
-"""Per replica, beyond its view of the nodes."""
-REQUEST_FRAME_BYTES = 160
-TIMELINE_FRAME_BYTES = 120
-"""Per request and timeline row read back into pandas (`load_run`), on top of the Arrow table
-read: what printing the tables and drawing the report hold, for every seed of every strategy at
-once."""
+LOG_ROW_BYTES = 900
+"""Per request row a log holds until it flushes, with the Arrow batch it becomes."""
+TIMELINE_LOG_BYTES = 650
+"""Per timeline row a log holds until it flushes."""
+TRACE_READ_BYTES = 35e6
+"""What replaying a trace holds beyond drawing the same arrivals: a batch of its rows as Python
+values (`harness.config.trace_file.BATCH_ROWS`), the tags they carry."""
+READ_BACK_BYTES = 20e6
+"""What the passes that read a long seed's rows back hold (a batch, the bucket of latencies an
+order statistic is sorted in, the herd's counters), with what the seed leaves behind beyond a
+full log: bounded, however long the seed."""
+
+# The driver, and the processes of the run.
+PROCESS_BYTES = 125e6
+"""The harness's own process before a run: the interpreter, numpy, pyarrow, pandas."""
+GATHER_ROW_BYTES = 350
+"""Per request row of the row group the gather holds, with its copy and the writer's
+buffers."""
+GATHER_TAG_BYTES = 0
+"""Per request row of a replayed trace, whose creates carry a tag (an import's do), beyond."""
+GATHER_SAMPLE_BYTES = 250
+"""Per timeline row of the row group the gather holds."""
+REPORT_BYTES = 75e6
+"""What printing a run and drawing its report hold beyond the process: matplotlib, the columns
+of a row group read, the histograms and samples drawn; bounded, however long the run."""
+NODE_READ_BYTES = 600
+"""Per node of every seed, the nodes table the report reads whole."""
+RAY_WORKER_BYTES = 120e6
+"""Per Ray worker process running a seed (the harness loaded), beyond the seed's own."""
 RAY_ACTOR_BYTES = 175e6
-"""Per actor (or sweep worker) process of an embedded Ray."""
-RAY_BASE_BYTES = 400e6
-"""The driver, GCS and raylet of an embedded Ray."""
+"""Per actor process of the Ray engine."""
+RAY_BASE_BYTES = 340e6
+"""Ray's own processes (GCS, raylet, its agents), beside the driver."""
 
 NODE_S = 10e-6
 """CPU per node (setup, the pre-run sync, the drain, the end state)."""
 VIEW_S = 5e-6
 """Per node for each replica beyond the first."""
-REQUEST_ROW_S = 10e-6
-"""Per create or kill row."""
+REQUEST_ROW_S = 20e-6
+"""Per create or kill row: the engine, its write, the passes over it, the checks."""
 CLIENT_S = 30e-6
 """Per closed-loop client started (its lifetime stream is seeded)."""
 REPORT_S = 1e-6
 """Per report delivered."""
-TIMELINE_ROW_S = 2e-6
+TIMELINE_ROW_S = 1e-6
 """Per timeline row."""
+GATHER_ROW_S = 0.9e-6
+"""Per request row gathered into the run's file, and printed."""
+GATHER_SAMPLE_S = 0.3e-6
+"""Per timeline row gathered."""
+DRAW_S = 1.5
+"""Printing and drawing the report of a small run: matplotlib, the figures."""
+DRAW_ROW_S = 0.3e-6
+"""Per request row the printing and the report read."""
+DRAW_SAMPLE_S = 0.4e-6
+"""Per timeline row the report reads."""
 RAY_START_S = 2.5
-"""Wall seconds to start a seed's actors on Ray (docs, "A Ray cluster")."""
+"""Wall seconds to start Ray, or a seed's actors on Ray (docs, "A Ray cluster")."""
 
 OVER_ROOM = 1.25
 """How far the workload's peak must exceed the cluster's room before `over_capacity` says so:
@@ -83,77 +125,24 @@ peak a little over the room is often met by sandboxes ending."""
 LIMIT_S = 24 * 3600.0
 """Longest run (or sweep) accepted without --force: a day of computing, by the estimate's
 floor. The longest shipped scenario takes minutes; a day is a typo's order of magnitude."""
-
-
-@dataclass(frozen=True)
-class Machine:
-    """What the estimate is held against: memory available now, and cores; `bound` says what
-    sets the memory (free memory, a cgroup's limit, the address-space limit)."""
-
-    memory_bytes: float
-    cpus: int
-    bound: str = "free memory"
-
-
-CGROUP = Path("/sys/fs/cgroup")
-CGROUP_LIMITS = (
-    ("memory.max", "memory.current"),
-    ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes"),
-)
-"""A cgroup's memory limit and use: v2, then v1 (a v1 limit of no limit is a huge number)."""
-
-
-def this_machine(cgroup: Path = CGROUP, status: Path = Path("/proc/self/status")) -> Machine:
-    """Memory this process can still have: the least of what is available now (MemAvailable),
-    what its cgroup's limit leaves (v2 or v1) and what its address-space limit (RLIMIT_AS,
-    `ulimit -v`) leaves beyond the address space it maps already; and the cores."""
-    available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                available = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    bounds = {"free memory": float(available)}
-    for limit_file, used_file in CGROUP_LIMITS:
-        try:
-            limit = (cgroup / limit_file).read_text().strip()
-            used = int((cgroup / used_file).read_text())
-        except (OSError, ValueError):
-            continue
-        if limit.isdigit():
-            bounds["the cgroup's memory limit"] = float(int(limit) - used)
-            break
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft != resource.RLIM_INFINITY:
-        bounds["the address-space limit, ulimit -v"] = float(soft - _mapped(status))
-    bound = min(bounds, key=bounds.__getitem__)
-    return Machine(max(0.0, bounds[bound]), os.cpu_count() or 1, bound)
-
-
-def _mapped(status: Path) -> int:
-    """Bytes of address space this process maps now (VmSize), which RLIMIT_AS counts."""
-    try:
-        for line in status.read_text().splitlines():
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
+SAY_S = 10.0
+"""Computing from which `harness run` and `harness sweep` say their estimate before they
+start: below, the run is over before the line would be read."""
+RAY_WORTH_S = 30.0
+"""Computing a run must be estimated to take (on one core) before `run.workers = 0` runs its
+seeds as Ray tasks: below, starting Ray costs more than the other cores give back."""
 
 
 @dataclass(frozen=True)
 class Term:
-    """One part of a seed's cost: `count` units of `what`, their memory and CPU time, and the
-    keys that drive it, each with how far it is beyond its default (the largest is named)."""
+    """One part of a cost: `count` units of `what`, their memory and CPU time, and the keys
+    that drive it, each with how far it is beyond its default (the largest is named)."""
 
     what: str
     count: float
     memory: float
     seconds: float
     keys: dict[str, float]
-    results: float = 0.0
-    """Bytes of the seed's result tables: on Ray and in sweeps they come back to the driver."""
 
 
 _D = Config()
@@ -189,25 +178,33 @@ def _requests(config: Config) -> tuple[float, float, float, dict[str, float]]:
     return d.creates, d.kills, d.alive, keys
 
 
+TRACE_READ = "a trace read a batch at a time"
+"""The term of a seed that replays a trace."""
+
+
 def seed_terms(config: Config) -> list[Term]:
-    """The cost of one seed of `config` on the virtual engine, part by part."""
+    """The cost of one seed of `config` on the virtual engine, part by part: its memory in the
+    process that runs it (beyond that process's own) and its CPU."""
     c, h, run = config.cluster, config.heartbeat, config.run
     nodes, replicas, duration = c.node_count, config.placement.replicas, run.duration_s
     nodes_key = "cluster.pools" if c.pools else "cluster.nodes"
     views = nodes * (replicas - 1)
     creates, kills, alive, request_keys = _requests(config)
     rows = creates + kills
-    beats = math.floor(duration / h.interval_s) + 1
-    reports = nodes * replicas * (beats + 1)  # the pre-run sync, the beats, the drain
+    beats = HeartbeatPlan(h, duration).most_beats()
+    reports = nodes * replicas * (beats + 2)  # the pre-run sync, the beats, the drain
     late = (h.delay_ms + h.jitter_ms) / 1000.0
     in_flight = nodes * replicas * min(beats, math.ceil(late / h.interval_s)) if late else 0
     samples = math.floor(duration / run.sample_interval_s) + 1 if run.sample_interval_s else 0
     timeline = nodes * replicas * samples
+    # A log flushes once it holds FLUSH_ROWS rows, and the timeline's between two samples.
+    held_samples = min(timeline, FLUSH_ROWS + nodes * replicas)
     spread = {
         nodes_key: _up(nodes, _D.cluster.nodes),
         "placement.replicas": _up(replicas, _D.placement.replicas),
         "run.duration_s": _up(duration, _D.run.duration_s),
     }
+    sampling = {"run.sample_interval_s": _down(run.sample_interval_s, 1.0), **spread}
     terms = [
         Term(
             "nodes",
@@ -233,10 +230,16 @@ def seed_terms(config: Config) -> list[Term]:
         Term(
             "request rows",
             rows,
-            rows * REQUEST_ROW_BYTES,
+            min(rows, FLUSH_ROWS) * LOG_ROW_BYTES,
             rows * REQUEST_ROW_S,
             request_keys,
-            results=rows * REQUEST_RESULT_BYTES,
+        ),
+        Term(
+            "passes reading the rows back",
+            1,
+            READ_BACK_BYTES if rows or timeline else 0.0,
+            0.0,
+            request_keys,
         ),
         Term("sandboxes alive at once", alive, alive * LIVE_SANDBOX_BYTES, 0.0, request_keys),
         Term(
@@ -249,13 +252,25 @@ def seed_terms(config: Config) -> list[Term]:
         Term(
             "timeline rows",
             timeline,
-            timeline * TIMELINE_ROW_BYTES,
+            held_samples * TIMELINE_LOG_BYTES,
             timeline * TIMELINE_ROW_S,
-            {"run.sample_interval_s": _down(run.sample_interval_s, 1.0), **spread},
-            results=timeline * TIMELINE_RESULT_BYTES,
+            sampling,
         ),
     ]
-    if ARRIVALS[config.workload.arrival].closed:
+    arrival = ARRIVALS[config.workload.arrival]
+    if arrival.replay:
+        terms.append(Term(TRACE_READ, 1, TRACE_READ_BYTES, 0.0, request_keys))
+    if arrival.at_once:
+        terms.append(
+            Term(
+                "creates in flight at once",
+                creates,
+                creates * BURST_CREATE_BYTES,
+                0.0,
+                request_keys,
+            )
+        )
+    if arrival.closed:
         clients = config.workload.clients
         terms.append(
             Term(
@@ -269,18 +284,57 @@ def seed_terms(config: Config) -> list[Term]:
     return terms
 
 
-def read_back(config: Config, runs: int) -> Term:
-    """The run's tables read back once it ends (`harness.results.run_reader.load_run`), to print
-    them and draw the report: every seed of every strategy at once."""
-    terms = {t.what: t for t in seed_terms(config)}
+def seed_seconds(config: Config) -> float:
+    """CPU seconds one seed of `config` takes on the virtual engine, by the estimate."""
+    return sum(t.seconds for t in seed_terms(config))
+
+
+def workers(config: Config, units: int, estimate_s: float, cpus: int) -> int:
+    """How many units run at once: `run.workers`, or by default every core when the run is
+    estimated to take `RAY_WORTH_S` of computing or more (or joins a cluster), else 1. An
+    engine that runs on Ray itself runs its seeds one after another. The runner's pool and
+    the estimate of the run's memory ask here alike."""
+    if ENGINES[config.run.engine].on_ray or units <= 1:
+        return 1
+    if config.run.workers:
+        return min(config.run.workers, units)
+    if config.ray.address or os.environ.get("RAY_ADDRESS"):
+        return units
+    return min(cpus, units) if estimate_s >= RAY_WORTH_S else 1
+
+
+def _gather(seed: list[Term], seeds: int, seeds_key: str) -> Term:
+    """The rows of `seeds` seeds, each of `seed`'s terms, gathered into one file per table, a
+    row group at a time (the run's close, or a sweep's cell); `seeds_key` sets how many."""
+    terms = {t.what: t for t in seed}
     rows, samples = terms["request rows"], terms["timeline rows"]
-    held = (
-        rows.count * (REQUEST_RESULT_BYTES + REQUEST_FRAME_BYTES)
-        + samples.count * (TIMELINE_RESULT_BYTES + TIMELINE_FRAME_BYTES)
-    ) * runs
+    per_row = GATHER_ROW_BYTES + (GATHER_TAG_BYTES if TRACE_READ in terms else 0)
+    held = max(
+        min(rows.count * seeds, ROW_GROUP_ROWS) * per_row,
+        min(samples.count * seeds, ROW_GROUP_ROWS) * GATHER_SAMPLE_BYTES,
+    )
+    seconds = seeds * (rows.count * GATHER_ROW_S + samples.count * GATHER_SAMPLE_S)
     worst = max((rows, samples), key=lambda t: t.count)
-    keys = {**worst.keys, "run.seeds": _up(config.run.seeds, _D.run.seeds)}
-    return Term("rows of the run read back", (rows.count + samples.count) * runs, held, 0.0, keys)
+    keys = {**worst.keys, seeds_key: _up(seeds, _D.run.seeds)}
+    return Term(
+        "rows gathered a row group at a time",
+        (rows.count + samples.count) * seeds,
+        held,
+        seconds,
+        keys,
+    )
+
+
+def _report(seed: list[Term], seeds: int, seeds_key: str) -> Term:
+    """Printing a run of `seeds` seeds, each of `seed`'s terms, and drawing its report: the
+    nodes table read whole, the large tables a batch at a time."""
+    terms = {t.what: t for t in seed}
+    rows, samples = terms["request rows"], terms["timeline rows"]
+    nodes = terms["nodes"]
+    seconds = DRAW_S + seeds * (rows.count * DRAW_ROW_S + samples.count * DRAW_SAMPLE_S)
+    keys = {**nodes.keys, seeds_key: _up(seeds, _D.run.seeds)}
+    memory = REPORT_BYTES + nodes.count * seeds * NODE_READ_BYTES
+    return Term("node rows the report reads", nodes.count * seeds, memory, seconds, keys)
 
 
 def ray_actors(config: Config, cpus: int) -> Term:
@@ -297,22 +351,83 @@ def ray_actors(config: Config, cpus: int) -> Term:
     return Term("Ray actor processes", actors, actors * RAY_ACTOR_BYTES, 0.0, keys)
 
 
+def _ray_own(key: str) -> Term:
+    """Ray's own processes, started here; `key`: what has the run start it."""
+    return Term("Ray's own processes", 1, RAY_BASE_BYTES, 0.0, {key: 1.0})
+
+
+def _ray_workers(workers: int) -> Term:
+    """A Ray worker process for each of `workers` seeds running at once."""
+    return Term(
+        "Ray worker processes", workers, workers * RAY_WORKER_BYTES, 0.0, {"run.workers": workers}
+    )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a run (or a sweep) needs by the estimate: memory at its peak, the seeds that run at
+    once and what each holds, and its computing."""
+
+    peak_bytes: float
+    at_once: int
+    each_bytes: float
+    """Each seed running at once, with its Ray worker process, or (one at a time in this
+    process) the seed alone."""
+    where: str
+    """How the seeds run: "ray" (Ray workers here), "here" (this process), "actors" (the Ray
+    engine's actors here), "cluster" (a Ray cluster's)."""
+    seconds: float
+    """Computing, from the start to the report, on `cores` cores."""
+    cores: int | None
+    """Cores the seeds share; None: a cluster's, not known here."""
+
+    def line(self) -> str | None:
+        """What `harness run` and `harness sweep` say before they start; None when the run is
+        too short for it to matter (`SAY_S`)."""
+        if self.seconds < SAY_S:
+            return None
+        peak = f"~{_size(self.peak_bytes)} at the peak"
+        if self.where == "ray":
+            seeds = f"{self.at_once} seeds at once, each" if self.at_once > 1 else "one seed,"
+            how = f"{seeds} ~{_size(self.each_bytes)}, and Ray"
+        elif self.where == "here":
+            how = f"one seed at a time in this process, ~{_size(self.each_bytes)}"
+        elif self.where == "actors":
+            how = f"one seed at a time on Ray's actors, ~{_size(self.each_bytes)}"
+        else:
+            how = "the seeds on the Ray cluster, this machine the driver"
+        cores = (
+            "on the cluster's cores"
+            if self.cores is None
+            else (f"on {self.cores} core" + ("s" if self.cores > 1 else ""))
+        )
+        return f"estimate: {peak} ({how}), ~{_duration(self.seconds)} of computing {cores}"
+
+
+def _two(x: float) -> str:
+    """`x` to two significant figures, as an estimate deserves, without an exponent."""
+    rounded = float(f"{x:.2g}")
+    return f"{rounded:,.0f}" if rounded >= 10 else f"{rounded:g}"
+
+
 def _size(n: float) -> str:
     for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
         if n < 1000 or unit == "PB":
-            return f"{n:.3g} {unit}"
+            return f"{_two(n)} {unit}"
         n /= 1000
     raise AssertionError("unreachable")
 
 
 def _duration(s: float) -> str:
+    if s < 120:
+        return f"{_two(s)} s"
     if s < 2 * 3600:
-        return f"{s / 60:.3g} min"
+        return f"{_two(s / 60)} min"
     if s < 3 * 86400:
-        return f"{s / 3600:.3g} h"
+        return f"{_two(s / 3600)} h"
     if s < 3 * 365 * 86400:
-        return f"{s / 86400:.3g} days"
-    return f"{s / (365 * 86400):.3g} years"
+        return f"{_two(s / 86400)} days"
+    return f"{_two(s / (365 * 86400))} years"
 
 
 def _named(term: Term, extra: dict[str, float] | None = None) -> str:
@@ -321,26 +436,16 @@ def _named(term: Term, extra: dict[str, float] | None = None) -> str:
     return max(keys, key=keys.__getitem__)
 
 
-def _memory(t: Term) -> float:
-    return t.memory
-
-
-def _results(t: Term) -> float:
-    return t.results
-
-
-def _refuse_memory(
-    need: float, terms: list[Term], machine: Machine, who: str, part: Callable[[Term], float]
-) -> None:
+def _refuse_memory(need: float, parts: list[Term], machine: Machine, who: str) -> None:
     """Refuse when `need` bytes exceed what is available, naming the key behind the largest
-    `part` of `terms`."""
+    of `parts` (each with the memory it adds)."""
     if need <= machine.memory_bytes:
         return
-    worst = max(terms, key=part)
+    worst = max(parts, key=lambda t: t.memory)
     raise ConfigError(
         _named(worst),
         f"too big for this machine: {who} needs ~{_size(need)} of memory "
-        f"({worst.count:.3g} {worst.what}: ~{_size(part(worst))}), "
+        f"({worst.count:.3g} {worst.what}: ~{_size(worst.memory)}), "
         f"{_size(machine.memory_bytes)} is available ({machine.bound}); --force runs it anyway",
     )
 
@@ -358,64 +463,111 @@ def _refuse_time(seconds: float, worst: Term, how: str, extra: dict[str, float])
     )
 
 
-def check_run(config: Config, strategies: int, machine: Machine, remote: bool) -> None:
-    """Refuse (a ConfigError naming the dominant key) a run of `config` under `strategies`
-    strategies that this machine cannot hold or that would take over `LIMIT_S`. `remote`: Ray
-    on another machine (an address), which then holds all but the results."""
+def _at_once(terms: list[Term], n: int) -> list[Term]:
+    """`terms` of one seed, `n` of them at once."""
+    return [replace(t, memory=t.memory * n) for t in terms]
+
+
+def _peak(parts: list[Term]) -> float:
+    """Memory at the peak, the end of the run: the driver's process and every part. A process
+    keeps what it held at its peak (Python and Arrow give little back), so what a seed held
+    stays while the driver gathers (a Ray worker idle after its seed, or the driver itself
+    after a seed in its process), and what the gather held while it reports."""
+    return PROCESS_BYTES + sum(t.memory for t in parts)
+
+
+def check_run(
+    config: Config, strategies: int, machine: Machine, remote: bool, refuse: bool = True
+) -> Estimate:
+    """The estimate of a run of `config` under `strategies` strategies on this machine; with
+    `refuse`, a ConfigError naming the dominant key when the machine cannot hold it or it would
+    take over `LIMIT_S`. `remote`: Ray at an address, where the seeds (or the Ray engine's
+    actors) then run."""
     terms = seed_terms(config)
+    seed_s = sum(t.seconds for t in terms)
     runs = config.run.seeds * strategies
     how = f"{runs} seeds" if strategies == 1 else f"{runs} seeds of {strategies} strategies"
     seeds_key = {"run.seeds": _up(config.run.seeds, _D.run.seeds)}
-    back = read_back(config, runs)
-    _refuse_memory(back.memory, [back], machine, "reading the run back for its report", _memory)
-    if not ENGINES[config.run.engine].on_ray:
-        _refuse_memory(sum(map(_memory, terms)), terms, machine, "one seed", _memory)
-        worst = max(terms, key=lambda t: t.seconds)
-        _refuse_time(sum(t.seconds for t in terms) * runs, worst, how, seeds_key)
-        return
-    if remote:
-        need = sum(map(_results, terms))
-        _refuse_memory(need, terms, machine, "collecting one seed from Ray", _results)
+    after = [_gather(terms, runs, "run.seeds"), _report(terms, runs, "run.seeds")]
+    drawn = sum(t.seconds for t in after)
+    if ENGINES[config.run.engine].on_ray:
+        # The driver holds what a log holds until it flushes; the actors the model's state.
+        held = [t for t in terms if t.what in ("request rows", "timeline rows")]
+        if remote:
+            fixed, seeds, where = [], held, "cluster"
+        else:
+            fixed = [_ray_own("run.engine"), ray_actors(config, machine.cpus)]
+            seeds, where = terms, "actors"
+        per_seed = config.run.duration_s * config.run.time_scale + RAY_START_S
+        wall = Term("model seconds in real time", config.run.duration_s, 0.0, per_seed, {})
+        seconds = per_seed * runs + drawn
+        n, cores, each = 1, None if remote else machine.cpus, sum(t.memory for t in seeds)
+        keys = {"run.duration_s": _up(config.run.duration_s, _D.run.duration_s), **seeds_key}
+        slowest, extra = wall, keys
     else:
-        terms.append(ray_actors(config, machine.cpus))
-        need = RAY_BASE_BYTES + sum(map(_memory, terms))
-        _refuse_memory(need, terms, machine, "one seed on an embedded Ray", _memory)
-    per_seed = config.run.duration_s * config.run.time_scale + RAY_START_S
-    wall = Term("model seconds in real time", config.run.duration_s, 0.0, per_seed, {})
-    keys = {"run.duration_s": _up(config.run.duration_s, _D.run.duration_s), **seeds_key}
-    _refuse_time(per_seed * runs, wall, how, keys)
+        n = workers(config, runs, seed_s * runs, machine.cpus)
+        if n == 1:
+            fixed, seeds, where, cores = [], terms, "here", 1
+            each = sum(t.memory for t in terms)
+        elif remote:
+            fixed, seeds, where, cores, each = [], [], "cluster", None, 0.0
+        else:
+            fixed = [_ray_own("run.workers"), _ray_workers(n)]
+            seeds, where, cores = _at_once(terms, n), "ray", n
+            each = RAY_WORKER_BYTES + sum(t.memory for t in terms)
+        start = RAY_START_S if n > 1 else 0.0
+        seconds = seed_s * runs / n + drawn + start
+        slowest, extra = max(terms, key=lambda t: t.seconds), seeds_key
+        how += f", {n} at once" if n > 1 else ""
+    estimate = Estimate(_peak([*fixed, *seeds, *after]), n, each, where, seconds, cores)
+    if refuse:
+        who = {
+            "here": "one seed in this process",
+            "ray": f"the run, {n} seeds at once,",
+            "actors": "one seed on an embedded Ray",
+            "cluster": "the driver of a run on a Ray cluster",
+        }[where]
+        _refuse_memory(estimate.peak_bytes, [*fixed, *seeds, *after], machine, who)
+        _refuse_time(seconds, slowest, how, extra)
+    return estimate
 
 
-def check_sweep(configs: list[Config], seeds: int, machine: Machine, remote: bool) -> None:
-    """Refuse a sweep of cells `configs` x `seeds` that this machine cannot hold or that would
-    take over `LIMIT_S` on its cores. Each worker runs one seed at a time; the driver keeps a
-    cell's results until its last seed is in. `remote`: the workers are on a Ray cluster,
-    whose size is not known here, so only the driver's share (and no time) is checked."""
+def check_sweep(
+    configs: list[Config], seeds: int, machine: Machine, remote: bool, refuse: bool = True
+) -> Estimate:
+    """The estimate of a sweep of cells `configs` x `seeds` on this machine, one seed per core
+    at once, each in a Ray worker; the driver writes a cell once its seeds are in (its rows
+    gathered a row group at a time), then the report. With `refuse`, a ConfigError naming the
+    dominant key when the machine cannot hold it or it would take over `LIMIT_S` on its cores.
+    `remote`: the workers are on a Ray cluster, whose size is not known here, so only the
+    driver's share (and no time) is checked."""
     cells = [seed_terms(config) for config in configs]
-    held = max(cells, key=lambda terms: sum(map(_results, terms)))
-    driver = seeds * sum(map(_results, held))
     seeds_key = {"sweep.seeds": _up(seeds, _D.run.seeds)}
-    collected = Term(
-        "seeds of a cell's results",
-        seeds,
-        driver,
-        0.0,
-        {**max(held, key=_results).keys, **seeds_key},
-        results=driver,
-    )
+    gathers = [_gather(terms, seeds, "sweep.seeds") for terms in cells]
+    reports = (_report(terms, seeds, "sweep.seeds") for terms in cells)
+    report = max(reports, key=lambda t: t.memory)
+    after = [max(gathers, key=lambda t: t.memory), report]
+    drawn = sum(t.seconds for t in gathers) + report.seconds
+    computing = seeds * sum(t.seconds for terms in cells for t in terms)
     if remote:
-        _refuse_memory(driver, [collected], machine, "collecting a cell's seeds", _results)
-        return
-    workers = min(machine.cpus, len(configs) * seeds)
-    biggest = max(cells, key=lambda terms: sum(map(_memory, terms)))
-    need = RAY_BASE_BYTES + workers * (RAY_ACTOR_BYTES + sum(map(_memory, biggest))) + driver
-    terms = [*biggest, collected]
-    _refuse_memory(need, terms, machine, f"the sweep, {workers} seeds at once,", _memory)
-    slowest = max(cells, key=lambda terms: sum(t.seconds for t in terms))
-    worst = max(slowest, key=lambda t: t.seconds)
-    seconds = seeds * sum(t.seconds for terms in cells for t in terms) / workers
-    how = f"{seeds} seeds x {len(configs)} cells on {workers} cores"
-    _refuse_time(seconds, worst, how, seeds_key)
+        estimate = Estimate(_peak(after), 0, 0.0, "cluster", computing + drawn, None)
+        if refuse:
+            _refuse_memory(estimate.peak_bytes, after, machine, "the sweep's driver")
+        return estimate
+    n = min(machine.cpus, len(configs) * seeds)
+    biggest = max(cells, key=lambda terms: sum(t.memory for t in terms))
+    fixed = [_ray_own("sweep.seeds"), _ray_workers(n)]
+    each = RAY_WORKER_BYTES + sum(t.memory for t in biggest)
+    seconds = computing / n + drawn + RAY_START_S
+    parts = [*fixed, *_at_once(biggest, n), *after]
+    estimate = Estimate(_peak(parts), n, each, "ray", seconds, n)
+    if refuse:
+        _refuse_memory(estimate.peak_bytes, parts, machine, f"the sweep, {n} seeds at once,")
+        slowest = max(cells, key=lambda terms: sum(t.seconds for t in terms))
+        worst = max(slowest, key=lambda t: t.seconds)
+        how = f"{seeds} seeds x {len(configs)} cells on {n} cores"
+        _refuse_time(seconds, worst, how, seeds_key)
+    return estimate
 
 
 def over_capacity(config: Config) -> str | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -10,25 +9,22 @@ from typing import Any
 
 from harness import interrupts, testing_signals
 from harness.config import Config
-from harness.engines import ENGINES, Engine, EngineError, Snapshot, get_engine
+from harness.engines import Engine, EngineError, Snapshot, get_engine
 from harness.engines.ray_setup import plugin_sources
 from harness.model.cluster.faults.fault_keys import record as fault_record
 from harness.model.scheduling.placement.record import placement_record
 from harness.results.failures import InvariantError, ResultsError
 from harness.results.folder_policy import check_out_dir
+from harness.results.machine import this_machine
 from harness.results.run_reader import resumable
 from harness.results.run_writer import RunWriter
 from harness.results.seed_result import SeedResult
 from harness.results.thresholds import evaluate
 from harness.results.time_keeping import run_verdict
-from harness.running.cost_check import seed_terms, this_machine
+from harness.running.cost_check import seed_seconds, workers
 from harness.running.inputs import fingerprint, first_changed
 from harness.running.pool import Done, InProcess, Job, OnRay, Pool
 from harness.running.seed_tasks import broken_lines, run_unit
-
-RAY_WORTH_S = 30.0
-"""Computing a run must be estimated to take (on one core) before `run.workers = 0` runs its
-seeds as Ray tasks: below, starting Ray costs more than the other cores give back."""
 
 # progress(units_done, units_total, share of the running units done (their model time, added
 # up), live snapshot or None, creates stuck in refusals in the running units)
@@ -169,21 +165,8 @@ def _failure(failed: Done) -> BaseException:
 
 def _pool(config: Config, engine: Engine, units: int) -> Pool:
     """This process, on `engine`, or Ray tasks on every core (`workers`)."""
-    estimate = sum(t.seconds for t in seed_terms(config)) * units
+    estimate = seed_seconds(config) * units
     n = workers(config, units, estimate, this_machine().cpus)
     if n <= 1:
         return InProcess(engine)
     return OnRay(n, config.ray.address, plugin_sources([config]))
-
-
-def workers(config: Config, units: int, estimate_s: float, cpus: int) -> int:
-    """How many units run at once: `run.workers`, or by default every core when the run is
-    estimated to take `RAY_WORTH_S` of computing or more (or joins a cluster), else 1. An
-    engine that runs on Ray itself runs its seeds one after another."""
-    if ENGINES[config.run.engine].on_ray or units <= 1:
-        return 1
-    if config.run.workers:
-        return min(config.run.workers, units)
-    if config.ray.address or os.environ.get("RAY_ADDRESS"):
-        return units
-    return min(cpus, units) if estimate_s >= RAY_WORTH_S else 1

@@ -165,6 +165,58 @@ def test_a_file_in_start_order_is_read_up_to_the_windows_end_only(tmp_path, monk
         Alibaba2018.convert(Alibaba2018.files(str(folder)), 100, 30, tmp_path / "t.parquet")
 
 
+def _instants(seconds: int) -> list[list[str]]:
+    """Slice instances grouped by their arrival, 0 to `seconds` - 1, several at each instant
+    (ties the file's order settles), of three tasks, some living 0 s, one of no such task."""
+    tasks = ["j_1,M1", "j_1,R2_1", "j_2,M1", "j_3,M1", "j_8,M1"]
+    return [
+        [
+            f"{t},{tasks[(t + i) % 5]},ins_{t}_{i},{(t * 7 + i) % 5},{40 + 10 * i},0.1"
+            for i in range(1 + t % 4)
+        ]
+        for t in range(seconds)
+    ]
+
+
+def test_an_instance_file_in_order_streams_into_the_trace_that_sorting_it_gives(
+    tmp_path, monkeypatch
+):
+    """In blocks of 64 bytes: the slice's instances in start order are joined and written
+    block by block (a row group each); the same instances with the instants out of order
+    (each instant's own in the file's order) are sorted into the same trace, held in memory or
+    in runs of 7 spilled to temporary files (removed after); and a file in order until its
+    last instants in the window, whose blocks were streamed, is sorted after all into the same
+    trace too.
+    The imports say the same."""
+    monkeypatch.setattr(alibaba_2018, "BLOCK_BYTES", 64)
+    instants = _instants(12)
+    orders = {
+        "in order": [line for group in instants for line in group],
+        "shuffled": [line for g in [*instants[5::-1], *instants[:5:-1]] for line in g],
+        "late": [
+            line for g in [*instants[:8], instants[9], instants[8], *instants[10:]] for line in g
+        ],
+    }
+    found = {}
+    for name, lines in orders.items():
+        for run_rows in (1 << 20, 7):
+            monkeypatch.setattr(alibaba_2018, "RUN_ROWS", run_rows)
+            folder = sliced(tmp_path / name, lines)
+            out = tmp_path / name / f"{run_rows}.parquet"
+            done = Alibaba2018.convert(Alibaba2018.files(str(folder)), 1, 10, out)
+            found[(name, run_rows)] = (pq.read_table(out), done)
+            left = {p.name for p in out.parent.iterdir()}
+            assert left <= {"slice", "1048576.parquet", "7.parquet"}  # no scratch left
+    streamed, done = found[("in order", 1 << 20)]
+    assert streamed.num_rows == done.creates == 20
+    assert pq.ParquetFile(tmp_path / "in order" / "1048576.parquet").num_row_groups > 5
+    assert streamed.schema.metadata[SPREAD_KEY] == b"1.0"
+    for key, (table, other) in found.items():
+        assert table.equals(streamed, check_metadata=True), key
+        assert other == done, key
+    assert done.skipped == {"whose task plans no CPU (or is not in the task file)": 5}
+
+
 def test_a_source_that_is_not_the_trace_is_one_line(tmp_path):
     with pytest.raises(ConfigError, match="not a folder of the trace's CSV files"):
         Alibaba2018.files(str(tmp_path / "nowhere"))

@@ -13,9 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.config import load
+from harness.engines import virtual
 from harness.engines.virtual import VirtualEngine
 from harness.model.scheduling.strategies import STRATEGIES
 from harness.results.arrow_schemas import TABLES
+from harness.results.seed_rows import SeedRows
 from harness.running.runner import run
 from tests.support.configs import CONFIGS, scenario
 from tests.support.tiers import heavy, tiered
@@ -147,6 +149,19 @@ def test_a_seed_leaves_no_reference_cycles(path):
             assert gc.collect() == 0, strategy
         finally:
             gc.enable()
+
+
+def test_a_seeds_timeline_goes_to_its_files_as_it_is_sampled(tmp_path, monkeypatch):
+    """Samples of 100 nodes every 10 ms, with hardly any other message between them: the
+    timeline is handed over whenever it holds `FLUSH_ROWS` rows (here 5,000), a row group
+    each, not held until the seed's end."""
+    monkeypatch.setattr(virtual, "FLUSH_ROWS", 5_000)
+    config = scenario(run={"duration_s": 2.0, "sample_interval_s": 0.01}, cluster={"nodes": 100})
+    rows = SeedRows("stale", 0, tmp_path / "part", "id")
+    VirtualEngine().run_seed(config, 0, rows=rows)
+    timeline = pq.ParquetFile(rows.path("timeline")).metadata
+    groups = [timeline.row_group(i).num_rows for i in range(timeline.num_row_groups)]
+    assert groups == [5_000] * 4  # 200 samples of 100 rows
 
 
 def test_closed_loop_clients_never_exceed_their_number():

@@ -17,7 +17,7 @@ ROOT = CONFIGS.parent
 BENCH = ROOT / "bench"
 ENDS = {
     "baseline_compare.py": ([], "CV change  paired  unpaired"),
-    "budget.py": ([], "closed-loop client, with a create row"),
+    "budget.py": ([], "Ray's own processes"),
     "config_error.py": ([], '"median_s"'),
     "external_throughput.py": ([], '"path": "python server, framed"'),
     "make_trace.py": (["--out", "{tmp}/trace.csv"], "trace.csv: 100 rows"),
@@ -34,7 +34,7 @@ ENDS = {
 """Per script: its arguments beside --tiny, and what the last part it runs prints."""
 SHARED = {"bench_args.py"}
 """What the scripts share (their parser, with --tiny): a module, not a script."""
-RAY = {"ray_throughput.py", "search_speed.py", "sweep_scaling.py"}
+RAY = {"budget.py", "ray_throughput.py", "search_speed.py", "sweep_scaling.py"}
 """The scripts that start Ray."""
 
 pytestmark = pytest.mark.slow  # a fresh process per script, some of them several

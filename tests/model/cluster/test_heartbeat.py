@@ -37,3 +37,11 @@ def test_a_run_a_whole_number_of_intervals_long_takes_no_beat_at_its_end():
     assert aligned.most_beats() == 9  # at 1, 2, ..., 9 s: none at 10 s, the run's end
     assert staggered.most_beats() == 10  # a node at phase 0: 0, 1, ..., 9 s
     assert aligned.applied_at() == [0.0, *(float(t) for t in range(1, 10))]
+
+
+def test_beats_too_many_to_step_are_divided_at_once():
+    """A typo's interval of a nanosecond over an hour: 3.6e12 beats, which stepping would
+    take hours to count, are counted at once (the cost check refuses the run on them)."""
+    plan = HeartbeatPlan(HeartbeatSpec(interval_s=1e-9, phase="staggered"), 3600.0)
+    assert plan.most_beats() == pytest.approx(3.6e12, rel=1e-9)
+    assert HeartbeatPlan(HeartbeatSpec(interval_s=20.0), 10.0).most_beats() == 0
