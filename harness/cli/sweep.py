@@ -38,6 +38,11 @@ class Sweep(Verb):
     def out(self) -> Path:
         return self.args.out or Path("results") / self.sweep.name
 
+    def check_out(self, out: Path) -> None:
+        from harness.results.sweep_folder import check_sweep_out
+
+        check_sweep_out(out, self.sweep)
+
     def display(self) -> Any:
         from harness.presentation.progress import SweepBar
 

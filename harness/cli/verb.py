@@ -51,12 +51,13 @@ class Verb:
         """Every step in order; the exit code."""
         self.load()
         estimate = self.budget(refuse=not getattr(self.args, "force", False))
+        out = writable_name(self.out())
+        self.check_out(out)  # a mistake is one line: before anything else is said
         if estimate is not None:  # long enough for what it will need to matter
             say(estimate)
         foreseen = self.foreseen()
         if foreseen is not None:
             say(foreseen)
-        out = writable_name(self.out())
         progress = None if self.args.quiet else self.display()
         code = until_done(lambda: self.work(out, progress), progress, lambda: self.kept(out))
         if code is not None:
@@ -89,6 +90,10 @@ class Verb:
     def out(self) -> Path:
         """The output folder."""
         raise NotImplementedError
+
+    def check_out(self, out: Path) -> None:
+        """Refuse an output folder the work will not take (ResultsError), by the rule the work
+        itself claims it with, before the work starts."""
 
     def display(self) -> Display:
         """The progress display the work tells."""

@@ -60,6 +60,22 @@ PARTITIONING = ds.partitioning(pa.schema([("cell", pa.int32())]), flavor="hive")
 COMPLETE, FAILED, PENDING = "complete", "failed", "pending"
 
 
+def check_sweep_out(out_dir: Path, sweep: SweepView) -> dict[str, Any] | None:
+    """Refuse a folder `sweep` may not write into (ResultsError): one holding a run or a
+    search, or another sweep's results; the sweep.json of this sweep's finished cells, if
+    any."""
+    held = holder(out_dir)
+    if held not in (None, "sweep"):
+        raise ResultsError(f"{out_dir} holds a {held}, not a sweep; give another --out")
+    old = _read_meta(out_dir) if is_sweep(out_dir) else None
+    if old is not None and old.get("identity") != _jsonable(sweep.identity()):
+        raise ResultsError(
+            f"{out_dir} holds the results of a different sweep (base config, grid or seeds "
+            "differ); give another --out"
+        )
+    return old
+
+
 class SweepStore:
     """Opens (or creates) the folder of one sweep, and holds it until `close`; refuses a
     folder holding a run or another sweep, or held by a run or sweep still going."""
@@ -76,15 +92,7 @@ class SweepStore:
 
     def _open(self) -> None:
         sweep = self.sweep
-        held = holder(self.out_dir)
-        if held not in (None, "sweep"):
-            raise ResultsError(f"{self.out_dir} holds a {held}, not a sweep; give another --out")
-        old = _read_meta(self.out_dir) if is_sweep(self.out_dir) else None
-        if old is not None and old.get("identity") != _jsonable(sweep.identity()):
-            raise ResultsError(
-                f"{self.out_dir} holds the results of a different sweep (base config, grid or "
-                "seeds differ); give another --out"
-            )
+        old = check_sweep_out(self.out_dir, sweep)
         previous = {c["cell"]: c for c in old["cells"]} if old else {}
         self.run_id = old["run_id"] if old and "run_id" in old else new_run_id(sweep.name)
         # One Arrow type per varied key over all cells, so every partition agrees.
