@@ -205,16 +205,20 @@ class Runs:
         _import_trace(argv)
         from harness.presentation.progress import PROGRESS_ENV
 
-        # No progress line: a shown output must not depend on how fast this machine is.
+        # No progress line: a shown output must not depend on how fast this machine is. Both
+        # streams in one pipe, unbuffered: the lines in the order a terminal shows them (an
+        # estimate before the tables, a failure's reason after them).
         env = {**os.environ, "COLUMNS": str(COLUMNS), PROGRESS_ENV: str(QUIET_PROGRESS_S)}
+        env["PYTHONUNBUFFERED"] = "1"
         done = subprocess.run(
             [sys.executable, "-m", "harness", *argv[1:]],
             cwd=ROOT,
             env=env,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             text=True,
         )
-        text = done.stdout + done.stderr
+        text = done.stdout
         if named is not None:
             text = text.replace(str(out), named)
         return "".join(line.rstrip() + "\n" for line in text.splitlines()), out
