@@ -24,9 +24,10 @@ the command line are the only ones made (or checked): a long page alone, without
 Figures: `docs/assets/herd-cv-over-time.png`, the chart "The herd, and why" describes: the
 report's "CV over time" of the reference benchmark (configs/seed-herd.toml) under stale,
 in_progress and optimistic, on the virtual engine (the same bytes on every machine with the
-same matplotlib). Long figures, made with `--long`: those of "The herd on real traffic", drawn
-from the results of the page's own output blocks (each command runs once per generation,
-whoever asks for it first, and the long ones one at a time: each takes every core)."""
+same matplotlib), drawn from the results of getting started's output block. Long figures,
+made with `--long`: those of "The herd on real traffic", drawn from the results of the page's
+own output blocks (each command runs once per generation, whoever asks for it first, and the
+long ones one at a time: each takes every core)."""
 
 from __future__ import annotations
 
@@ -84,17 +85,16 @@ def timeline_cv(
     return frame, _beats(config)[0]
 
 
+HERD_RUN = f"harness run configs/seed-herd.toml --compare {','.join(HERD)} --out results/first"
+"""Getting started's output block, the main job: the herd chart is drawn from its results, so
+the run is made once per generation (`Runs`) for both."""
+
+
 def herd_chart() -> bytes:
     """The herd page's chart: CV of sandboxes per node over seed-herd's run, per strategy."""
-    from harness.config import load
     from harness.presentation import plots
-    from harness.running.runner import run
 
-    config = load(str(ROOT / "configs" / "seed-herd.toml"), [], [])
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "run"
-        run(config, list(HERD), out)
-        frame, beats = timeline_cv(out)
+    frame, beats = timeline_cv(runs().run(HERD_RUN)[1])
     return plots.cv_over_time(frame, plots.colors(list(HERD)), beats)
 
 

@@ -44,7 +44,7 @@ accounting error, not in the CV, failures or counts compared here).
 
 Beside a CPU hog, some cases are played again, and seeds 0-2 of a few (`HOG_SEEDS`) are
 played to check the time keeping itself: every seed it calls faithful must agree within these
-bands.
+bands. A seed both ask for is played once (`beside_a_hog`).
 
 Cases of one actor layout share one set of actors (`ray_engines`), reset for each case as a
 run's strategies are: actor start-up is most of the file's time. The runs behind each band, and
@@ -428,10 +428,24 @@ def judge(name: str, got: SeedResult, seed: int = RAY_SEED) -> Checks:
     return c
 
 
-def agree(name: str, engines: dict[Layout, RayEngine]) -> None:
-    """Case `name` on both engines: a Ray run that could not keep the model's time skips with
-    its own verdict (`skip_unless_kept_time`); one that kept it must agree within the bands."""
-    got = play(name, engines)
+BESIDE_A_HOG: dict[tuple[str, int], SeedResult] = {}
+"""The Ray seeds played beside a CPU hog so far, by case and seed: the two tests beside a hog
+ask for some of the same (faults-crash seed 0), which is played once for both."""
+
+
+def beside_a_hog(name: str, engines: dict[Layout, RayEngine], seed: int = RAY_SEED) -> SeedResult:
+    """Seed `seed` of case `name` on Ray with a busy loop on every core (`play`), once for the
+    module (`BESIDE_A_HOG`)."""
+    if (name, seed) not in BESIDE_A_HOG:
+        with cpu_hog():
+            BESIDE_A_HOG[name, seed] = play(name, engines, seed)
+    return BESIDE_A_HOG[name, seed]
+
+
+def agree(name: str, got: SeedResult) -> None:
+    """Ray's seed `RAY_SEED` of case `name` against the virtual engine: a Ray run that could
+    not keep the model's time skips with its own verdict (`skip_unless_kept_time`); one that
+    kept it must agree within the bands."""
     skip_unless_kept_time(got)
     c = judge(name, got)
     assert not c.misses, f"{name}: " + "; ".join(c.misses)
@@ -441,7 +455,7 @@ def agree(name: str, engines: dict[Layout, RayEngine]) -> None:
 def test_both_engines_agree(name, request):
     if name in SKIPS:
         pytest.skip(SKIPS[name])
-    agree(name, request.getfixturevalue("ray_engines"))  # Ray is not started for a skip
+    agree(name, play(name, request.getfixturevalue("ray_engines")))  # no Ray for a skip
 
 
 HOG_CASES = ("seed-burst", "faults-crash", "race-erase")
@@ -458,10 +472,10 @@ def test_beside_a_cpu_hog_both_engines_agree_or_the_run_says_it_was_overloaded(n
     or skips with the Ray run's own verdict naming the figure that broke; never a band
     failure that reads like a bug. It runs alone all the same, on the worker of this module's
     other cases: their virtual seeds and their actors, kept per layout (`ray_engines`), serve
-    it, where another worker would play and start them again, the actors beside the hog."""
-    engines = request.getfixturevalue("ray_engines")
-    with cpu_hog():
-        agree(name, engines)
+    it, where another worker would play and start them again, the actors beside the hog. A
+    seed `test_beside_a_cpu_hog_every_seed_called_faithful_agrees` played already
+    (faults-crash's) is judged again here, not played again (`beside_a_hog`)."""
+    agree(name, beside_a_hog(name, request.getfixturevalue("ray_engines")))
 
 
 HOG_SEEDS = ("seed-herd", "seed-herd+optimistic", "faults-crash")
@@ -480,20 +494,19 @@ def test_beside_a_cpu_hog_every_seed_called_faithful_agrees(request):
     where every seed was overloaded there is nothing to judge and the test skips, saying so."""
     engines = request.getfixturevalue("ray_engines")
     faithful, verdicts, misses = 0, [], []
-    with cpu_hog():
-        for name, seed in itertools.product(HOG_SEEDS, range(SEEDS_BESIDE_A_HOG)):
-            got = play(name, engines, seed)
-            s = got.summary
-            # Every seed is compared, for the record; only a faithful one must agree.
-            missed = judge(name, got, seed).misses
-            figure = f" ({s['overload_figure']})" if s["time_keeping"] == OVERLOADED else ""
-            verdicts.append(
-                f"{name} seed {seed}: {s['time_keeping']}{figure}, cv {s['cv']:.4f}, "
-                f"{len(missed)} misses"
-            )
-            if s["time_keeping"] != OVERLOADED:
-                faithful += 1
-                misses += [f"{name} seed {seed}: {miss}" for miss in missed]
+    for name, seed in itertools.product(HOG_SEEDS, range(SEEDS_BESIDE_A_HOG)):
+        got = beside_a_hog(name, engines, seed)
+        s = got.summary
+        # Every seed is compared, for the record; only a faithful one must agree.
+        missed = judge(name, got, seed).misses
+        figure = f" ({s['overload_figure']})" if s["time_keeping"] == OVERLOADED else ""
+        verdicts.append(
+            f"{name} seed {seed}: {s['time_keeping']}{figure}, cv {s['cv']:.4f}, "
+            f"{len(missed)} misses"
+        )
+        if s["time_keeping"] != OVERLOADED:
+            faithful += 1
+            misses += [f"{name} seed {seed}: {miss}" for miss in missed]
     print("\n" + "\n".join(verdicts))
     assert not misses, "seeds called faithful that do not agree: " + "; ".join(misses)
     if not faithful:

@@ -287,6 +287,19 @@ def test_every_run_a_long_figure_draws_is_a_long_block_shown_on_a_page():
     assert f"--compare {','.join(STRATEGIES)} " in generate.HOUR  # every strategy shipped
 
 
+def test_the_herd_chart_draws_on_the_run_of_an_output_block():
+    """The herd chart is drawn from the results of an output block's run (`HERD_RUN`, getting
+    started's), so a generation runs the main job once for both: a page whose command moved
+    fails here, where the chart would quietly run the main job a second time."""
+    generate = _generate()
+    shown = {
+        m["command"]
+        for page in generate.pages()
+        for m in generate.OUTPUT.finditer(page.read_text())
+    }
+    assert generate.HERD_RUN in shown
+
+
 def test_an_output_block_prints_no_import_whether_or_not_the_cache_holds_its_trace(
     tmp_path, monkeypatch
 ):
