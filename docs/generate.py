@@ -224,12 +224,22 @@ class Runs:
         return "".join(line.rstrip() + "\n" for line in text.splitlines()), out
 
 
+_RUNS_MADE = threading.Lock()
+
+
 @functools.cache
-def runs() -> Runs:
-    """This generation's runs, in a temporary folder removed when it ends."""
+def _runs() -> Runs:
     root = Path(tempfile.mkdtemp(prefix="docs-generate-"))
     atexit.register(shutil.rmtree, root, True)
     return Runs(root)
+
+
+def runs() -> Runs:
+    """This generation's runs, in a temporary folder removed when it ends. Made under a lock:
+    the files are made on several threads, and two asking at once each made their own (each
+    command then ran twice, the long ones at the same time)."""
+    with _RUNS_MADE:
+        return _runs()
 
 
 def output(command: str, long: bool = False) -> str:
