@@ -463,6 +463,7 @@ HOG_CASES = ("seed-burst", "faults-crash", "race-erase")
 HARNESS_HOG_ALL=1 (each costs a Ray seed, and the suite must stay under 10 minutes)."""
 
 
+@pytest.mark.shares_machine
 @pytest.mark.parametrize(
     "name",
     [n for n in CASES if n not in SKIPS and (n in HOG_CASES or os.environ.get("HARNESS_HOG_ALL"))],
@@ -470,11 +471,10 @@ HARNESS_HOG_ALL=1 (each costs a Ray seed, and the suite must stay under 10 minut
 def test_beside_a_cpu_hog_both_engines_agree_or_the_run_says_it_was_overloaded(name, request):
     """With a busy loop on every core, as on a shared runner: each case agrees within its bands
     or skips with the Ray run's own verdict naming the figure that broke; never a band
-    failure that reads like a bug. It runs alone all the same, on the worker of this module's
-    other cases: their virtual seeds and their actors, kept per layout (`ray_engines`), serve
-    it, where another worker would play and start them again, the actors beside the hog. A
-    seed `test_beside_a_cpu_hog_every_seed_called_faithful_agrees` played already
-    (faults-crash's) is judged again here, not played again (`beside_a_hog`)."""
+    failure that reads like a bug. It shares the machine with other tests: a machine made busy
+    is what it is about, and the tests beside it only add to the hog. A seed
+    `test_beside_a_cpu_hog_every_seed_called_faithful_agrees` played already (faults-crash's)
+    is judged again here, not played again (`beside_a_hog`)."""
     agree(name, beside_a_hog(name, request.getfixturevalue("ray_engines")))
 
 
@@ -486,10 +486,12 @@ SEEDS_BESIDE_A_HOG = 3
 EVERY_FAITHFUL_SEED_TEST = "test_beside_a_cpu_hog_every_seed_called_faithful_agrees"
 
 
+@pytest.mark.shares_machine
 def test_beside_a_cpu_hog_every_seed_called_faithful_agrees(request):
     """The time keeping's own promise (`harness.results.time_keeping`): a seed it calls
     faithful agrees with the virtual engine within the case's bands, the same seed's
-    included, on a machine a busy loop per core makes late. Seeds 0-2 of each case in
+    included, on a machine a busy loop per core makes late (and the tests beside it: it
+    shares the machine, which only adds to the hog). Seeds 0-2 of each case in
     `HOG_SEEDS`; an overloaded one is not judged (its verdict names the figure that broke), so
     where every seed was overloaded there is nothing to judge and the test skips, saying so."""
     engines = request.getfixturevalue("ray_engines")
