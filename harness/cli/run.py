@@ -148,11 +148,13 @@ class Run(Verb):
         self.run_id = new_run_id(self.config.run.name)  # without --out, the folder is named by it
         return self.args.resume or self.args.out or Path("results") / self.run_id
 
-    def check_out(self, out: Path) -> None:
+    def refuse_early(self, out: Path) -> None:
+        from harness.engines.ray_setup import check_address
         from harness.results.folder_policy import check_out_dir
 
         if self.args.resume is None:  # a resumed run's own folder was read in `load`
             check_out_dir(out, self.args.overwrite)
+        check_address(self.config.ray.address)
 
     def display(self) -> Any:
         from harness.presentation.progress import LazyProgress

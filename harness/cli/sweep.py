@@ -38,10 +38,12 @@ class Sweep(Verb):
     def out(self) -> Path:
         return self.args.out or Path("results") / self.sweep.name
 
-    def check_out(self, out: Path) -> None:
+    def refuse_early(self, out: Path) -> None:
+        from harness.engines.ray_setup import check_address
         from harness.results.sweep_folder import check_sweep_out
 
         check_sweep_out(out, self.sweep)
+        check_address(self.args.address)
 
     def display(self) -> Any:
         from harness.presentation.progress import SweepBar

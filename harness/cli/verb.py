@@ -7,7 +7,6 @@ command stops early are the same for all."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -52,7 +51,7 @@ class Verb:
         self.load()
         estimate = self.budget(refuse=not getattr(self.args, "force", False))
         out = writable_name(self.out())
-        self.check_out(out)  # a mistake is one line: before anything else is said
+        self.refuse_early(out)  # a mistake is one line: before anything else is said
         if estimate is not None:  # long enough for what it will need to matter
             say(estimate)
         foreseen = self.foreseen()
@@ -91,9 +90,10 @@ class Verb:
         """The output folder."""
         raise NotImplementedError
 
-    def check_out(self, out: Path) -> None:
-        """Refuse an output folder the work will not take (ResultsError), by the rule the work
-        itself claims it with, before the work starts."""
+    def refuse_early(self, out: Path) -> None:
+        """Refuse what the work would refuse as it starts (ResultsError, ConfigError): an
+        output folder it will not take, a Ray cluster that does not answer; by the rules the
+        work applies, before anything is said of it."""
 
     def display(self) -> Display:
         """The progress display the work tells."""
@@ -167,7 +167,9 @@ def writable_name(out: Path) -> Path:
 def joins_a_cluster(address: str | None) -> bool:
     """Whether Ray will be joined at an address (given, or RAY_ADDRESS) rather than started
     here: the budget then checks only what comes back to this machine."""
-    return bool(address or os.environ.get("RAY_ADDRESS"))
+    from harness.engines.ray_setup import joined_address
+
+    return joined_address(address) is not None
 
 
 def strategies(compare: str | None, default: str) -> list[str]:

@@ -257,6 +257,21 @@ def ray_scope() -> Iterator[None]:
             stop_ray()
 
 
+def joined_address(address: str | None) -> str | None:
+    """The address of the Ray cluster a run joins: the one given, else RAY_ADDRESS; None: it
+    starts Ray here."""
+    return address or os.environ.get("RAY_ADDRESS") or None
+
+
+def check_address(address: str | None) -> None:
+    """Refuse, in one line (ConfigError), the Ray cluster a run would join (`joined_address`)
+    when it is not host:port or nothing answers there; nothing to check where Ray starts
+    here."""
+    joined = joined_address(address)
+    if joined is not None:
+        check_reachable(joined)
+
+
 def connect(address: str | None = None, modules: Iterable[str] = ()) -> bool:
     """Join the Ray cluster at `address` (or RAY_ADDRESS), shipping `modules` too (see
     `start_ray`), else start an embedded local one. When Ray is already up in this process
@@ -264,10 +279,9 @@ def connect(address: str | None = None, modules: Iterable[str] = ()) -> bool:
     this call started Ray, so the caller stops it (`stop_ray`)."""
     import ray
 
-    address = address or os.environ.get("RAY_ADDRESS") or None
+    address = joined_address(address)
     if ray.is_initialized():
-        if address:
-            check_reachable(address)
+        check_address(address)
         return False
     start_ray(address, modules=modules)
     return True
