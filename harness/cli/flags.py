@@ -80,7 +80,11 @@ FLAGS = {
             "over a day of computing (docs: Configuration keys)",
             {"action": "store_true"},
         ),
-        Flag("--quiet", "no progress bar or line", {"action": "store_true"}),
+        Flag(
+            "--quiet",
+            "no progress bar or line, nor the estimate said before a long run",
+            {"action": "store_true"},
+        ),
         Flag("--no-report", "do not write report.html", {"action": "store_true"}),
         # A comparison with a baseline (`harness compare`, `harness run --baseline`).
         Flag(

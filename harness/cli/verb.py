@@ -52,7 +52,7 @@ class Verb:
         estimate = self.budget(refuse=not getattr(self.args, "force", False))
         out = writable_name(self.out())
         self.refuse_early(out)  # a mistake is one line: before anything else is said
-        if estimate is not None:  # long enough for what it will need to matter
+        if estimate is not None and not self.args.quiet:  # long enough for it to matter
             say(estimate)
         foreseen = self.foreseen()
         if foreseen is not None:

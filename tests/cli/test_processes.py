@@ -115,7 +115,7 @@ def test_a_killed_raylet_ends_the_run_with_partial_results_and_leaves_no_process
     env = {**ENV, "RAY_health_check_period_ms": "500", testing_signals.SIGNAL_AT: "rows=STOP"}
     proc, tree = _start([*args, "--out", str(out)], env)
     assert paused(proc, timeout_s=120)
-    (raylet,) = [pid for (pid, _), name in tree.seen.items() if name == "raylet"]
+    (raylet,) = tree.running("raylet")
     os.kill(raylet, signal.SIGKILL)
     proc.send_signal(signal.SIGCONT)
     _, err = proc.communicate(timeout=120)

@@ -61,6 +61,19 @@ class Tree:
                     pass
             time.sleep(0.05)
 
+    def running(self, name: str) -> list[int]:
+        """The processes seen under it that run as `name` now: a process a raylet forks is
+        named "raylet" until it runs its own program, and one that ends before is seen so."""
+        found = []
+        for (pid, created), seen in list(self.seen.items()):
+            try:
+                p = self.psutil.Process(pid)
+                if seen == name and p.create_time() == created and p.name() == name:
+                    found.append(pid)
+            except self.psutil.Error:
+                pass
+        return found
+
     def left(self, wait_s: float = 10.0) -> list[str]:
         """Processes seen under it that still run (waiting up to `wait_s` for them to end),
         and Ray temp folders left behind; each is killed or reported."""
