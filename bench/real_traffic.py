@@ -185,7 +185,8 @@ def main() -> None:
     def run(name: str, config: Path, *flags: str) -> dict[str, float]:
         out = work / name
         shutil.rmtree(out, ignore_errors=True)
-        found = measured([harness, "run", str(config), "--quiet", "--out", str(out), *flags])
+        # Not --quiet, which leaves the estimate unsaid: its progress lines go unread.
+        found = measured([harness, "run", str(config), "--out", str(out), *flags])
         summary = pq.read_table(out / "summary.parquet").to_pandas()
         cv = summary.groupby("strategy", sort=False)["cv"].mean().round(4).to_dict()
         return {**found, "cv": cv}
