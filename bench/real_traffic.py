@@ -78,7 +78,17 @@ def measured(argv: list[str]) -> dict[str, float | str]:
     """Runs `argv`; its wall time, the peak PSS of its process tree, and the estimate it said
     before it started (`harness.running.cost_check.Estimate.line`), if any."""
     began = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # Not this checkout's PYTHONPATH, nor its folder as the working one: `--harness` names
+    # another build, whose own packages must be the ones imported.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tempfile.gettempdir(),
+    )
     peak = 0
     while proc.poll() is None:
         peak = max(peak, sum(pss_kib(pid) for pid in tree(proc.pid)))
