@@ -58,9 +58,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     so marked may say `shares_machine(False)`); other tests share it. Ray's runs are real time
     and take every core: a test beside one makes it late (conformance bands missed at a load of
     7). A writer-first lock over the workers (`-n`): a Ray test waits for the tests running to
-    end, and no new one starts until it has ended. Ray tests never run two at once either way:
-    those that run alone are one worker's, those that share the machine another's
-    (`xdist_group`), and a shared one holds the machine against one that runs alone.
+    end, and no new one starts until it has ended. Ray tests never run two at once: they are
+    all one worker's (`xdist_group`).
 
     Before it waits, a Ray test's module may do the part of its work that needs no quiet
     machine: its function `before_the_machine(item)`, if it has one (the virtual engine's side
@@ -97,10 +96,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.ray)
         if item.get_closest_marker("ray"):
             item.add_marker(pytest.mark.slow)
-            # Two groups, each one worker's, run one test after another (`-n` with `--dist
-            # loadgroup`, pyproject.toml): the Ray tests that run alone, and those that share
-            # the machine; a module's Ray is started once per group, not once per worker.
-            item.add_marker(pytest.mark.xdist_group("ray" if alone(item) else "ray-shared"))
+            # One group, one worker's, its tests one after another (`-n` with `--dist
+            # loadgroup`, pyproject.toml): those that run alone and those that share the machine
+            # alike. A group per kind would take a worker each (xdist hands a worker a new unit
+            # only when it is almost out), and a shared Ray test would run beside nothing but
+            # the lock of one that runs alone; in one group, the other workers run the tests
+            # without Ray beside it. A module's Ray is started once, not once per worker.
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 @pytest.fixture
