@@ -1,6 +1,8 @@
 """Real traffic at full scale: the hour of the Alibaba 2018 trace under three strategies, its
 wall time and the peak memory of every process it starts (Ray's included), with and without
-the report, over one seed and three, the report alone, and one seed at two lengths of trace.
+the report, over one seed and three, the report alone, and one seed at two lengths of trace
+and of a steady control (a constant rate of creates of one lifetime), each with the most
+sandboxes it held alive at once.
 
     PYTHONPATH=. python bench/real_traffic.py [--harness CMD] [--span S] [--short S]
         [--parts run,bare,seeds,report,lengths] [--source DIR] [--out DIR] [--tiny]
@@ -142,9 +144,9 @@ def plain_trace(imported: Path, out: Path, memory_mib: float) -> int:
     return plain.num_rows
 
 
-def scenario(trace: Path, span: float, out: Path) -> Path:
-    """configs/alibaba-2018.toml's cluster, reports and placement, replaying `trace` (plain)
-    for `span` seconds."""
+def scenario(workload: dict[str, object], span: float, out: Path) -> Path:
+    """configs/alibaba-2018.toml's cluster, reports and placement under `workload` (its
+    section's keys) for `span` seconds."""
     shipped = tomllib.loads(SCENARIO.read_text())
     lines = [
         "[run]",
@@ -155,9 +157,36 @@ def scenario(trace: Path, span: float, out: Path) -> Path:
     for section in ("cluster", "heartbeat", "placement"):
         lines.append(f"[{section}]")
         lines += [f"{k} = {json.dumps(v)}" for k, v in shipped[section].items()]
-    lines += ["[workload]", 'arrival = "trace"', f'trace = "{trace}"']
+    lines.append("[workload]")
+    lines += [f"{k} = {json.dumps(v)}" for k, v in workload.items()]
     out.write_text("\n".join(lines) + "\n")
     return out
+
+
+def replay(trace: Path) -> dict[str, object]:
+    """The workload that replays `trace` (plain)."""
+    return {"arrival": "trace", "trace": str(trace)}
+
+
+STEADY_LIFETIME_S = 50.0
+"""How long the steady control's sandboxes live."""
+
+
+def steady(rate_per_s: float) -> dict[str, object]:
+    """The control of `lengths`: the trace's creates per second, sent evenly, each living
+    STEADY_LIFETIME_S, so the sandboxes alive level off within the first minutes and its two
+    lengths hold the same state, where the trace holds more sandboxes alive at once the longer
+    it runs."""
+    return {"arrival": "constant", "rate_per_s": rate_per_s, "lifetime_s": STEADY_LIFETIME_S}
+
+
+def most_alive(folder: Path) -> int:
+    """The most sandboxes alive at one sample of a run's timeline (its nodes' true counts):
+    the state a seed holds at its peak."""
+    timeline = pq.read_table(folder / "timeline.parquet", columns=["t", "replica", "sandboxes"])
+    true = pc.equal(timeline["replica"], pc.min(timeline["replica"]))
+    alive = timeline.filter(true).group_by("t").aggregate([("sandboxes", "sum")])
+    return int(pc.max(alive["sandboxes_sum"]).as_py() or 0)
 
 
 def main() -> None:
@@ -190,7 +219,7 @@ def main() -> None:
     version = subprocess.run([harness, "--version"], capture_output=True, text=True).stdout
     print(f"{rows:,} creates over {span:g} s; {version.strip()} ({harness})")
     strategies = ",".join(STRATEGIES)
-    hour = scenario(trace, span, work / "long.toml")
+    hour = scenario(replay(trace), span, work / "long.toml")
 
     def run(name: str, config: Path, *flags: str) -> dict[str, float]:
         out = work / name
@@ -218,15 +247,19 @@ def main() -> None:
             "three", hour, "--compare", strategies, "--seeds", "3"
         )
     if "lengths" in parts:
-        for length in (short, span):
-            config = scenario(trace, length, work / f"length-{length:g}.toml")
-            found[f"stale, 1 seed, {length:g} s of trace"] = run(
-                f"length-{length:g}", config, "--no-report"
-            )
+        for kind, workload in (("trace", replay(trace)), ("steady", steady(rows / span))):
+            for length in (short, span):
+                name = f"{kind}-{length:g}"
+                config = scenario(workload, length, work / f"{name}.toml")
+                figures = run(name, config, "--no-report")
+                figures["alive"] = most_alive(work / name)
+                found[f"stale, 1 seed, {length:g} s of {kind}"] = figures
     width = max(map(len, found))
     for what, figures in found.items():
         cv = figures.get("cv")
         shown = "" if cv is None else "  CV " + ", ".join(f"{k} {v}" for k, v in cv.items())
+        if "alive" in figures:
+            shown += f"; at most {figures['alive']:,} sandboxes alive"
         print(f"{what:<{width}}  {figures['wall_s']:>7.1f} s  {figures['peak_mib']:>6,} MiB{shown}")
         if figures["estimate"]:
             print(f"{'':<{width}}  {figures['estimate']}")

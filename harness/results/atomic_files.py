@@ -22,9 +22,8 @@ def parquet_options(schema: pa.Schema) -> dict[str, Any]:
     """How every results table is written: zstd over encodings that leave it something to
     compress. Floats (model times, latencies) byte-stream-split, so their exponent bytes sit
     together; integers (sandbox and client IDs counting up) delta-encoded; the rest
-    dictionary-encoded. On sweep-scale's largest requests partition (a million rows) this is
-    2.7 MB against 9.2 MB for zstd over pyarrow's default encodings, and 37 MB as written
-    before (snappy, a row group per batch)."""
+    dictionary-encoded: the tables are mostly runs of such columns, which pyarrow's default
+    encodings leave zstd little to find in."""
     encodings = {
         f.name: encoding for f in schema for test, encoding in ENCODINGS.items() if test(f.type)
     }
@@ -32,8 +31,11 @@ def parquet_options(schema: pa.Schema) -> dict[str, Any]:
     return {"compression": "zstd", "use_dictionary": dictionary, "column_encoding": encodings}
 
 
-ROW_GROUP_ROWS = 1 << 20
-"""Rows per row group: a row group's statistics cost footer bytes, so few and large."""
+ROW_GROUP_ROWS = 1 << 16
+"""Rows per row group, and so what a gather holds at once: a row group's statistics cost
+footer bytes, so not many; but a larger row group is held whole while it is written, and
+every run shorter than it would then hold less than a longer one, so a run's peak would
+grow with its length up to this many rows."""
 
 
 def failed(error: OSError, path: Path) -> WriteFailed:
