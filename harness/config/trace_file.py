@@ -44,6 +44,7 @@ from harness.config.traces import TRACE_FORMATS, cache
 from harness.config.traces.trace_format import SPREAD_KEY
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.templates import TraceRow
+from harness.results.seed_rows import streamed
 
 COLUMNS = (
     "time_s", "template", "vcpu", "memory_mib", "memory_share", "lifetime_s", "usage", "tag"
@@ -241,7 +242,7 @@ def _parquet_batches(
     path: str, node_memory_mib: float
 ) -> Iterator[tuple[dict[str, pa.Array], list]]:
     try:
-        trace = pq.ParquetFile(path)
+        trace = streamed(path)
     except (pa.ArrowInvalid, pa.ArrowIOError) as e:
         raise TraceError(path, f"is not a Parquet file ({e})") from None
     with trace:

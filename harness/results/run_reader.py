@@ -24,7 +24,7 @@ import harness
 from harness.results.arrow_schemas import TABLES
 from harness.results.failures import ResultsError
 from harness.results.folder_policy import holder, marker, nothing_written
-from harness.results.seed_rows import READ_ROWS
+from harness.results.seed_rows import READ_ROWS, streamed
 
 PARTS = "parts"
 """The folder of a run's per-seed files until it closes."""
@@ -356,7 +356,7 @@ def read_batches(path: Path, schema: pa.Schema) -> Iterator[pa.Table]:
     """A results table of `schema` a batch at a time, or ResultsError naming the file and
     what is wrong."""
     try:
-        f = pq.ParquetFile(path)
+        f = streamed(path)
     except (pa.ArrowException, OSError, ValueError) as e:
         raise ResultsError(f"{path} is not a readable Parquet file: {_first_line(e)}") from None
     with f:

@@ -27,6 +27,13 @@ READ_ROWS = 1 << 16
 """Rows per batch read back."""
 
 
+def streamed(path: Path | str) -> pq.ParquetFile:
+    """`path` opened to be read a batch at a time in memory that does not grow with the file:
+    without pyarrow's pre-buffering, which reads the column chunks of the row groups ahead and
+    holds more the longer the file."""
+    return pq.ParquetFile(path, pre_buffer=False)
+
+
 class SeedRows:
     """The rows of one (strategy, seed), by table: in Parquet files in `folder`, each stamped
     with `run_id`, or in memory when `folder` is None."""
@@ -119,7 +126,7 @@ class SeedRows:
             return
         if not self.closed:
             raise ValueError("rows are read back once the seed's files are closed")
-        with pq.ParquetFile(self.path(name)) as f:
+        with streamed(self.path(name)) as f:
             yield from f.iter_batches(batch_size=READ_ROWS, columns=columns)
 
     def table(self, name: str) -> pa.Table:

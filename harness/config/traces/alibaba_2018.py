@@ -47,6 +47,7 @@ import pyarrow.parquet as pq
 from harness.config.traces.trace_format import SPREAD_KEY, Imported, TraceFormat
 from harness.model.tunables import ConfigError
 from harness.results.atomic_files import ROW_GROUP_ROWS
+from harness.results.seed_rows import streamed
 
 PACKAGE = "spar"
 """The PyPI package that ships the one-hour slice."""
@@ -323,7 +324,7 @@ def _in_start_order(window: pa.Table) -> pa.Table:
 
 def _spilled(run: Path, rows: int) -> Iterator[pa.Table]:
     """A run's instances back, `rows` at a time."""
-    with pq.ParquetFile(run) as f:
+    with streamed(run) as f:
         for batch in f.iter_batches(batch_size=rows):
             yield pa.Table.from_batches([batch])
 
