@@ -35,7 +35,7 @@ from typing import Any
 
 from bench_args import bench_parser
 
-from harness.engines.virtual import FLUSH_ROWS
+from harness.engines.virtual import FLUSH_ROWS, SAMPLE_ROWS
 from harness.results.atomic_files import ROW_GROUP_ROWS
 from harness.testing_signals import SIGNAL_AT
 
@@ -233,7 +233,7 @@ def seeds(tiny: bool, trace: Path) -> None:
         {"run": {"duration_s": 2.0}, **nodes, "placement": open_loop, "workload": burst},
         n(200_000),
     )
-    samples = max(2, round(0.9 * FLUSH_ROWS / n(1000)))
+    samples = max(2, round(0.9 * SAMPLE_ROWS / n(1000)))
     unit(
         "timeline row held before a flush",
         {"cluster": {"nodes": n(1000)}},

@@ -30,9 +30,14 @@ PROGRESS_EVERY = 8192
 """Messages between two progress calls, two looks at how many rows the logs hold, and two
 looks for a stop asked for (`harness.interrupts.poll`)."""
 FLUSH_ROWS = 1 << 16
-"""Rows a log holds before they go to the seed's rows (`SeedRows`): what a seed keeps of its
-results in memory, however long it runs. The logs are looked at every `PROGRESS_EVERY`
-messages, and the timeline after each sample too, which adds a row per node and replica."""
+"""Request rows the log holds before they go to the seed's rows (`SeedRows`): what a seed
+keeps of its requests in memory, however long it runs. The log is looked at every
+`PROGRESS_EVERY` messages."""
+SAMPLE_ROWS = 1 << 13
+"""Timeline rows the log holds before they go to the seed's rows, looked at after each sample
+(a row per node and replica). Fewer than requests: samples come slowly (a few hundred rows
+every 10 s on a large cluster), so with as many a run would hold more the longer it ran,
+for its first tens of minutes."""
 SAMPLE = len(KINDS)
 """The engine's own message: take a timeline sample."""
 
@@ -63,18 +68,20 @@ class _World(Recipient):
         """A timeline sample (`SAMPLE`), the only message for the engine itself."""
         views = [r.view(now) for r in self.replicas]
         self.timeline.sample(now, self.node_host.truth(), views)
-        if len(self.timeline) >= FLUSH_ROWS:  # thousands of samples may come between two ticks
-            self.rows.add("timeline", self.timeline.take())
+        self.flush()  # thousands of samples may come between two ticks
         nxt = self.lifecycle.sample_after(now)
         if nxt is not None:
             self.clock.at(nxt, SAMPLE, 0, None)
 
-    def flush(self, at_least: int = 1) -> None:
-        """The rows the logs hold, to the seed's rows, once there are `at_least` of them."""
-        if len(self.clients.log) >= at_least:
-            self.rows.add("requests", self.clients.log.take())
-        if len(self.timeline) >= at_least:
-            self.rows.add("timeline", self.timeline.take())
+    def flush(self, final: bool = False) -> None:
+        """The rows each log holds, to the seed's rows, once there are as many as it keeps
+        (`FLUSH_ROWS`, `SAMPLE_ROWS`); at the end (`final`), whatever there is."""
+        for name, log, keeps in (
+            ("requests", self.clients.log, FLUSH_ROWS),
+            ("timeline", self.timeline, SAMPLE_ROWS),
+        ):
+            if len(log) >= (1 if final else keeps):
+                self.rows.add(name, log.take())
 
     def run(self, progress: Progress | None) -> None:
         self.node_host.sync()
@@ -86,12 +93,12 @@ class _World(Recipient):
 
         def tick(t: float) -> None:
             interrupts.poll()  # a stop asked for is acted on between events
-            self.flush(FLUSH_ROWS)
+            self.flush()
             if progress is not None:
                 progress(t, None, self.refused_again())
 
         self.clock.run(tick, PROGRESS_EVERY)
-        self.flush()
+        self.flush(final=True)
         # Nothing is left to deliver, and virtual time runs on to the end for free: the rule the
         # Ray driver polls must agree that the run is over.
         end = max(self.clock.now(), self.config.run.duration_s)

@@ -9,8 +9,9 @@ alive at once, reports in flight, closed-loop clients, timeline rows) times a co
 measured on this code:
 
 - a seed holds its model's state, the rows its logs hold until they flush (at most
-  `harness.engines.virtual.FLUSH_ROWS`, however long it runs) and what the passes that read
-  its rows back for its summary and checks hold (`READ_BACK_BYTES`, bounded too);
+  `harness.engines.virtual.FLUSH_ROWS` requests and `SAMPLE_ROWS` samples, however long it
+  runs) and what the passes that read its rows back for its summary and checks hold
+  (`READ_BACK_BYTES`, bounded too);
 - the seeds that run at once (`workers`, on this machine's cores)
   each run in a Ray worker process of their own, beside Ray's own processes and the driver; a
   run of one seed at a time runs them in the driver's process;
@@ -32,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from harness.config import Config, ConfigError, RayConfig
 from harness.engines import ENGINES
-from harness.engines.virtual import FLUSH_ROWS
+from harness.engines.virtual import FLUSH_ROWS, SAMPLE_ROWS
 from harness.model.cluster.heartbeat import HeartbeatPlan
 from harness.model.workload.arrivals import ARRIVALS
 from harness.results.atomic_files import ROW_GROUP_ROWS
@@ -197,8 +198,8 @@ def seed_terms(config: Config) -> list[Term]:
     in_flight = nodes * replicas * min(beats, math.ceil(late / h.interval_s)) if late else 0
     samples = math.floor(duration / run.sample_interval_s) + 1 if run.sample_interval_s else 0
     timeline = nodes * replicas * samples
-    # A log flushes once it holds FLUSH_ROWS rows, and the timeline's between two samples.
-    held_samples = min(timeline, FLUSH_ROWS + nodes * replicas)
+    # The timeline's log flushes once it holds SAMPLE_ROWS rows, looked at after each sample.
+    held_samples = min(timeline, SAMPLE_ROWS + nodes * replicas)
     spread = {
         nodes_key: _up(nodes, _D.cluster.nodes),
         "placement.replicas": _up(replicas, _D.placement.replicas),

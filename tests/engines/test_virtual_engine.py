@@ -153,9 +153,9 @@ def test_a_seed_leaves_no_reference_cycles(path):
 
 def test_a_seeds_timeline_goes_to_its_files_as_it_is_sampled(tmp_path, monkeypatch):
     """Samples of 100 nodes every 10 ms, with hardly any other message between them: the
-    timeline is handed over whenever it holds `FLUSH_ROWS` rows (here 5,000), a row group
+    timeline is handed over whenever it holds `SAMPLE_ROWS` rows (here 5,000), a row group
     each, not held until the seed's end."""
-    monkeypatch.setattr(virtual, "FLUSH_ROWS", 5_000)
+    monkeypatch.setattr(virtual, "SAMPLE_ROWS", 5_000)
     config = scenario(run={"duration_s": 2.0, "sample_interval_s": 0.01}, cluster={"nodes": 100})
     rows = SeedRows("stale", 0, tmp_path / "part", "id")
     VirtualEngine().run_seed(config, 0, rows=rows)
