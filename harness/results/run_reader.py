@@ -154,7 +154,8 @@ def check_part(part: Path) -> dict[str, Any]:
             footer = pq.read_metadata(path)
         except (pa.ArrowException, OSError, ValueError) as e:
             raise ResultsError(f"{path} is not a readable Parquet file: {_first_line(e)}") from None
-        missing = [c for c in TABLES[name].names if c not in footer.schema.names]
+        found = set(footer.schema.names)  # a property that builds the list at every call
+        missing = [c for c in TABLES[name].names if c not in found]
         if missing:
             raise ResultsError(f"{path} lacks the column {missing[0]!r}: not a {name} table")
         if footer.num_rows != entry["rows"]:
@@ -360,7 +361,8 @@ def read_batches(path: Path, schema: pa.Schema) -> Iterator[pa.Table]:
     except (pa.ArrowException, OSError, ValueError) as e:
         raise ResultsError(f"{path} is not a readable Parquet file: {_first_line(e)}") from None
     with f:
-        missing = [n for n in schema.names if n not in f.schema_arrow.names]
+        found = set(f.schema_arrow.names)  # a property that converts the footer at every call
+        missing = [n for n in schema.names if n not in found]
         if missing:
             raise ResultsError(f"{path} lacks the column {missing[0]!r}: not a {path.stem} table")
         try:
