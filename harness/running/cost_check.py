@@ -28,11 +28,11 @@ refused."""
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, replace
 
 from harness.config import Config, ConfigError, RayConfig
 from harness.engines import ENGINES
+from harness.engines.ray_setup import joined_address
 from harness.engines.virtual import FLUSH_ROWS, SAMPLE_ROWS
 from harness.model.cluster.heartbeat import HeartbeatPlan
 from harness.model.workload.arrivals import ARRIVALS
@@ -299,7 +299,7 @@ def workers(config: Config, units: int, estimate_s: float, cpus: int) -> int:
         return 1
     if config.run.workers:
         return min(config.run.workers, units)
-    if config.ray.address or os.environ.get("RAY_ADDRESS"):
+    if joined_address(config.ray.address) is not None:
         return units
     return min(cpus, units) if estimate_s >= RAY_WORTH_S else 1
 
