@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 from tests.support.doc_blocks import ROOT
+from tests.support.suite_cpu import FILE_ENV, by_file
 
 SKIPPING = """
 import pytest
@@ -50,3 +52,38 @@ def test_no_two_test_modules_share_a_name() -> None:
         where = str(path.relative_to(ROOT))
         assert path.name not in seen, f"{where} and {seen[path.name]}"
         seen[path.name] = where
+
+
+BUSY = """
+import subprocess, sys
+
+def test_busy():
+    subprocess.run([sys.executable, "-c", "x = 0\\nfor i in range(10**7): x += i"], check=True)
+
+def test_idle():
+    pass
+"""
+
+
+def test_the_cpu_plugin_counts_a_tests_children(tmp_path) -> None:
+    """tests/support/suite_cpu.py, which docs/performance.md's accounting of the suite runs:
+    a test whose child process spins has that CPU counted, and the summary adds up per file."""
+    (tmp_path / "test_busy.py").write_text(BUSY)
+    record = tmp_path / "cpu.tsv"
+    options = ["-c", str(ROOT / "pyproject.toml"), "-n", "0", "-p", "no:cacheprovider"]
+    options += ["-p", "tests.support.suite_cpu", "--rootdir", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *options, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT), FILE_ENV: str(record)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {line.split("\t")[2]: line.split("\t")[:2] for line in record.read_text().splitlines()}
+    busy_wall, busy_cpu = map(float, rows["test_busy.py::test_busy"])
+    assert busy_cpu >= 0.5 * busy_wall > 0.1, rows  # the child's spinning, counted here
+    assert float(rows["test_busy.py::test_idle"][1]) < busy_cpu
+    [(name, cpu, _, tests)] = by_file(record)
+    assert name == "test_busy.py" and tests == 2 and cpu >= busy_cpu
