@@ -67,23 +67,25 @@ def test_idle():
 
 def test_the_cpu_plugin_counts_a_tests_children(tmp_path) -> None:
     """tests/support/suite_cpu.py, which docs/performance.md's accounting of the suite runs:
-    a test whose child process spins has that CPU counted, and the summary adds up per file."""
+    a test whose child process spins has that CPU counted, a second session's record replaces
+    the first's, and the summary adds up per file; with workers (-n 2) it refuses to run."""
     (tmp_path / "test_busy.py").write_text(BUSY)
     record = tmp_path / "cpu.tsv"
     options = ["-c", str(ROOT / "pyproject.toml"), "-n", "0", "-p", "no:cacheprovider"]
     options += ["-p", "tests.support.suite_cpu", "--rootdir", str(tmp_path)]
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", *options, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT), FILE_ENV: str(record)},
-        timeout=120,
-    )
+    argv = [sys.executable, "-m", "pytest", *options, str(tmp_path)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), FILE_ENV: str(record)}
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+    record.write_text(record.read_text() + "stale line of another session\n")
+    assert subprocess.run(argv, capture_output=True, cwd=tmp_path, env=env).returncode == 0
     rows = {line.split("\t")[2]: line.split("\t")[:2] for line in record.read_text().splitlines()}
     busy_wall, busy_cpu = map(float, rows["test_busy.py::test_busy"])
     assert busy_cpu >= 0.5 * busy_wall > 0.1, rows  # the child's spinning, counted here
     assert float(rows["test_busy.py::test_idle"][1]) < busy_cpu
     [(name, cpu, _, tests)] = by_file(record)
     assert name == "test_busy.py" and tests == 2 and cpu >= busy_cpu
+    workers = subprocess.run(
+        [*argv, "-n", "2"], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert workers.returncode != 0 and "needs one worker: pass -n 0" in workers.stderr

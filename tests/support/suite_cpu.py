@@ -3,8 +3,8 @@ CPU the whole machine was busy for meanwhile (Linux /proc/stat), its Ray process
 children included, which `--durations` does not see. Run with one worker, so that the machine's
 CPU over a test is that test's:
 
-    python -m pytest -n 0 -p tests.support.suite_cpu        # writes suite-cpu.tsv
-    python -m tests.support.suite_cpu suite-cpu.tsv         # CPU and wall per test file
+    python -m pytest -n 0 -p tests.support.suite_cpu   # writes results/suite-cpu.tsv afresh
+    python -m tests.support.suite_cpu                   # CPU and wall per test file
 
 `SUITE_CPU_FILE` names another file. docs/performance.md quotes what it found."""
 
@@ -19,9 +19,13 @@ from pathlib import Path
 import pytest
 
 FILE_ENV = "SUITE_CPU_FILE"
+DEFAULT_FILE = Path("results") / "suite-cpu.tsv"
+"""Under the git-ignored output folder, from the project's root."""
 STAT = Path("/proc/stat")
 TICKS = os.sysconf("SC_CLK_TCK")
 _started: dict[str, tuple[float, int]] = {}
+_record: list[Path] = []
+"""The file this session writes (`pytest_configure`)."""
 
 
 def busy_ticks() -> int:
@@ -37,13 +41,21 @@ def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
 def pytest_runtest_logfinish(nodeid: str, location: tuple) -> None:
     wall, ticks = _started.pop(nodeid)
     line = f"{time.monotonic() - wall:.2f}\t{(busy_ticks() - ticks) / TICKS:.2f}\t{nodeid}\n"
-    with open(os.environ.get(FILE_ENV, "suite-cpu.tsv"), "a") as out:
+    with open(_record[0], "a") as out:
         out.write(line)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Refuse what would make the figures wrong, and start the record empty: one session's
+    tests, not a sum over every session that wrote the file."""
     if not STAT.exists():
         raise pytest.UsageError("tests.support.suite_cpu reads Linux's /proc/stat")
+    if getattr(config.option, "numprocesses", None):  # the machine's CPU is no one test's
+        raise pytest.UsageError("tests.support.suite_cpu needs one worker: pass -n 0")
+    record = Path(os.environ.get(FILE_ENV) or config.rootpath / DEFAULT_FILE)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text("")
+    _record[:] = [record]
 
 
 def by_file(path: Path) -> list[tuple[str, float, float, int]]:
@@ -62,7 +74,10 @@ def by_file(path: Path) -> list[tuple[str, float, float, int]]:
 
 
 if __name__ == "__main__":
-    rows = by_file(Path(sys.argv[1] if len(sys.argv) > 1 else "suite-cpu.tsv"))
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_FILE
+    if not path.is_file():
+        sys.exit(f"suite_cpu: no {path}: run the suite with -p tests.support.suite_cpu first")
+    rows = by_file(path)
     print(f"{'CPU s':>8} {'wall s':>8} {'tests':>6}  file")
     for name, cpu_s, wall_s, tests in rows:
         print(f"{cpu_s:8.1f} {wall_s:8.1f} {tests:6d}  {name}")
