@@ -90,7 +90,10 @@ marked `ray` whether or not it says so."""
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the `xdist_group` marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that starts Ray is slow: starting one costs seconds and takes both cores, so the
-    fast tier (`-m "not slow"`) runs without Ray."""
+    fast tier (`-m "not slow"`) runs without Ray. A test that stops the shared Ray for one of
+    its own (`own_ray`) runs after those that share it: before them, it would have the next
+    start the shared one again, seconds of one worker's that every other Ray test waits on."""
+    items.sort(key=lambda item: item.get_closest_marker("own_ray") is not None)  # stable
     for item in items:
         if RAY_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.ray)

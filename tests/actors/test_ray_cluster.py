@@ -12,7 +12,7 @@ from harness.results.run_reader import load_run
 from tests.support.configs import CONFIGS, scenario
 from tests.support.ray_runs import ray_cluster
 
-pytestmark = [pytest.mark.ray, pytest.mark.shares_machine]  # placement, not timing
+pytestmark = [pytest.mark.ray, pytest.mark.shares_machine, pytest.mark.own_ray]  # placement
 
 NODES = 3
 

@@ -328,7 +328,7 @@ def test_the_erase_race_has_the_same_sign_on_ray_as_in_virtual_time():
     find the scheduler under-counting beyond its calls in flight, and rarely over-counting."""
     config = load(
         CONFIGS / "race-erase.toml",
-        ["placement.strategy=optimistic_pre_rpc", "run.duration_s=20", "run.time_scale=0.5"],
+        ["placement.strategy=optimistic_pre_rpc", "run.duration_s=10", "run.time_scale=0.5"],
     )
     shares = {}
     for engine in ("virtual", "ray"):

@@ -41,7 +41,7 @@ def test_the_example_schedulers_herd_on_ray_with_a_process_per_replica(tmp_path,
     scheduler = PYTHON_SCHEDULER if which == "python" else go_scheduler()
     sets = [
         f"external.command={json.dumps(scheduler)}",
-        "run.time_scale=0.2",
+        "run.time_scale=0.1",
         "placement.replicas=2",
     ]
     # One seed. Optimistic runs above one replica's CV (docs/performance.md, "Conformance
@@ -68,7 +68,8 @@ def test_a_scheduler_that_dies_on_ray_is_named_with_its_replica(tmp_path, capsys
         str(ROOT / "tests" / "support" / "external_fault_scheduler.py"),
         "die",
     ]
-    sets = [f"external.command={json.dumps(faulty)}", "run.time_scale=0.2"]
+    # Seed 0 places as the example does, in brief: seed 1 dies at its third Place.
+    sets = [f"external.command={json.dumps(faulty)}", "run.time_scale=0.2", "run.duration_s=5"]
     args = ["run", str(ROOT / "configs" / "seed-herd.toml"), "--engine", "ray", "--seeds", "2"]
     args += ["--out", str(tmp_path / "run"), "--quiet", "--no-report"]
     assert main([*args, *(a for s in sets for a in ("--set", s))]) != 0

@@ -249,6 +249,7 @@ def test_a_virtual_run_keeps_time_by_construction(tmp_path):
 
 
 @pytest.mark.ray
+@pytest.mark.shares_machine  # a load beside it only makes the run later: more overloaded
 def test_a_ray_run_too_fast_for_the_machine_says_overloaded_and_names_the_figure(tmp_path):
     """seed-herd at 1/500 of real time: 25 model s in 50 ms of wall, where a Ray hop of a few
     ms is seconds of model time. The run says so: every seed overloaded, the figure named, a

@@ -158,6 +158,7 @@ def test_an_interrupted_search_resumed_gives_the_trials_of_an_uninterrupted_one(
 
 
 @pytest.mark.ray
+@pytest.mark.own_ray
 @pytest.mark.shares_machine  # equal trials, not timing
 def test_a_search_on_a_two_node_ray_cluster_gives_the_trials_of_the_plain_loop(tmp_path):
     space = '"placement.replicas" = { int = [1, 8] }\n"placement.k" = { choices = [2, 3, 5] }\n'
