@@ -60,11 +60,15 @@ for raw in json.loads(sys.argv[1]):
 """
 
 RUN = """
-import json, sys
+import json, signal, sys
 from pathlib import Path
 from harness.config import from_dict
 from harness.running.runner import run
 
+# Python's own SIGINT handler even where this started with SIGINT ignored (a shell's `&`
+# without job control): else the signal at the close (SIGNAL_AT) is lost, the run completes,
+# and there is nothing left to gather.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 config = from_dict(json.loads(sys.argv[1]))
 try:
     run(config, [config.placement.strategy], Path(sys.argv[2]))
@@ -367,10 +371,12 @@ def usage(argv: list[str]) -> dict[str, float]:
     """Peak RSS and CPU of `harness argv` in a child process (from wait4)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "harness", *argv]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    _, status, got = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"harness {' '.join(argv)} failed")
+    with tempfile.TemporaryFile("w+") as err:  # a file, not a pipe: nothing waits on a reader
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        _, status, got = os.wait4(proc.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            err.seek(0)
+            raise SystemExit(f"harness {' '.join(argv)} failed:\n{err.read()[-3000:]}")
     return {"bytes": got.ru_maxrss * 1024, "cpu": got.ru_utime + got.ru_stime}
 
 
