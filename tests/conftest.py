@@ -64,22 +64,49 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     Before it waits, a Ray test's module may do the part of its work that needs no quiet
     machine: its function `before_the_machine(item)`, if it has one (the virtual engine's side
     of a comparison, the same whenever it is played). Should that raise, the test meets the
-    same error again in its own phases, where it is reported."""
+    same error again in its own phases, where it is reported. Tests that run alone one after
+    another keep the machine between them (`_held`)."""
+    global _held
     ray = item.get_closest_marker("ray")
     before = getattr(getattr(item, "module", None), "before_the_machine", None) if ray else None
     if before is not None:
         with contextlib.suppress(Exception):
             before(item)
-    folder = Path(os.environ["HARNESS_TEST_LOCKS"])
-    with open(folder / "turnstile", "a") as turnstile, open(folder / "machine", "a") as machine:
-        if alone(item):
-            fcntl.flock(turnstile, fcntl.LOCK_EX)
-            fcntl.flock(machine, fcntl.LOCK_EX)
+    locks, _held = _held or _machine(alone(item)), None
+    try:
+        return (yield)
+    finally:
+        if alone(item) and nextitem is not None and alone(nextitem):
+            _held = locks
         else:
-            fcntl.flock(turnstile, fcntl.LOCK_EX)  # not past a Ray test that waits
-            fcntl.flock(machine, fcntl.LOCK_SH)
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
-        return (yield)  # closing the files lets the locks go
+            locks.close()
+
+
+_held: contextlib.ExitStack | None = None
+"""The machine, held from a test that runs alone to the next one that does: let go between
+them, it would go to another worker's next test, whose end the next one waits for."""
+
+
+LOCKS = ("turnstile", "machine")
+"""The files locked, in the folder of the locks (HARNESS_TEST_LOCKS)."""
+
+
+def _machine(exclusive: bool) -> contextlib.ExitStack:
+    """The locks of a test that runs alone (`exclusive`) or beside others, taken; closing the
+    stack lets them go."""
+    folder = Path(os.environ["HARNESS_TEST_LOCKS"])
+    locks = contextlib.ExitStack()
+    turnstile, machine = (os.open(folder / name, os.O_CREAT | os.O_RDWR) for name in LOCKS)
+    locks.callback(os.close, turnstile)  # a closed file's lock goes with it
+    locks.callback(os.close, machine)
+    if exclusive:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(machine, fcntl.LOCK_EX)
+    else:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)  # not past a Ray test that waits
+        fcntl.flock(machine, fcntl.LOCK_SH)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+    return locks
 
 
 RAY_FIXTURES = frozenset({"local_ray", "ray_instance"})
