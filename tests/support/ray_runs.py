@@ -43,18 +43,18 @@ def ray_cluster(nodes: int = 2, driver_here: bool = True) -> Iterator[Any]:
         cluster.shutdown()
 
 
-def skip_unless_kept_time(run: SeedResult | dict[str, Any] | pd.DataFrame) -> None:
+def skip_unless_kept_time(run: SeedResult | dict[str, Any] | pd.DataFrame, said: str = "") -> None:
     """A Ray run compared with the virtual engine is judged only on numbers it calls faithful:
     when its own time-keeping verdict (`harness.results.time_keeping`) is `overloaded`, the
     test skips with that verdict as the reason, neither failing a band on the machine's pace
     nor passing on numbers the run disowns. `run`: a seed's result, its summary row, or a
-    run's summary frame."""
+    run's summary frame; `said`, before the verdict in the reason."""
     summary = run.summary if isinstance(run, SeedResult) else run
     frame = summary if isinstance(summary, pd.DataFrame) else pd.DataFrame([summary])
     verdict = run_verdict(frame)
     assert verdict is not None, "not a run in real time: no time-keeping verdict"
     if verdict["verdict"] == OVERLOADED:
-        pytest.skip(line(verdict))
+        pytest.skip(said + line(verdict))
 
 
 @contextlib.contextmanager
