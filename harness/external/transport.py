@@ -100,11 +100,13 @@ class Frames:
 
     def _read(self, deadline: float | None) -> None:
         if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            self.sock.settimeout(left)
-        chunk = self.sock.recv(1 << 16)
+            # Past the deadline, what has arrived is still taken (timeout 0: no wait): this
+            # process may look late because a loaded machine held it up, not the other end.
+            self.sock.settimeout(max(0.0, deadline - time.monotonic()))
+        try:
+            chunk = self.sock.recv(1 << 16)
+        except BlockingIOError:  # timeout 0, and nothing has arrived
+            raise TimeoutError from None
         if not chunk:
             raise ConnectionResetError("the other end closed the connection")
         self.buffer += chunk

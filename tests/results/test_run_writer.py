@@ -145,7 +145,9 @@ def small_disk(tmp_path):
     try:
         yield disk
     finally:
-        subprocess.run(["umount", str(disk)], check=False)
+        # Lazily: a file still open in it (not yet collected) would keep a plain umount from
+        # detaching it, and pytest could then never remove the test's folder.
+        subprocess.run(["umount", "--lazy", str(disk)], check=False)
 
 
 @pytest.mark.slow  # a run and its resume per size, on a file system mounted for it
