@@ -48,6 +48,9 @@ class SeedRows:
         self.rows = dict.fromkeys(RECORDED, 0)
         self._held: dict[str, list[pa.Table]] = {name: [] for name in RECORDED}
         self._writers: dict[str, pq.ParquetWriter] = {}
+        self._files: dict[str, pa.NativeFile] = {}
+        """Each writer's file, opened here: a writer whose close fails (a full disk) leaves
+        its file open, and `abandon` closes it, not the garbage collector some time later."""
         self.closed = False
         """The folder is made when the first rows come, inside a folder that must exist (the
         run's `parts/`, a sweep's scratch): a task still writing after its run closed and
@@ -78,11 +81,7 @@ class SeedRows:
             writer = self._writers.get(name)
             stored = stamped(rows, self.run_id or "")
             if writer is None:
-                self.folder.mkdir(exist_ok=True)
-                writer = pq.ParquetWriter(
-                    self.path(name), stored.schema, **parquet_options(stored.schema)
-                )
-                self._writers[name] = writer
+                writer = self._open(name, stored.schema)
             writer.write_table(stored, row_group_size=stored.num_rows)
         except OSError as e:
             raise failed(e, self.path(name)) from None
@@ -97,24 +96,38 @@ class SeedRows:
             return
         try:
             for name, schema in RECORDED.items():
-                writer = self._writers.pop(name, None)
+                writer = self._writers.get(name)
                 if writer is None:
-                    stored = stamped(schema.empty_table(), self.run_id or "")
-                    self.folder.mkdir(exist_ok=True)
-                    writer = pq.ParquetWriter(
-                        self.path(name), stored.schema, **parquet_options(stored.schema)
-                    )
+                    empty = stamped(schema.empty_table(), self.run_id or "")
+                    writer = self._open(name, empty.schema)
                 writer.close()
+                del self._writers[name]
+                self._files.pop(name).close()
         except OSError as e:
             raise failed(e, self.folder) from None
+
+    def _open(self, name: str, schema: pa.Schema) -> pq.ParquetWriter:
+        """Table `name`'s writer, on a file of its own (`_files`)."""
+        assert self.folder is not None
+        self.folder.mkdir(exist_ok=True)
+        file = pa.OSFile(str(self.path(name)), "wb")
+        try:
+            writer = pq.ParquetWriter(file, schema, **parquet_options(schema))
+        except BaseException:  # its first bytes not written (a full disk): the file is shut
+            with contextlib.suppress(OSError):
+                file.close()
+            raise
+        self._files[name], self._writers[name] = file, writer
+        return writer
 
     def abandon(self) -> None:
         """Close the files whatever happened, raising nothing: a seed that failed leaves what
         it wrote readable, or nothing."""
-        for writer in self._writers.values():
+        for closing in (*self._writers.values(), *self._files.values()):
             with contextlib.suppress(OSError, WriteFailed, pa.ArrowException):
-                writer.close()
+                closing.close()
         self._writers.clear()
+        self._files.clear()
         self.closed = True
 
     def batches(self, name: str, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:

@@ -136,6 +136,13 @@ def _mounted(folder: Path, size: str) -> bool:
     return done.returncode == 0
 
 
+def _open_in(folder: Path) -> list[str]:
+    """The files under `folder` this process holds open (Linux /proc)."""
+    fds = Path("/proc/self/fd")
+    held = (os.readlink(fd) for fd in fds.iterdir() if fd.is_symlink())
+    return sorted(path for path in held if path.startswith(str(folder)))
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """A real 1 MiB file system (tmpfs), where root may mount one; skipped otherwise."""
@@ -145,7 +152,7 @@ def small_disk(tmp_path):
     try:
         yield disk
     finally:
-        # Lazily: a file still open in it (not yet collected) would keep a plain umount from
+        # Lazily: a file left open in it (a failed test) would keep a plain umount from
         # detaching it, and pytest could then never remove the test's folder.
         subprocess.run(["umount", "--lazy", str(disk)], check=False)
 
@@ -166,6 +173,7 @@ def test_a_real_full_disk_is_one_line_and_whole_files(free_kb, small_disk, capsy
     assert code == WRITE_FAILED, err
     one_line(err, "cannot write", "No space left on device")
     assert temporaries(small_disk) == []
+    assert _open_in(small_disk) == []  # a write that failed leaves no file open
     if (out / "run.json").exists():
         meta = consistent(out)
         assert not meta["completed"]
