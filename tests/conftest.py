@@ -112,6 +112,9 @@ def _machine(exclusive: bool) -> contextlib.ExitStack:
 RAY_FIXTURES = frozenset({"local_ray", "ray_instance"})
 """The fixtures that start Ray: a test that uses one (directly or through another fixture) is
 marked `ray` whether or not it says so."""
+OWN_RAY_FIXTURES = frozenset({"ray_instance"})
+"""The fixtures that stop the shared Ray for one of their own (tests/running/test_sweep.py's,
+with a fault hook): a test that uses one is marked `own_ray` whether or not it says so."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the `xdist_group` marks
@@ -120,10 +123,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     fast tier (`-m "not slow"`) runs without Ray. A test that stops the shared Ray for one of
     its own (`own_ray`) runs after those that share it: before them, it would have the next
     start the shared one again, seconds of one worker's that every other Ray test waits on."""
-    items.sort(key=lambda item: item.get_closest_marker("own_ray") is not None)  # stable
     for item in items:
-        if RAY_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        fixtures = getattr(item, "fixturenames", ())
+        if RAY_FIXTURES.intersection(fixtures):
             item.add_marker(pytest.mark.ray)
+        if OWN_RAY_FIXTURES.intersection(fixtures):
+            item.add_marker(pytest.mark.own_ray)
         if item.get_closest_marker("ray"):
             item.add_marker(pytest.mark.slow)
             # One group, one worker's, its tests one after another (`-n` with `--dist
@@ -133,6 +138,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             # the lock of one that runs alone; in one group, the other workers run the tests
             # without Ray beside it. A module's Ray is started once, not once per worker.
             item.add_marker(pytest.mark.xdist_group("ray"))
+    items.sort(key=lambda item: item.get_closest_marker("own_ray") is not None)  # stable
 
 
 @pytest.fixture

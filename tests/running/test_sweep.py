@@ -180,7 +180,6 @@ def _everything(out: Path) -> dict[str, pd.DataFrame]:
 
 
 @pytest.mark.ray
-@pytest.mark.own_ray  # Ray with a fault hook (`ray_instance`)
 def test_interrupted_sweep_resumes_to_the_same_results(ray_instance, tmp_path):
     sweep = load_sweep(_sweep_file(tmp_path, GRID))
     full, part = tmp_path / "full", tmp_path / "part"
@@ -224,7 +223,6 @@ def test_interrupted_sweep_resumes_to_the_same_results(ray_instance, tmp_path):
 
 
 @pytest.mark.ray
-@pytest.mark.own_ray  # Ray with a fault hook (`ray_instance`)
 def test_a_cell_that_raises_is_recorded_and_the_rest_complete(ray_instance, tmp_path):
     sweep = load_sweep(
         _sweep_file(tmp_path, f'"cluster.cpu_count" = [64, {FAILING_CPU_COUNT}, 192]')
@@ -246,7 +244,6 @@ def test_a_cell_that_raises_is_recorded_and_the_rest_complete(ray_instance, tmp_
 
 
 @pytest.mark.ray
-@pytest.mark.own_ray  # Ray with a fault hook (`ray_instance`)
 def test_the_exit_code_says_whether_a_cell_or_a_threshold_failed(ray_instance, tmp_path, capsys):
     path, out = _sweep_file(tmp_path, '"placement.strategy" = ["stale", "optimistic"]'), tmp_path
     ok = ["sweep", str(path), "--out", str(out / "ok"), "--quiet", "--no-report"]
@@ -277,7 +274,6 @@ def test_the_exit_code_says_whether_a_cell_or_a_threshold_failed(ray_instance, t
 
 
 @pytest.mark.ray
-@pytest.mark.own_ray  # Ray with a fault hook (`ray_instance`)
 def test_sweep_tables_carry_the_run_id_and_the_swept_keys_in_compact_files(ray_instance, tmp_path):
     """`pd.read_parquet` on a table's folder gives every swept key as a column, with one type
     over all cells (the grid mixes 1 and 2.5), and each cell's partition is one compact file."""
