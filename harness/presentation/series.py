@@ -60,44 +60,57 @@ def timeline_samples(
     samples = math.floor(duration_s / sample_interval_s) + 1 if sample_interval_s > 0 else 1
     every = max(1, math.ceil(samples / MAX_SAMPLES))
     columns = [*KEYS, "t", "replica", "node_id", "sandboxes", "cpu_percent", "cpu_error"]
-    cpus = {
-        key: group.set_index("node_id")["cpu_count"]
-        for key, group in nodes.groupby(KEYS, sort=False)
-    }
 
     def kept() -> Iterator[pa.Table]:
         for batch in batches("timeline", columns):
             index = np.rint(batch["t"].to_numpy() / (sample_interval_s or 1.0)).astype(np.int64)
             yield batch.filter(pa.array(index % every == 0))
 
-    rows = []
-    for frame in _consecutive(kept(), [*KEYS, "t"]):
-        for (strategy, seed, t), sample in frame.groupby([*KEYS, "t"], sort=False):
-            true = sample[sample["replica"] == sample["replica"].min()]
-            counts = true["sandboxes"].to_numpy(dtype=float)
-            mean = counts.mean()
-            share = cpus.get((strategy, seed))
-            util = (
-                true["cpu_percent"].to_numpy() / share.reindex(true["node_id"]).to_numpy()
-                if share is not None
-                else np.full(len(true), math.nan)
-            )
-            error = sample["cpu_error"].to_numpy()
-            rows.append(
-                {
-                    "strategy": strategy,
-                    "seed": seed,
-                    "t": t,
-                    "cv": counts.std() / mean if mean > 0 else math.nan,
-                    "util_cv": util.std() / util.mean() if util.mean() > 0 else math.nan,
-                    "sandboxes": counts.sum(),
-                    "nodes": len(counts),
-                    "error": error.mean(),
-                    "abs_error": np.abs(error).mean(),
-                }
-            )
     names = [*KEYS, "t", "cv", "util_cv", "sandboxes", "nodes", "error", "abs_error"]
-    return pd.DataFrame(rows, columns=names)
+    shares = nodes[[*KEYS, "node_id", "cpu_count"]]
+    frames = [_samples(frame, shares) for frame in _consecutive(kept(), [*KEYS, "t"])]
+    return pd.concat(frames, ignore_index=True)[names] if frames else pd.DataFrame(columns=names)
+
+
+def _samples(frame: pd.DataFrame, shares: pd.DataFrame) -> pd.DataFrame:
+    """`timeline_samples`' figures for the instants in `frame`, whole, in their order: the true
+    rows are the lowest replica's at each instant (every replica's row carries the node's true
+    count), utilisation is over the node's `cpu_count` in `shares` (NaN where none)."""
+    keys = [*KEYS, "t"]
+    instant = frame.groupby(keys, sort=False).ngroup().to_numpy()
+    lowest = frame.groupby(keys, sort=False)["replica"].transform("min").to_numpy()
+    true = frame[frame["replica"].to_numpy() == lowest]
+    cpus = true[[*KEYS, "node_id"]].merge(shares, on=[*KEYS, "node_id"], how="left")
+    util = true["cpu_percent"].to_numpy() / cpus["cpu_count"].to_numpy(dtype=float)
+    at = instant[frame["replica"].to_numpy() == lowest]
+    counts = true["sandboxes"].to_numpy(dtype=float)
+    n = np.bincount(at)
+    mean, spread = _moments(at, counts, n)
+    util_mean, util_spread = _moments(at, util, n)
+    error = frame["cpu_error"].to_numpy()
+    total = np.bincount(instant)
+    first = np.unique(instant, return_index=True)[1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (
+            frame.iloc[first][keys]
+            .reset_index(drop=True)
+            .assign(
+                cv=np.where(mean > 0, spread / mean, math.nan),
+                util_cv=np.where(util_mean > 0, util_spread / util_mean, math.nan),
+                sandboxes=np.bincount(at, weights=counts),
+                nodes=n,
+                error=np.bincount(instant, weights=error) / total,
+                abs_error=np.bincount(instant, weights=np.abs(error)) / total,
+            )
+        )
+
+
+def _moments(group: np.ndarray, values: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (0, 1, ...: `group` of each value, `n` values in each): the mean and the
+    standard deviation over the group's size (numpy's `std`), NaN where a value is."""
+    mean = np.bincount(group, weights=values) / n
+    deviation = values - mean[group]
+    return mean, np.sqrt(np.bincount(group, weights=deviation * deviation) / n)
 
 
 def cv_over_time(samples: pd.DataFrame, value: str = "cv") -> pd.DataFrame:
