@@ -22,9 +22,14 @@ ROOT = Path(__file__).resolve().parents[2]
 HERD = str(CONFIGS / "seed-herd.toml")
 
 
-def _harness(args: list[str], every_s: float = 0.1, timeout: float = 300) -> tuple[str, str]:
-    """`harness ARGS` with stdout and stderr pipes: what each got (exit 0 checked)."""
+def _harness(
+    args: list[str], every_s: float = 0.1, timeout: float = 300, address: str | None = None
+) -> tuple[str, str]:
+    """`harness ARGS` with stdout and stderr pipes, joining the Ray at `address` if given: what
+    each got (exit 0 checked)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), PROGRESS_ENV: str(every_s)}
+    if address is not None:
+        env["RAY_ADDRESS"] = address
     done = subprocess.run(
         [sys.executable, "-m", "harness", *args],
         env=env,
@@ -102,11 +107,15 @@ def test_a_search_piped_says_its_trials_then_its_shrinking_and_confirmation(tmp_
 @pytest.mark.ray
 @pytest.mark.slow
 @pytest.mark.shares_machine  # lines said, not their timing
-def test_a_run_on_ray_tasks_reports_the_model_time_of_its_seeds_while_they_run(tmp_path):
+def test_a_run_on_ray_tasks_reports_the_model_time_of_its_seeds_while_they_run(
+    tmp_path, ray_address
+):
     """Seeds run as Ray tasks said nothing until each ended: the tasks now tell a small actor
-    how far their seeds have gone, which the driver reads while it waits."""
+    how far their seeds have gone, which the driver reads while it waits. On the shared Ray
+    (RAY_ADDRESS): the lines are the claim, not Ray's start-up."""
     out = tmp_path / "run"
     args = ["run", HERD, "--seeds", "2", "--set", "run.workers=2", "--set"]
-    _, err = _harness([*args, "run.duration_s=6000", "--no-report", "--out", str(out)], 0.5)
+    args += ["run.duration_s=6000", "--no-report", "--out", str(out)]
+    _, err = _harness(args, 0.5, address=ray_address)
     done = [float(d) for d in re.findall(r"^harness: seed-herd: ([\d.]+) of 2 seeds", err, re.M)]
     assert any(0 < d < 1 for d in done), err  # before either seed ended

@@ -35,12 +35,14 @@ pytestmark = pytest.mark.shares_machine
 # -- signals at every phase -------------------------------------------------------------------
 
 
-def _run_stopped(spec: str, out: Path, *extra: str) -> subprocess.CompletedProcess:
+def _run_stopped(
+    spec: str, out: Path, *extra: str, address: str | None = None
+) -> subprocess.CompletedProcess:
     """`harness run` as its own process, sending itself the signals of `spec` at their phases
-    (`harness.testing_signals.SIGNAL_AT`)."""
+    (`harness.testing_signals.SIGNAL_AT`), joining the Ray at `address` if given."""
     return subprocess.run(
         [sys.executable, "-m", "harness", "run", HERD, *RUN, "--quiet", "--out", str(out), *extra],
-        env={**ENV, testing_signals.SIGNAL_AT: spec},
+        env={**joining(address), testing_signals.SIGNAL_AT: spec},
         capture_output=True,
         text=True,
         timeout=120,
@@ -91,25 +93,30 @@ def test_a_signal_at_any_phase_of_a_run(spec, code, said, disk, tmp_path):
 
 
 RAY_PHASES = [
-    # (spec, exit code, what the line says, whether run.json exists)
-    ("ray-init=INT", 130, "nothing was written", False),
-    ("ray-init=TERM", 143, "nothing was written", False),
-    ("seed=TERM", 143, "0 of 2 seeds finished are kept", True),
-    ("shutdown=INT", 130, "interrupted", True),
+    # (spec, exit code, what the line says, whether run.json exists, on the shared Ray)
+    ("ray-init=INT", 130, "nothing was written", False, False),
+    ("ray-init=TERM", 143, "nothing was written", False, False),
+    # Ray is up and the run's own: joining the shared one, the handlers are the same (a
+    # joined ray.init installs them too), and no Ray of its own is started for a seed's edge.
+    ("seed=TERM", 143, "0 of 2 seeds finished are kept", True, True),
+    ("shutdown=INT", 130, "interrupted", True, False),
 ]
 
 
 @pytest.mark.ray
 @pytest.mark.slow
-@pytest.mark.parametrize("spec,code,said,written", RAY_PHASES, ids=[p[0] for p in RAY_PHASES])
-def test_a_signal_at_the_edges_of_a_ray_run(spec, code, said, written, tmp_path):
+@pytest.mark.parametrize(
+    "spec,code,said,written,shared", RAY_PHASES, ids=[p[0] for p in RAY_PHASES]
+)
+def test_a_signal_at_the_edges_of_a_ray_run(spec, code, said, written, shared, tmp_path, request):
     """While Ray starts, its own handlers (a SIGTERM that exits at once, a failure handler
     printing `*** SIGTERM received`) are kept out; a signal then waits until Ray is up."""
     out = tmp_path / "run"
     # One seed per strategy (each seed on Ray sets up its actors: seconds) and no report
     # (none is read here): the signals land where they did, on a shorter run.
     short = ["--seeds", "1", "--set", "run.duration_s=1", "--no-report"]
-    done = _run_stopped(spec, out, "--engine", "ray", *short)
+    address = request.getfixturevalue("ray_address") if shared else None
+    done = _run_stopped(spec, out, "--engine", "ray", *short, address=address)
     text = done.stdout + done.stderr
     assert done.returncode == code, text[-2000:]
     assert said in " ".join(text.split()) and "Traceback" not in text
