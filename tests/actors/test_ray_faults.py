@@ -137,8 +137,11 @@ def test_every_node_group_killed_twice_leaves_every_acknowledged_sandbox_account
             rounds.append(fraction)
 
     out = run(config, ["optimistic"], tmp_path / "groups", progress)
-    assert len(rounds) == 2
     meta, frames = load_run(out)
+    if len(rounds) < 2:  # the driver's polls, which kill, came too late in the seed
+        # Seen at a load of 3 per core: the first poll came at the seed's end (rounds [1.0]).
+        skip_unless_kept_time(frames["summary"], "the driver polled too late to kill twice: ")
+        pytest.fail(f"kills at {rounds} of the seed only, on a machine keeping time")
     assert meta["completed"] and all(c["ok"] for c in meta["invariants"])
     (s,) = frames["summary"].to_dict("records")
     nodes = frames["nodes"]
