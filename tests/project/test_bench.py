@@ -26,6 +26,7 @@ ENDS = {
     "report_memory.py": ([], "harness report: peak"),
     "report_speed.py": ([], "seed-burst.toml: the report's own CPU"),
     "search_speed.py": ([], "the search's own cost"),
+    "suite_profile.py": ([], "CPU seconds by kind of process"),
     "sweep_scaling.py": ([], "1 worker(s):"),
     "time_keeping.py": ([], "as measured, reports 2 s late"),
     "trace_replay.py": ([], "poisson"),
