@@ -77,12 +77,13 @@ def _samples(frame: pd.DataFrame, shares: pd.DataFrame) -> pd.DataFrame:
     rows are the lowest replica's at each instant (every replica's row carries the node's true
     count), utilisation is over the node's `cpu_count` in `shares` (NaN where none)."""
     keys = [*KEYS, "t"]
-    instant = frame.groupby(keys, sort=False).ngroup().to_numpy()
-    lowest = frame.groupby(keys, sort=False)["replica"].transform("min").to_numpy()
-    true = frame[frame["replica"].to_numpy() == lowest]
+    instants = frame.groupby(keys, sort=False)
+    instant = instants.ngroup().to_numpy()
+    lowest = frame["replica"].to_numpy() == instants["replica"].transform("min").to_numpy()
+    true = frame[lowest]
     cpus = true[[*KEYS, "node_id"]].merge(shares, on=[*KEYS, "node_id"], how="left")
     util = true["cpu_percent"].to_numpy() / cpus["cpu_count"].to_numpy(dtype=float)
-    at = instant[frame["replica"].to_numpy() == lowest]
+    at = instant[lowest]
     counts = true["sandboxes"].to_numpy(dtype=float)
     n = np.bincount(at)
     mean, spread = _moments(at, counts, n)

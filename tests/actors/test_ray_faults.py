@@ -139,7 +139,7 @@ def test_every_node_group_killed_twice_leaves_every_acknowledged_sandbox_account
     out = run(config, ["optimistic"], tmp_path / "groups", progress)
     meta, frames = load_run(out)
     if len(rounds) < 2:  # the driver's polls, which kill, came too late in the seed
-        # Seen at a load of 3 per core: the first poll came at the seed's end (rounds [1.0]).
+        # A loaded machine can hold the driver's first poll until the seed's end.
         skip_unless_kept_time(frames["summary"], "the driver polled too late to kill twice: ")
         pytest.fail(f"kills at {rounds} of the seed only, on a machine keeping time")
     assert meta["completed"] and all(c["ok"] for c in meta["invariants"])
