@@ -1,7 +1,7 @@
 """Where the test suite's time goes: each test's span on its worker, how busy the machine was
 while it ran, and which processes used the CPU (docs/performance.md, "The test suite").
 
-    PYTHONPATH=. python bench/suite_profile.py [--tiny] [-- PYTEST_ARGS]
+    PYTHONPATH=. python bench/suite_profile.py [--tiny] [--spans FILE] [-- PYTEST_ARGS]
 
 Runs `python -m pytest` (the README's test command; PYTEST_ARGS replace its test paths) with
 this file as a plugin: every test's start and end on its worker, whether it ran with the
@@ -161,6 +161,9 @@ def main() -> None:
 
     parser = bench_parser(__doc__, "one small test module")
     parser.add_argument("pytest_args", nargs="*", help="after --: pytest's test paths and flags")
+    parser.add_argument(
+        "--spans", type=Path, help="also write every test's span to this file, a JSON line each"
+    )
     args = parser.parse_args()
     root = Path(__file__).resolve().parent.parent
     pytest_args = args.pytest_args or (["tests/model/test_event_queue.py"] if args.tiny else [])
@@ -180,6 +183,8 @@ def main() -> None:
         stop.set()
         watcher.join()
         rows = [json.loads(line) for f in Path(folder).glob("*.jsonl") for line in f.open()]
+    if args.spans:
+        args.spans.write_text("".join(json.dumps(row) + "\n" for row in rows))
     print(f"pytest exit code {code}, {time.time() - began:.1f} s")
     report(rows, samples, seen)
 
