@@ -16,7 +16,7 @@ import pytest
 
 from harness.cli import main
 from harness.config import ConfigError, load
-from harness.external import EXIT_CODE
+from harness.external import EXIT_CODE, client
 from harness.external.generate import GENERATED, REFERENCE, ROOT, generate
 from harness.external.transport import Frames, frame
 from tests.support.golden import folder_digests
@@ -32,6 +32,19 @@ sampler's, `Sampler.candidates`, is its own) and names the scheduler (`in-proces
 
 def command(args: list[str]) -> str:
     return f"external.command={json.dumps(args)}"
+
+
+SHORT = "run.duration_s=2"
+"""Seed-herd for 2 s (40 creates a seed, not 500): seed 0 still finishes and seed 1 still reaches
+the Place where the fault scheduler misbehaves (its third) and the ones after it, all that a
+test of a misbehaving scheduler asks of the run."""
+
+
+def lives_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test's scheduler process lives on after the call it failed: the harness's wait for it
+    to exit, which tells a death from a hang-up (`DEATH_WAIT_S`), could only run out. Not
+    waited: whether it is alive is still looked at, once."""
+    monkeypatch.setattr(client, "DEATH_WAIT_S", 0.0)
 
 
 def test_the_generated_code_and_reference_are_the_protos(tmp_path) -> None:
@@ -147,12 +160,14 @@ def test_a_remote_address_is_allowed_only_when_asked() -> None:
     ],
 )
 def test_a_misbehaving_scheduler_is_one_line_and_keeps_finished_seeds(
-    tmp_path, capsys, mode, said
+    tmp_path, capsys, monkeypatch, mode, said
 ) -> None:
     # 1 s where the timeout is what fails, not to wait 10; elsewhere the default: a freshly
     # started scheduler's first answer (its Hello) can take over a second on a loaded machine.
     timeout = ["external.timeout_s=1"] if mode == "hang" else []
-    code = _run(tmp_path, "run", command([*FAULTY, mode]), *timeout)
+    if mode != "die":  # every other mode leaves the process running
+        lives_on(monkeypatch)
+    code = _run(tmp_path, "run", command([*FAULTY, mode]), SHORT, *timeout)
     err = capsys.readouterr().err.strip()
     assert code == EXIT_CODE
     assert len(err.splitlines()) == 1, err
@@ -199,8 +214,9 @@ def test_a_port_printed_but_not_flushed_is_said_long_before_the_start_timeout(tm
     assert "flush it after printing (Python: print(port, flush=True)" in err
 
 
-def test_a_port_where_nothing_listens_is_a_refused_connection(tmp_path, capsys) -> None:
+def test_a_port_where_nothing_listens_is_a_refused_connection(tmp_path, capsys, monkeypatch):
     script = [sys.executable, "-c", "print(1, flush=True); import time; time.sleep(60)"]
+    lives_on(monkeypatch)
     assert _run(tmp_path, "run", command(script)) == EXIT_CODE
     err = capsys.readouterr().err
     assert "printed port 1, but nothing listens on 127.0.0.1:1: the connection was refused" in err
@@ -231,7 +247,7 @@ def test_on_timeout_fail_counts_a_failed_placement_and_goes_on(tmp_path, transpo
     """The late answer is thrown away (on a stream, read before the next call's), and the
     scheduler hears first thing that it was dropped (the fault scheduler exits with 9 if not)."""
     scheduler = [*FAULTY, "slow-once", *(["framed"] if transport == "framed" else [])]
-    sets = [command(scheduler), "external.timeout_s=2", "external.on_timeout=fail"]
+    sets = [command(scheduler), "external.timeout_s=2", "external.on_timeout=fail", SHORT]
     assert _run(tmp_path, "run", *sets, f"external.transport={transport}") == 0
     summary = pd.read_parquet(tmp_path / "run" / "summary.parquet")
     assert list(summary["seed"]) == [0, 1]
@@ -259,8 +275,11 @@ time.sleep(60)
         ("garbage", "answered Hello with bytes that do not parse as a HelloReply"),
     ],
 )
-def test_the_framed_transport_names_what_the_scheduler_did(tmp_path, capsys, mode, said) -> None:
+def test_the_framed_transport_names_what_the_scheduler_did(
+    tmp_path, capsys, monkeypatch, mode, said
+) -> None:
     script = [sys.executable, "-c", FRAMED_FAULT, mode]
+    lives_on(monkeypatch)
     sets = [command(script), "external.transport=framed"]
     assert _run(tmp_path, "run", *sets) == EXIT_CODE
     err = capsys.readouterr().err.strip()
@@ -268,10 +287,13 @@ def test_the_framed_transport_names_what_the_scheduler_did(tmp_path, capsys, mod
     assert said in err, err
 
 
-def test_an_exception_in_place_leaves_its_traceback_in_the_run_folder(tmp_path, capsys) -> None:
+def test_an_exception_in_place_leaves_its_traceback_in_the_run_folder(
+    tmp_path, capsys, monkeypatch
+) -> None:
     """The scheduler's standard error, a file per seed and replica in the run folder, named in
     the error line."""
-    assert _run(tmp_path, "run", command([*FAULTY, "raise"])) == EXIT_CODE
+    lives_on(monkeypatch)  # the server answers the exception as an error and serves on
+    assert _run(tmp_path, "run", command([*FAULTY, "raise"]), SHORT) == EXIT_CODE
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     log = tmp_path / "run" / "scheduler" / "stale-seed1-replica0.log"
