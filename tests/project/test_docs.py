@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,7 +26,7 @@ from harness.presentation.progress import PROGRESS_ENV
 from harness.results.arrow_schemas import TABLES
 from harness.results.column_docs import COLUMNS, COMMON
 from tests.support.configs import SCENARIOS
-from tests.support.doc_blocks import PAGES, ROOT, blocks, difference
+from tests.support.doc_blocks import PAGES, ROOT, Block, blocks, difference
 from tests.support.schedulers import SKELETON
 
 DOCS = ROOT / "docs"
@@ -149,11 +151,60 @@ def _shims(folder: Path) -> dict[str, str]:
     return {**os.environ, "PATH": path, "COLUMNS": "80", "PYTHONUNBUFFERED": "1", **quiet}
 
 
-RUNNABLE_PAGES = [p for p in PAGES if any(b.runnable for b in blocks(p))]
+def _generate():
+    spec = importlib.util.spec_from_file_location("generate", DOCS / "generate.py")
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    return generate
+
+
+def _words(command: str) -> tuple[str, ...] | None:
+    """A command as the words it is run with, a line continued by a backslash joined to the
+    next as bash joins it; None where it is not a plain command (quotes left open)."""
+    try:
+        return tuple(shlex.split(command.replace("\\\n", " ")))
+    except ValueError:
+        return None
+
+
+_GENERATOR = _generate()
+SHOWN = {
+    _words(m["command"]): m["command"]
+    for page in _GENERATOR.pages()
+    for m in _GENERATOR.OUTPUT.finditer(page.read_text())
+    if not m["long"]
+}
+"""The commands whose output docs/generate.py checks (`test_generated_figures_are_current`),
+by their words."""
+_ran: dict[str, tuple[str, Path]] = {}
+"""Each command of `SHOWN` a page ran as a block of its own, as written: what it printed and a
+copy of its results folder. The generator's check reads them rather than run the same
+command a second time in the same worker."""
+SHARES_RUNS = pytest.mark.xdist_group("docs-shown-runs")
+"""One worker's (`-n`, `--dist loadgroup`): the pages that run a command of `SHOWN`, then the
+generator's check, which reads their runs (`_ran`)."""
+
+
+def _shown(block: Block) -> str | None:
+    """The command of `SHOWN` that `block` is, run as written (no `seeds=`), or None."""
+    if block.lang not in ("bash", "sh") or "seeds" in block.options:
+        return None
+    return SHOWN.get(_words(block.code))
+
+
+RUNNABLE_PAGES = [
+    pytest.param(
+        p,
+        marks=[SHARES_RUNS] if any(b.runnable and _shown(b) for b in blocks(p)) else [],
+        id=str(p.relative_to(ROOT)),
+    )
+    for p in PAGES
+    if any(b.runnable for b in blocks(p))
+]
 
 
 @pytest.mark.slow  # every page's runs, as written
-@pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", RUNNABLE_PAGES)
 def test_a_page_runs_top_to_bottom(page, tmp_path):
     """The page's runnable blocks, in order, in one folder holding the shipped configs and
     examples, as a reader runs them: bash blocks as they are written, python blocks as
@@ -187,6 +238,13 @@ def test_a_page_runs_top_to_bottom(page, tmp_path):
         )
         printed = done.stdout.replace(PATH_WORD, DEFAULT_PATH_WORD)
         assert done.returncode == int(block.options.get("exit", 0)), f"{block}\n{printed}"
+        shown = _shown(block)
+        if shown is not None and "--out" in (words := shlex.split(shown)):
+            folder = work / words[words.index("--out") + 1]
+            kept = tmp_path / "shown" / str(len(_ran))
+            if folder.is_dir():  # a copy: a later block of the page may write into the folder
+                shutil.copytree(folder, kept)
+            _ran[shown] = (done.stdout, kept)
         if after is not None and after.marker == "prints":
             assert not difference(after.code, printed), (
                 f"{after}: {difference(after.code, printed)}\n{printed}"
@@ -240,23 +298,20 @@ def test_the_guide_names_every_config_that_turns_a_rule_on():
 
 
 @pytest.mark.slow  # a process per output block and the main job's 60 seeds
-def test_generated_figures_are_current():
+@SHARES_RUNS
+def test_generated_figures_are_current(monkeypatch, capsys):
     """Every figure docs/generate.py makes is the one committed: a change to what a run draws
-    fails here until `python docs/generate.py` is run and its files committed."""
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "docs" / "generate.py"), "--check"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
+    fails here until `python docs/generate.py` is run and its files committed.
 
-
-def _generate():
-    spec = importlib.util.spec_from_file_location("generate", DOCS / "generate.py")
-    generate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generate)
-    return generate
+    `generate.py --check`, with the runs of the commands a page ran as written handed to it
+    (`_ran`): the same command, printing as the generator's run of it prints, kept as the
+    generator keeps its runs (`Runs`); it runs the others itself."""
+    generate = _generate()
+    for command, (printed, folder) in _ran.items():
+        kept = "".join(line.rstrip() + "\n" for line in printed.splitlines())  # as `Runs._run`
+        generate.runs().done[command] = (kept, folder)
+    monkeypatch.setattr(sys, "argv", [str(DOCS / "generate.py"), "--check"])
+    assert generate.main() == 0, capsys.readouterr().err
 
 
 def test_an_output_block_that_differs_from_its_command_is_rewritten(tmp_path):
