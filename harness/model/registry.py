@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -24,11 +26,30 @@ T = TypeVar("T")
 
 
 def entry_points(group: str) -> Iterable[EntryPoint]:
-    """The installed entry points of `group`. `importlib.metadata` is loaded on first use: its
-    import takes longer than checking a config that names built-ins only."""
+    """The installed entry points of `group`, read again only once the folders Python imports
+    from have changed (an install adds its metadata folder to one): a registry lists them
+    whenever it is compared or iterated, hundreds of times in a run that names a plugin by
+    import path, and each reading reads every installed distribution's metadata.
+    `importlib.metadata` is loaded on first use: its import takes longer than checking a
+    config that names built-ins only."""
     from importlib import metadata
 
-    return metadata.entry_points(group=group)
+    state = tuple(map(_changed_at, sys.path))
+    kept = _read.get(group)
+    if kept is None or kept[0] != state:
+        kept = _read[group] = (state, tuple(metadata.entry_points(group=group)))
+    return kept[1]
+
+
+_read: dict[str, tuple[tuple[int | None, ...], tuple[EntryPoint, ...]]] = {}
+"""Per group: the state of the import folders when its entry points were read, and them."""
+
+
+def _changed_at(folder: str) -> int | None:
+    try:
+        return os.stat(folder or ".").st_mtime_ns
+    except OSError:
+        return None
 
 
 class RegistryError(ValueError):
