@@ -25,6 +25,7 @@ import harness.running.sweep_runner
 from harness.cli import main, parse_args
 from harness.cli.run import run_config
 from harness.config import ConfigError
+from tests.support.cli_in_process import parser_built_once, pictures_drawn_once
 from tests.support.configs import CONFIGS
 from tests.support.generated_configs import (
     SECTION_KEYS,
@@ -265,7 +266,10 @@ def assert_contract(code: int | str | None, err: str) -> None:
 
 
 @examples(fast=10, full=150)
-def test_the_cli_exits_0_or_2_with_one_line(examples, tmp_path_factory, finished_run):
+def test_the_cli_exits_0_or_2_with_one_line(examples, tmp_path_factory, finished_run, monkeypatch):
+    parser_built_once(monkeypatch)
+    pictures_drawn_once(monkeypatch)
+
     @settings(
         max_examples=examples,
         deadline=None,

@@ -6,6 +6,7 @@ ranges (negative, zero, wrong types, unknown keys) and runs are kept small.
 
 from __future__ import annotations
 
+import functools
 import io
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import fields
@@ -25,6 +26,7 @@ from harness.engines.virtual import VirtualEngine
 from harness.model.tunables import choice_names
 from harness.model.workload.arrivals import ARRIVALS
 from harness.model.workload.workload_keys import TemplateSpec
+from tests.support.cli_in_process import parser_built_once, pictures_drawn_once
 from tests.support.configs import CONFIGS
 from tests.support.generated_configs import (
     KEY_VALUES,
@@ -35,16 +37,20 @@ from tests.support.generated_configs import (
     bounded,
     near,
     raw_configs,
+    sampled,
     small,
     write_config,
 )
 from tests.support.tiers import examples
 
 
+@functools.cache
 def in_range(cls: type, name: str) -> st.SearchStrategy:
     """Values of a key of `cls` that its declaration allows (its bounds, its choices), or the
     key's own kind (`KEY_VALUES`): most of what `workloads` draws passes the key checks, so the
-    cross-checks and the runs of the new keys are reached."""
+    cross-checks and the runs of the new keys are reached. Made once per key, as every
+    strategy drawn from example after example here (tests/support/generated_configs.py
+    `near` says why)."""
     own = KEY_VALUES.get(f"workload.{name}")
     if own is not None:
         return own
@@ -90,7 +96,7 @@ def workloads(draw: st.DrawFn) -> dict[str, Any]:
     some of the other keys (lifetimes of each distribution among them) and mostly templates,
     nearly all values within their declared ranges, so that the cross-checks and the runs are
     reached."""
-    arrival = draw(st.sampled_from(list(ARRIVALS)))
+    arrival = draw(sampled(tuple(ARRIVALS)))
     keys = {k: v for k, v in SECTION_KEYS["workload"].items() if k not in ("arrival", "templates")}
     workload = {"arrival": arrival, **some_keys(draw, WorkloadConfig, keys)}
     coherent = draw(st.integers(0, 9)) > 0
@@ -100,7 +106,7 @@ def workloads(draw: st.DrawFn) -> dict[str, Any]:
         workload["trace"] = str(SYNTHETIC)
         ids = ["small", "medium", "large"]  # the IDs its rows name
     else:
-        ids = draw(st.lists(st.sampled_from(["a", "b", "c", ""]), min_size=1, max_size=2))
+        ids = draw(OTHER_IDS)
     if draw(st.integers(0, 3)) or len(ids) == 3:
         keys = {k: v for k, v in TEMPLATE_KEYS.items() if k != "template"}
         workload["templates"] = [
@@ -108,6 +114,11 @@ def workloads(draw: st.DrawFn) -> dict[str, Any]:
         ]
     run = {"duration_s": draw(st.floats(1.0, 10.0)), "sample_interval_s": 0}
     return {"run": run, "cluster": {"nodes": draw(st.integers(3, 8))}, "workload": workload}
+
+
+OTHER_IDS = st.lists(st.sampled_from(["a", "b", "c", ""]), min_size=1, max_size=2)
+"""Template IDs of a workload without the shipped trace, few so that they clash now and then
+(made once, as `in_range` says)."""
 
 
 def validated(raw: dict[str, Any]) -> Config:
@@ -172,10 +183,12 @@ def seeds_from_the_command_line(raw: dict[str, Any]) -> dict[str, Any]:
 
 @examples(fast=5, full=30)
 def test_the_cli_exits_0_on_a_valid_config_and_2_with_one_line_on_an_invalid_one(
-    examples, tmp_path_factory
+    examples, tmp_path_factory, monkeypatch
 ):
     """The test knows which exit code is right: 0 when the config validates (and then runs),
     2 when it does not, with exactly one `harness: error:` line on stderr and no traceback."""
+    parser_built_once(monkeypatch)
+    pictures_drawn_once(monkeypatch)
 
     @settings(max_examples=examples, deadline=None, derandomize=True)
     @given(raw_configs())
@@ -243,23 +256,46 @@ SPACE_KEYS = [
 ]
 
 
+_INTS = st.lists(st.integers(-2, 12), min_size=0, max_size=3)
+SPACE_ENTRY = st.one_of(
+    st.fixed_dictionaries({"int": st.sampled_from([[1, 4], [2, 8]])}),
+    st.fixed_dictionaries({"low": st.just(1.0), "high": st.floats(2.0, 30.0)}),
+    st.fixed_dictionaries({"int": _INTS}, optional={"step": near("1"), "log": near("true")}),
+    st.fixed_dictionaries(
+        {"low": near("1.0"), "high": near("20.0")},
+        optional={"log": near("false"), "step": near("0.5"), "int": _INTS},
+    ),
+    st.fixed_dictionaries({"choices": st.lists(near("3"), max_size=3)}),
+    anything,
+)
+"""What `space_entries` draws (made once, as `in_range` says)."""
+
+
 @st.composite
 def space_entries(draw: st.DrawFn) -> Any:
-    """One [space] entry: an int range, a float range, choices, or anything, each near valid."""
-    ints = st.lists(st.integers(-2, 12), min_size=0, max_size=3)
-    return draw(
-        st.one_of(
-            st.fixed_dictionaries({"int": st.sampled_from([[1, 4], [2, 8]])}),
-            st.fixed_dictionaries({"low": st.just(1.0), "high": st.floats(2.0, 30.0)}),
-            st.fixed_dictionaries({"int": ints}, optional={"step": near("1"), "log": near("true")}),
-            st.fixed_dictionaries(
-                {"low": near("1.0"), "high": near("20.0")},
-                optional={"log": near("false"), "step": near("0.5"), "int": ints},
-            ),
-            st.fixed_dictionaries({"choices": st.lists(near("3"), max_size=3)}),
-            anything,
-        )
-    )
+    """One [space] entry: an int range, a float range, choices, or anything, each near valid.
+    A composite of its own around `SPACE_ENTRY`: hypothesis mutates an example along the
+    nesting of what it drew, so drawing `SPACE_ENTRY` bare would draw other examples."""
+    return draw(SPACE_ENTRY)
+
+
+# What `search_files` draws from (made once, as `in_range` says).
+SPACE_ENTRIES = space_entries()
+SOME_SPACE_KEYS = st.lists(st.sampled_from(SPACE_KEYS), min_size=1, max_size=3, unique=True)
+SEARCH_VALUES = {  # key: (valid values, values around them)
+    "objective": (st.sampled_from(OBJECTIVES[:4]), st.sampled_from(OBJECTIVES[4:])),
+    "seeds": (st.integers(1, 3), near("5")),
+    "trials": (st.integers(1, 50), near("5")),
+    "wall_s": (st.floats(0.5, 100.0), near("1.0")),
+    "searcher": (st.sampled_from(["tpe", "cmaes", "random", "grid"]), st.just("hill")),
+    "seed": (st.integers(0, 99), near("0")),
+    "batch": (st.integers(1, 8), near("4")),
+    "shrink_tolerance": (st.floats(0.0, 0.9), near("0.1")),
+    "confirm_seeds": (st.integers(1, 30), near("3")),
+    "max_creates": (st.floats(100.0, 1e6), near("100.0")),
+    "name": (st.just("ok"), st.sampled_from(["a/b", ""])),
+}
+"""Each [search] key's values."""
 
 
 @st.composite
@@ -267,27 +303,14 @@ def search_files(draw: st.DrawFn) -> dict[str, Any]:
     """A search over seed-herd: each [search] key with probability 0.5, its value nine times
     in ten a valid one, else near its valid range; a few [space] entries; now and then an
     unknown key or section."""
-    values = {  # key: (valid values, values around them)
-        "objective": (st.sampled_from(OBJECTIVES[:4]), st.sampled_from(OBJECTIVES[4:])),
-        "seeds": (st.integers(1, 3), near("5")),
-        "trials": (st.integers(1, 50), near("5")),
-        "wall_s": (st.floats(0.5, 100.0), near("1.0")),
-        "searcher": (st.sampled_from(["tpe", "cmaes", "random", "grid"]), st.just("hill")),
-        "seed": (st.integers(0, 99), near("0")),
-        "batch": (st.integers(1, 8), near("4")),
-        "shrink_tolerance": (st.floats(0.0, 0.9), near("0.1")),
-        "confirm_seeds": (st.integers(1, 30), near("3")),
-        "max_creates": (st.floats(100.0, 1e6), near("100.0")),
-        "name": (st.just("ok"), st.sampled_from(["a/b", ""])),
-    }
     head: dict[str, Any] = {"base": str(CONFIGS / "seed-herd.toml")}
-    for key, (valid, wild) in values.items():
+    for key, (valid, wild) in SEARCH_VALUES.items():
         if draw(st.booleans()) or key == "objective":
             head[key] = draw(wild if draw(st.integers(0, 9)) == 9 else valid)
     if draw(st.integers(0, 19)) == 19:
         head["colour"] = "red"
-    keys = draw(st.lists(st.sampled_from(SPACE_KEYS), min_size=1, max_size=3, unique=True))
-    raw = {"search": head, "space": {key: draw(space_entries()) for key in keys}}
+    keys = draw(SOME_SPACE_KEYS)
+    raw = {"search": head, "space": {key: draw(SPACE_ENTRIES) for key in keys}}
     if draw(st.integers(0, 19)) == 19:
         raw["grid"] = {}
     return raw
@@ -295,10 +318,11 @@ def search_files(draw: st.DrawFn) -> dict[str, Any]:
 
 @examples(fast=60, full=300)
 def test_generated_search_files_load_or_name_a_key_and_exit_2_with_one_line(
-    examples, tmp_path_factory
+    examples, tmp_path_factory, monkeypatch
 ):
     """Every key of a search file, valid or not: the file loads, or a ConfigError names a key
     in one line, and `harness search` says that line and exits 2 before anything runs."""
+    parser_built_once(monkeypatch)
 
     @settings(max_examples=examples, deadline=None, derandomize=True)
     @given(search_files())

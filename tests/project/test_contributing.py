@@ -29,7 +29,12 @@ COPIED = (
 )
 """What of the project the copy holds: the packages, the tests with their settings, and the
 generator with the pages it writes."""
-LEFT_OUT = shutil.ignore_patterns("__pycache__", ".pytest_cache", "*.so", "_compiled.json")
+LEFT_OUT = shutil.ignore_patterns(".pytest_cache", "*.so", "_compiled.json", "*.pyc.*")
+"""Not copied: pytest's cache, and the compiled modules with their record (the copy runs pure
+Python). The bytecode caches are: Python checks each against its source's size and time, so a
+file the test edits is compiled again and the others need not be (`_changed` skips them). But
+not a bytecode file being written (`NAME.pyc.NUMBER`, renamed to NAME.pyc once whole) by a
+process beside this test: it may be gone before it is copied."""
 
 
 def listed(section: str) -> list[list[str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,13 @@ anything = st.one_of(
 )
 
 
+@functools.cache
 def near(default: str) -> st.SearchStrategy:
-    """Values of the key's own type around its valid range, or now and then anything."""
+    """Values of the key's own type around its valid range, or now and then anything. Made
+    once per default, as every strategy drawn from example after example here (`sampled`,
+    `some_of`, `value_of`): hypothesis validates a strategy object at its first draw, so one
+    made anew for each draw is validated again each time. The same strategy drawn from the same
+    choices gives the same values, so the examples are the same either way."""
     if default in ("true", "false"):
         typed = st.booleans()
     elif default.startswith("["):
@@ -88,17 +94,29 @@ def near(default: str) -> st.SearchStrategy:
     return st.one_of(typed, typed, typed, anything)
 
 
+@functools.cache
+def sampled(values: tuple[Any, ...]) -> st.SearchStrategy:
+    """One of `values` (made once per tuple: see `near`)."""
+    return st.sampled_from(values)
+
+
+@functools.cache
+def some_of(values: tuple[Any, ...], max_size: int, unique: bool = False) -> st.SearchStrategy:
+    """Lists of `values` (made once per tuple and size: see `near`)."""
+    return st.lists(st.sampled_from(values), max_size=max_size, unique=unique)
+
+
 @st.composite
 def raw_configs(draw: st.DrawFn) -> dict[str, Any]:
     raw: dict[str, Any] = {}
-    for section in draw(st.lists(st.sampled_from([*SECTION_KEYS, "extra"]), max_size=5)):
+    for section in draw(some_of((*SECTION_KEYS, "extra"), 5)):
         keys = SECTION_KEYS.get(section, {"x": "1"})
-        chosen = draw(st.lists(st.sampled_from([*keys, *keys, "unknown_key"]), max_size=4))
+        chosen = draw(some_of((*keys, *keys, "unknown_key"), 4))
         raw[section] = {
             key: draw(value_of(f"{section}.{key}", keys.get(key, "1"))) for key in chosen
         }
     if draw(st.integers(0, 2)):
-        raw["faults"] = draw(st.lists(fault_entries(), min_size=1, max_size=2))
+        raw["faults"] = draw(_FAULT_LISTS)
     cluster = raw.get("cluster")
     if isinstance(cluster, dict) and "pools" in cluster and draw(st.integers(0, 3)):
         for key in SINGLE_POOL_KEYS:  # mostly without the keys pools replace: a valid mix
@@ -106,8 +124,10 @@ def raw_configs(draw: st.DrawFn) -> dict[str, Any]:
     return raw
 
 
+@functools.cache
 def value_of(key: str, default: str) -> st.SearchStrategy:
-    """A value for `key`: mostly one of its own kind (`KEY_VALUES`), else around its default."""
+    """A value for `key`: mostly one of its own kind (`KEY_VALUES`), else around its default
+    (made once per key: see `near`)."""
     own = KEY_VALUES.get(key)
     return near(default) if own is None else st.one_of(own, own, own, near(default))
 
@@ -123,7 +143,7 @@ def entries(draw: st.DrawFn, table: str, values: str) -> Any:
     known = ENTRY_KEYS[table]
     keys = [*known, "unknown_key"] if draw(st.integers(0, 5)) == 0 else list(known)
     entry = {}
-    for key in draw(st.lists(st.sampled_from(keys), max_size=4, unique=True)):
+    for key in draw(some_of(tuple(keys), 4, unique=True)):
         own = KEY_VALUES.get(f"{values}.{key}")
         entry[key] = draw(own if own is not None else near(known.get(key, "1")))
     return entry
@@ -176,10 +196,10 @@ def fault_entries(draw: st.DrawFn) -> Any:
     roll = draw(st.integers(0, 19))
     if roll == 0:
         return draw(anything)
-    kind = draw(st.sampled_from(list(FAULT_KINDS)))
-    keys = list(keys_of(FAULT_KINDS[kind])) if roll > 3 else [*FAULT_KEYS, "unknown_key"]
-    entry = {"kind": kind if roll != 1 else draw(st.sampled_from(WORDS))}
-    for key in draw(st.lists(st.sampled_from(keys), max_size=4, unique=True)):
+    kind = draw(sampled(tuple(FAULT_KINDS)))
+    keys = tuple(keys_of(FAULT_KINDS[kind])) if roll > 3 else (*FAULT_KEYS, "unknown_key")
+    entry = {"kind": kind if roll != 1 else draw(sampled(tuple(WORDS)))}
+    for key in draw(some_of(keys, 4, unique=True)):
         typed = FAULT_VALUES.get(key) if roll > 3 else None
         entry[key] = draw(typed if typed is not None else near(FAULT_KEYS.get(key, "1")))
     return entry
@@ -192,6 +212,8 @@ FAULT_VALUES = {
     "at_s": st.floats(-1.0, 20.0),
 }
 """Values around the valid range of the fault keys whose default ("none", 1.0) says little."""
+_FAULT_LISTS = st.lists(fault_entries(), min_size=1, max_size=2)
+"""A config's `[[faults]]` (made once: see `near`)."""
 
 
 def creates_sent(config: Config) -> float:
