@@ -171,7 +171,10 @@ def main() -> None:
         env = {
             **os.environ,
             OUT_ENV: folder,
-            "PYTHONPATH": os.pathsep.join([str(root), str(root / "bench")]),
+            # Beside the caller's own entries (a sitecustomize that counts something, say).
+            "PYTHONPATH": os.pathsep.join(
+                [str(root), str(root / "bench"), *filter(None, [os.environ.get("PYTHONPATH")])]
+            ),
         }
         stop, samples, seen = threading.Event(), [], {}
         _processes(seen, before=True)
