@@ -1,6 +1,6 @@
 """Measures the per-unit costs `harness/running/cost_check.py` estimates with, in three parts.
 
-    PYTHONPATH=. python bench/budget.py [--tiny]
+    PYTHONPATH=. python bench/budget.py [--part seeds|driver|ray ...] [--tiny]
 
 1. A seed, as a run's task runs it (`harness.running.seed_tasks.run_unit`: the engine, its rows
    written to a part folder as its logs flush, the passes that read them back for its summary,
@@ -20,8 +20,9 @@
 3. Ray: a local Ray that ran two seeds as tasks, the proportional set size (PSS) of its own
    processes and of each worker.
 
-Takes some minutes and ~1.5 GB. `--tiny` runs every part at a hundredth of its size, the seeds
-all in one process."""
+Takes some minutes and ~1.5 GB. `--part` runs the parts named (all three without it), in the
+order above. `--tiny` runs every part at a hundredth of its size, the seeds all in one
+process."""
 
 from __future__ import annotations
 
@@ -391,14 +392,25 @@ def ray() -> None:
     line("Ray's own processes", found["others"])
 
 
+PARTS = ("seeds", "driver", "ray")
+
+
 def main() -> None:
     parser = bench_parser(__doc__, "the smallest run of every part")
-    tiny = parser.parse_args().tiny
+    parser.add_argument(
+        "--part", action="append", choices=PARTS, help="a part to run (repeat it for more)"
+    )
+    args = parser.parse_args()
+    tiny, parts = args.tiny, set(args.part or PARTS)
     with tempfile.TemporaryDirectory() as folder:
-        trace = tagged_trace(Path(folder) / "tagged.parquet", 10_000 if tiny else 1_000_000)
-        seeds(tiny, trace)
-        driver(tiny, Path(folder), trace)
-    ray()
+        if parts & {"seeds", "driver"}:
+            trace = tagged_trace(Path(folder) / "tagged.parquet", 10_000 if tiny else 1_000_000)
+        if "seeds" in parts:
+            seeds(tiny, trace)
+        if "driver" in parts:
+            driver(tiny, Path(folder), trace)
+    if "ray" in parts:
+        ray()
 
 
 if __name__ == "__main__":
