@@ -495,11 +495,12 @@ def compare(
         for strategy in strategies:
             b = base_rows[base_rows["strategy"] == strategy].sort_values("seed")
             n = new_rows[new_rows["strategy"] == strategy].sort_values("seed")
+            pairs = _seed_pairs(b, n) if paired else None
             for column in chosen:
                 if column.kind.pace is not Pace.NEVER and timed[0] != timed[1]:
                     unpaced.add(column.name)  # the engine's pace on one side only
                     continue
-                row = _compare_column(column, b, n, paired, bands[column.name])
+                row = _compare_column(column, b, n, pairs, bands[column.name])
                 if row is None:
                     continue
                 paced = column.kind.pace is Pace.ALWAYS or (
@@ -611,24 +612,41 @@ def _plugins(meta: dict[str, Any]) -> set[str]:
     }
 
 
+def _seed_pairs(base: pd.DataFrame, new: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The row positions in `base` and in `new` of each seed both hold, as a merge on the seed
+    pairs them: found once for every column, where a merge per column cost more than the
+    column's test."""
+    joined = (
+        base[["seed"]]
+        .assign(at_base=np.arange(len(base)))
+        .merge(new[["seed"]].assign(at_new=np.arange(len(new))), on="seed")
+    )
+    return joined["at_base"].to_numpy(), joined["at_new"].to_numpy()
+
+
 def _compare_column(
-    column: Column, base: pd.DataFrame, new: pd.DataFrame, paired: bool, band: NoiseBand
+    column: Column,
+    base: pd.DataFrame,
+    new: pd.DataFrame,
+    pairs: tuple[np.ndarray, np.ndarray] | None,
+    band: NoiseBand,
 ) -> dict[str, Any] | None:
-    """One row of the comparison, or None when a side has no value of the column."""
+    """One row of the comparison, or None when a side has no value of the column. Paired seed
+    by seed when `pairs` (`_seed_pairs`) is given, a pair with a missing value left out."""
     if column.name not in base or column.name not in new:
         return None
-    if paired:
-        joined = base[["seed", column.name]].merge(
-            new[["seed", column.name]], on="seed", suffixes=("_b", "_n")
-        )
-        values = joined[[f"{column.name}_b", f"{column.name}_n"]].astype(float).dropna()
-        b, n = values.iloc[:, 0].to_numpy(), values.iloc[:, 1].to_numpy()
+    if pairs is not None:
+        b = base[column.name].iloc[pairs[0]].astype(float).to_numpy()
+        n = new[column.name].iloc[pairs[1]].astype(float).to_numpy()
+        both = ~(np.isnan(b) | np.isnan(n))
+        b, n = b[both], n[both]
         if b.size == 0:
             return None
         lo, hi, p = paired_test(b, n)
     else:
-        b = base[column.name].astype(float).dropna().to_numpy()
-        n = new[column.name].astype(float).dropna().to_numpy()
+        b = base[column.name].astype(float).to_numpy()
+        n = new[column.name].astype(float).to_numpy()
+        b, n = b[~np.isnan(b)], n[~np.isnan(n)]
         if b.size == 0 or n.size == 0:
             return None
         lo, hi, p = unpaired_test(b, n)
@@ -638,7 +656,7 @@ def _compare_column(
     return {
         "unit": column.unit,
         "direction": column.direction.value,
-        "test": "paired" if paired else "unpaired",
+        "test": "unpaired" if pairs is None else "paired",
         "n_base": int(b.size),
         "n_new": int(n.size),
         "base": base_mean,
