@@ -186,22 +186,24 @@ TIMELINE_COLUMNS = ("t", "replica", "sandboxes", "cpu_allocated", "cpu_error")
 """What the timeline's pass reads."""
 
 
-def _samples(rows: SeedRows) -> Iterator[tuple[float, pa.Table]]:
-    """The timeline one sample at a time (every row of one instant), as written: a sample cut
-    by a batch's end is taken up again with the next batch."""
-    carried: pa.Table | None = None
+def _samples(rows: SeedRows) -> Iterator[tuple[float, dict[str, np.ndarray]]]:
+    """The timeline one sample at a time (every row of one instant), as written, its columns
+    (`TIMELINE_COLUMNS`) as numpy: a sample cut by a batch's end is taken up again with the
+    next batch. A batch's columns are converted once and each sample is a slice of them:
+    converting each sample's own columns cost more than its figures."""
+    carried: dict[str, np.ndarray] | None = None
     for batch in rows.batches("timeline", TIMELINE_COLUMNS):
-        part = pa.Table.from_batches([batch])
+        part = {c: batch.column(c).to_numpy(zero_copy_only=False) for c in TIMELINE_COLUMNS}
         if carried is not None:
-            part = pa.concat_tables([carried, part])
-        t = part.column("t").to_numpy()
+            part = {c: np.concatenate([carried[c], part[c]]) for c in TIMELINE_COLUMNS}
+        t = part["t"]
         starts = np.flatnonzero(np.diff(t)) + 1
         edges = [0, *starts.tolist()]
         for begin, end in pairwise(edges):
-            yield float(t[begin]), part.slice(begin, end - begin)
-        carried = part.slice(edges[-1])
-    if carried is not None and carried.num_rows:
-        yield float(carried.column("t")[0].as_py()), carried
+            yield float(t[begin]), {c: column[begin:end] for c, column in part.items()}
+        carried = {c: column[edges[-1] :] for c, column in part.items()}
+    if carried is not None and carried["t"].size:
+        yield float(carried["t"][0]), carried
 
 
 def timeline_figures(rows: SeedRows) -> dict[str, float]:
@@ -234,21 +236,18 @@ def timeline_figures(rows: SeedRows) -> dict[str, float]:
             balance[name][2] = max(balance[name][2], value)
 
     for t, sample in _samples(rows):
-        err = sample.column("cpu_error").to_numpy()
+        err = sample["cpu_error"]
         if previous is not None:
             close(t)
         seen = True
         over = max(over, float(err.max(initial=0.0)))
         under = max(under, float(-err.min(initial=0.0)))
-        replica = sample.column("replica").to_numpy()
+        replica = sample["replica"]
         true = replica == replica.min()
-        sandboxes = sample.column("sandboxes").to_numpy()[true]
+        sandboxes = sample["sandboxes"][true]
         cvs = {}
         if sandboxes.sum() >= sandboxes.size > 0:
-            cvs = {
-                "cv": cv(sandboxes),
-                "alloc_cv": cv(sample.column("cpu_allocated").to_numpy()[true]),
-            }
+            cvs = {"cv": cv(sandboxes), "alloc_cv": cv(sample["cpu_allocated"][true])}
         errors = {
             "abs": float(np.abs(err).sum()),
             "wrong": float((np.abs(err) > ERROR_TOLERANCE).sum()),
